@@ -1,0 +1,42 @@
+# dreamddp: `make demo` and `make test` are the two set-up commands (README.md).
+SHELL := /bin/bash
+BUILD ?= build
+JOBS ?= $(shell nproc)
+PY := /usr/bin/python3
+DEB_PACKAGES := cmake g++ make libgtest-dev libbenchmark-dev zlib1g-dev libgloo-dev libopenmpi-dev openmpi-bin \
+  libhdf5-dev hdf5-tools libboost-program-options-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers nlohmann-json3-dev dataset-fashion-mnist \
+  iproute2 redis-server python3-h5py python3-matplotlib fortunes
+PEER_PACKAGES := python3-torch
+
+.PHONY: deps deps-peer build test test-sanitize demo figures clean
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "installing:" $$missing; \
+	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "deps: all Debian packages present"; fi
+
+deps-peer:
+	@dpkg-query -W -f='$${Status}\n' $(PEER_PACKAGES) 2>/dev/null | grep -q 'install ok installed' || \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(PEER_PACKAGES)
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
+
+test-sanitize: deps
+	cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Debug -DDREAMDDP_SANITIZE=ON -DDREAMDDP_NO_CUDA=ON >/dev/null
+	cmake --build build-san -j$(JOBS)
+	cd build-san && ctest --output-on-failure -L unit -j$(JOBS)
+
+demo: build
+	bash experiments/demo.sh
+
+figures:
+	$(PY) analysis/make_figures.py runs
+
+clean:
+	rm -rf $(BUILD) build-san

@@ -1,0 +1,72 @@
+// The one communication interface the sync engine uses; Gloo (TCP), MPI and NCCL implement it.
+// Operations are asynchronous and executed strictly in submission order on the backend's communication
+// thread (CPU) or stream (NCCL): launch order is the caller's contract (DESIGN.md, consistency rule).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dd {
+
+enum class ReduceOp { Sum, Avg };
+
+// Handle of one asynchronous operation. wait() rethrows the operation's error: dd::PeerLost (exit 3) when
+// a peer is lost or the per-op timeout expires, naming the rank where known.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;
+  virtual bool test() = 0;  // true when finished (successfully or not); wait() then returns or throws at once
+  // dd::now_s() when the operation finished on the communication thread/stream (0 if unknown or not yet).
+  virtual double end_time() const { return 0; }
+};
+using WorkPtr = std::shared_ptr<Work>;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string name() const = 0;  // "gloo", "mpi", "nccl"
+
+  // In-place allreduce of n floats (host memory for gloo/mpi, device memory for nccl).
+  virtual WorkPtr allreduce(float* data, size_t n, ReduceOp op) = 0;
+  // In-place broadcast of n floats from `root` (a rank of this group).
+  virtual WorkPtr broadcast(float* data, size_t n, int root) = 0;
+  // Blocking: every rank contributes a small byte blob, every rank receives all of them in rank order.
+  virtual std::vector<std::string> allgather(const std::string& blob) = 0;
+  // Blocking barrier (honours the timeout).
+  virtual void barrier() = 0;
+  // Collective over this group: every rank calls it; ranks with the same color form a new group, ordered by
+  // their rank here. The new group has its own communication thread/stream and context.
+  virtual std::unique_ptr<Backend> split(int color) = 0;
+  // Per-operation timeout in seconds.
+  virtual void set_timeout(double seconds) = 0;
+  virtual double timeout() const = 0;
+};
+
+// Where this process sits: from RANK/WORLD_SIZE/LOCAL_RANK (torchrun), OMPI_COMM_WORLD_* (mpirun),
+// SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID; none of them means a single process (rank 0 of 1).
+struct RankInfo {
+  int rank = 0;
+  int world = 1;
+  int local_rank = 0;
+  std::string source = "none";  // "torchrun", "mpirun", "slurm", "none"
+};
+RankInfo discover_rank();
+
+struct BackendOptions {
+  std::string kind = "gloo";   // gloo | mpi | nccl
+  int rank = 0;
+  int world = 1;
+  std::string rendezvous;      // file:///path | redis://host:port | "" (caller supplies a default)
+  std::string iface;           // network interface to bind (also GLOO_SOCKET_IFNAME)
+  double timeout_s = 60;
+  std::string prefix = "dd";   // store key prefix (unique per job / group)
+};
+
+// Throws dd::UsageError for an unknown or not-compiled-in backend or a malformed rendezvous.
+std::unique_ptr<Backend> make_backend(const BackendOptions& opts);
+
+}  // namespace dd

@@ -1,0 +1,42 @@
+// make_backend(): the factory over the backends compiled into this build (DREAMDDP_HAVE_* from dd_backends).
+#include "backends/backend.h"
+#include "core/common/error.h"
+
+#ifdef DREAMDDP_HAVE_GLOO
+#include "backends/gloo/gloo_backend.h"
+#endif
+#ifdef DREAMDDP_HAVE_MPI
+#include "backends/mpi/mpi_backend.h"
+#endif
+#ifdef DREAMDDP_HAVE_NCCL
+#include "backends/nccl/nccl_backend.h"
+#endif
+
+namespace dd {
+
+std::unique_ptr<Backend> make_backend(const BackendOptions& opts) {
+  if (opts.kind == "gloo") {
+#ifdef DREAMDDP_HAVE_GLOO
+    return make_gloo_backend(opts);
+#else
+    throw UsageError("backend 'gloo' is not compiled into this build (libgloo-dev was not found)");
+#endif
+  }
+  if (opts.kind == "mpi") {
+#ifdef DREAMDDP_HAVE_MPI
+    return make_mpi_backend(opts);
+#else
+    throw UsageError("backend 'mpi' is not compiled into this build (Open MPI was not found)");
+#endif
+  }
+  if (opts.kind == "nccl") {
+#ifdef DREAMDDP_HAVE_NCCL
+    return make_nccl_backend(opts);
+#else
+    throw UsageError("backend 'nccl' is not compiled into this build (CUDA + NCCL were not found)");
+#endif
+  }
+  throw UsageError("unknown backend '" + opts.kind + "' (expected gloo, mpi or nccl)");
+}
+
+}  // namespace dd

@@ -1,0 +1,352 @@
+// GlooBackend: async collectives on a FIFO communication thread over one Gloo TCP context, blocking control
+// ops (allgather, barrier, split) on a second context so they never queue behind bulk transfers.
+#include <netdb.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "backends/common/comm_queue.h"
+#include "backends/gloo/gloo_backend.h"
+#include "core/common/clock.h"
+#include "core/common/error.h"
+
+namespace dd {
+namespace {
+
+using ReduceFn = void (*)(void*, const void*, const void*, size_t);
+
+std::chrono::milliseconds to_ms(double s) {
+  return std::chrono::milliseconds(std::max<long long>(1, static_cast<long long>(std::llround(s * 1000.0))));
+}
+
+// Address Gloo binds to: explicit interface, else the hostname when it resolves, else loopback (single host).
+gloo::transport::tcp::attr bind_attr(const std::string& iface_opt, int world) {
+  gloo::transport::tcp::attr attr;
+  std::string iface = iface_opt;
+  if (iface.empty()) {
+    if (const char* e = std::getenv("GLOO_SOCKET_IFNAME")) iface = e;
+  }
+  if (!iface.empty()) {
+    attr.iface = iface;
+    return attr;
+  }
+  attr.hostname = "127.0.0.1";
+  if (world > 1) {
+    char host[256] = {0};
+    if (gethostname(host, sizeof(host) - 1) == 0) {
+      addrinfo hints{}, *res = nullptr;
+      hints.ai_socktype = SOCK_STREAM;
+      if (getaddrinfo(host, nullptr, &hints, &res) == 0) {
+        attr.hostname = host;
+        freeaddrinfo(res);
+      }
+    }
+  }
+  return attr;
+}
+
+// Writing to a socket whose peer died must become an error (EPIPE), not kill the process.
+void ignore_sigpipe_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction old {};
+    if (sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
+  });
+}
+
+gloo::AllreduceOptions::Algorithm algorithm_from_env() {
+  const char* e = std::getenv("DREAMDDP_GLOO_ALGO");
+  std::string a = e ? e : "ring";
+  if (a == "ring") return gloo::AllreduceOptions::Algorithm::RING;
+  if (a == "bcube") return gloo::AllreduceOptions::Algorithm::BCUBE;
+  throw UsageError("DREAMDDP_GLOO_ALGO='" + a + "' is not one of ring, bcube");
+}
+
+class GlooBackend : public Backend {
+ public:
+  GlooBackend(int rank, int size, std::shared_ptr<gloo::rendezvous::Store> store, const BackendOptions& opts,
+              std::vector<int> global_ranks, std::shared_ptr<gloo::transport::Device> device)
+      : rank_(rank),
+        size_(size),
+        prefix_(opts.prefix),
+        store_(std::move(store)),
+        device_(std::move(device)),
+        global_(std::move(global_ranks)),
+        opts_(opts),
+        timeout_s_(opts.timeout_s),
+        algorithm_(algorithm_from_env()) {
+    if (size < 1 || rank < 0 || rank >= size)
+      throw UsageError("gloo: rank " + std::to_string(rank) + " is not in a world of " + std::to_string(size));
+    if (!(opts.timeout_s > 0)) throw UsageError("gloo: timeout must be positive seconds");
+    ignore_sigpipe_once();
+    if (!device_) {
+      try {
+        device_ = gloo::transport::tcp::CreateDevice(bind_attr(opts.iface, size));
+      } catch (const std::exception& e) {
+        throw UsageError(std::string("gloo: cannot bind a TCP device (") +
+                         (opts.iface.empty() ? "hostname/loopback" : "interface " + opts.iface) + "): " + e.what() +
+                         "; pass --iface NAME or set GLOO_SOCKET_IFNAME");
+      }
+    }
+    // Start-up can be slow on a loaded machine (other ranks still loading data); a short per-op timeout
+    // must not make the rendezvous itself fail.
+    double connect_s = std::max(opts.timeout_s, 30.0);
+    store_->set(prefix_ + "/hello/" + std::to_string(rank_), {'1'});
+    data_ = connect("data", connect_s);
+    ctl_ = connect("ctl", connect_s);
+    queue_ = std::make_unique<CommQueue>(describe());
+  }
+
+  ~GlooBackend() override {
+    queue_.reset();  // finishes the running op (bounded by the timeout) before its context goes away
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return "gloo"; }
+  void set_timeout(double s) override {
+    if (!(s > 0)) throw UsageError("gloo: timeout must be positive seconds");
+    timeout_s_ = s;
+  }
+  double timeout() const override { return timeout_s_; }
+
+  WorkPtr allreduce(float* data, size_t n, ReduceOp op) override {
+    return queue_->submit([this, data, n, op] {
+      guarded("allreduce", n * sizeof(float), [&] {
+        if (n == 0 || size_ == 1) return;
+        gloo::AllreduceOptions o(data_);
+        o.setOutput(data, n);
+        o.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
+        o.setAlgorithm(algorithm_);
+        o.setTimeout(to_ms(timeout_s_));
+        gloo::allreduce(o);
+        if (op == ReduceOp::Avg) {
+          const float inv = 1.0f / static_cast<float>(size_);
+          for (size_t i = 0; i < n; ++i) data[i] *= inv;
+        }
+      });
+    });
+  }
+
+  WorkPtr broadcast(float* data, size_t n, int root) override {
+    if (root < 0 || root >= size_)
+      throw UsageError("broadcast root " + std::to_string(root) + " is not a rank of this group of " +
+                       std::to_string(size_));
+    return queue_->submit([this, data, n, root] {
+      guarded("broadcast", n * sizeof(float), [&] {
+        if (n == 0 || size_ == 1) return;
+        gloo::BroadcastOptions o(data_);
+        o.setOutput(data, n);
+        o.setRoot(root);
+        o.setTimeout(to_ms(timeout_s_));
+        gloo::broadcast(o);
+      });
+    });
+  }
+
+  std::vector<std::string> allgather(const std::string& blob) override {
+    std::lock_guard<std::mutex> lk(ctl_mutex_);
+    std::vector<std::string> out(size_);
+    guarded("allgather", blob.size(), [&] {
+      if (size_ == 1) {
+        out[0] = blob;
+        return;
+      }
+      std::vector<int64_t> len(size_);
+      int64_t mine = static_cast<int64_t>(blob.size());
+      gloo::AllgatherOptions lo(ctl_);
+      lo.setInput(&mine, 1);
+      lo.setOutput(len.data(), len.size());
+      lo.setTimeout(to_ms(timeout_s_));
+      gloo::allgather(lo);
+      std::vector<size_t> counts(len.begin(), len.end());
+      size_t total = 0;
+      for (auto c : counts) total += c;
+      if (total == 0) return;
+      std::vector<char> all(total);
+      std::string in = blob;  // gloo wants a non-const pointer
+      gloo::AllgathervOptions vo(ctl_);
+      vo.setInput(in.data(), in.size());
+      vo.setOutput(all.data(), counts);
+      vo.setTimeout(to_ms(timeout_s_));
+      gloo::allgatherv(vo);
+      size_t off = 0;
+      for (int r = 0; r < size_; ++r) {
+        out[r].assign(all.data() + off, counts[r]);
+        off += counts[r];
+      }
+    });
+    return out;
+  }
+
+  void barrier() override {
+    std::lock_guard<std::mutex> lk(ctl_mutex_);
+    guarded("barrier", 0, [&] {
+      if (size_ == 1) return;
+      gloo::BarrierOptions o(ctl_);
+      o.setTimeout(to_ms(timeout_s_));
+      gloo::barrier(o);
+    });
+  }
+
+  std::unique_ptr<Backend> split(int color) override {
+    auto colors = allgather(std::to_string(color));
+    std::vector<int> members, global;
+    int new_rank = -1;
+    for (int r = 0; r < size_; ++r) {
+      if (std::stoi(colors[r]) != color) continue;
+      if (r == rank_) new_rank = static_cast<int>(members.size());
+      members.push_back(r);
+      global.push_back(global_[r]);
+    }
+    BackendOptions o = opts_;
+    o.timeout_s = timeout_s_;
+    o.prefix = prefix_ + "/split" + std::to_string(split_count_++) + "/c" + std::to_string(color);
+    return std::make_unique<GlooBackend>(new_rank, static_cast<int>(members.size()), store_, o, std::move(global),
+                                         device_);
+  }
+
+ private:
+  std::string describe() const {
+    return "gloo rank " + std::to_string(rank_) + "/" + std::to_string(size_) + " (group '" + prefix_ + "')";
+  }
+
+  std::string rank_name(int r) const {
+    std::string s = "rank " + std::to_string(r);
+    if (global_[r] != r) s += " (global rank " + std::to_string(global_[r]) + ")";
+    return s;
+  }
+
+  std::shared_ptr<gloo::Context> connect(const std::string& what, double connect_s) {
+    auto ctx = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
+    ctx->setTimeout(to_ms(connect_s));  // used by connectFullMesh's store waits and pair connects
+    gloo::rendezvous::PrefixStore ps(prefix_ + "/" + what, *store_);
+    try {
+      ctx->connectFullMesh(ps, device_);
+    } catch (const std::exception& e) {
+      auto missing = missing_ranks("/hello/", 0.0);
+      throw PeerLost(describe() + ": rendezvous failed after " + std::to_string(static_cast<int>(connect_s)) +
+                     " s" + (missing.empty() ? "" : "; " + missing + " never arrived") + ": " + e.what());
+    }
+    ctx->setTimeout(to_ms(timeout_s_));
+    return ctx;
+  }
+
+  // Ranks of this group whose `<prefix><kind><r>` key does not appear within `grace_s`, as "rank a, rank b".
+  std::string missing_ranks(const std::string& kind, double grace_s) {
+    const double deadline = now_s() + grace_s;
+    std::string out;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      double left = std::max(0.001, deadline - now_s());
+      bool present = false;
+      try {
+        store_->wait({prefix_ + kind + std::to_string(r)}, to_ms(left));
+        present = true;
+      } catch (...) {
+      }
+      if (!present) out += (out.empty() ? "" : ", ") + rank_name(r);
+    }
+    return out;
+  }
+
+  // Runs one Gloo call; any Gloo error kills the context (Gloo cannot recover a pair), so the backend is
+  // marked failed and this and every later op throw PeerLost naming the ranks that stopped answering.
+  template <class F>
+  void guarded(const char* what, size_t bytes, F&& fn) {
+    if (failed_.load()) throw PeerLost(failure_message());
+    std::string cause;
+    try {
+      fn();
+      return;
+    } catch (const gloo::IoException& e) {
+      cause = e.what();
+    } catch (const gloo::Exception& e) {
+      cause = e.what();
+    } catch (const gloo::EnforceNotMet& e) {
+      cause = e.what();
+    }
+    fail(what, bytes, cause);
+  }
+
+  [[noreturn]] void fail(const char* what, size_t bytes, const std::string& cause) {
+    std::lock_guard<std::mutex> lk(fail_mutex_);
+    if (!failed_.load()) {
+      // Post-mortem through the store, which outlives the TCP mesh: every surviving rank reports once;
+      // ranks that do not report within a short grace are the lost (dead or stalled) ones.
+      std::string missing;
+      try {
+        store_->set(prefix_ + "/alive/" + std::to_string(rank_), {'1'});
+        missing = missing_ranks("/alive/", std::min(timeout_s_.load(), 3.0));
+      } catch (...) {
+      }
+      fail_msg_ = describe() + ": " + what + " of " + std::to_string(bytes) + " bytes failed: " +
+                  (missing.empty() ? "lost peer could not be identified (all ranks reported)"
+                                   : "lost " + missing) +
+                  " [timeout " + std::to_string(timeout_s_.load()) + " s; gloo: " + cause + "]";
+      failed_.store(true);
+    }
+    throw PeerLost(fail_msg_);
+  }
+
+  std::string failure_message() {
+    std::lock_guard<std::mutex> lk(fail_mutex_);
+    return fail_msg_ + " (backend unusable after an earlier failure)";
+  }
+
+  const int rank_, size_;
+  const std::string prefix_;
+  std::shared_ptr<gloo::rendezvous::Store> store_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  const std::vector<int> global_;
+  const BackendOptions opts_;
+  std::atomic<double> timeout_s_;
+  const gloo::AllreduceOptions::Algorithm algorithm_;
+  std::shared_ptr<gloo::Context> data_, ctl_;
+  std::mutex ctl_mutex_, fail_mutex_;
+  std::atomic<bool> failed_{false};
+  std::string fail_msg_;
+  int split_count_ = 0;
+  std::unique_ptr<CommQueue> queue_;  // last: destroyed first
+};
+
+std::vector<int> iota_ranks(int n) {
+  std::vector<int> v(std::max(n, 0));
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_gloo_backend(int rank, int world, std::shared_ptr<gloo::rendezvous::Store> store,
+                                           const BackendOptions& opts) {
+  if (!store) throw UsageError("gloo: no rendezvous store");
+  return std::make_unique<GlooBackend>(rank, world, std::move(store), opts, iota_ranks(world), nullptr);
+}
+
+std::unique_ptr<Backend> make_gloo_backend(const BackendOptions& opts) {
+  return make_gloo_backend(opts.rank, opts.world, make_gloo_store(opts.rendezvous, opts.world), opts);
+}
+
+}  // namespace dd

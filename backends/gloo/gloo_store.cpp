@@ -1,0 +1,69 @@
+// Rendezvous URL -> Gloo store (FileStore, RedisStore, HashStore for a single process).
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <gloo/config.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/hash_store.h>
+#if GLOO_USE_REDIS
+#define HIREDIS_NESTED_INCLUDE 1  // Debian installs hiredis.h under hiredis/
+#include <gloo/rendezvous/redis_store.h>
+#endif
+
+#include "backends/gloo/gloo_backend.h"
+#include "core/common/error.h"
+
+namespace dd {
+
+std::shared_ptr<gloo::rendezvous::Store> make_gloo_store(const std::string& url, int world) {
+  const std::string hint =
+      "; pass --rendezvous file:///a/shared/dir or redis://host:port (or set DREAMDDP_RENDEZVOUS)";
+  if (url.empty()) {
+    if (world == 1) return std::make_shared<gloo::rendezvous::HashStore>();
+    throw UsageError("gloo with " + std::to_string(world) + " ranks needs a rendezvous" + hint);
+  }
+  if (url.rfind("file://", 0) == 0) {
+    std::string path = url.substr(7);
+    if (path.empty() || path[0] != '/')
+      throw UsageError("rendezvous '" + url + "' must be file:// followed by an absolute path" + hint);
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec || !std::filesystem::is_directory(path))
+      throw UsageError("cannot create rendezvous directory " + path + ": " + ec.message());
+    return std::make_shared<gloo::rendezvous::FileStore>(path);
+  }
+  if (url.rfind("redis://", 0) == 0) {
+#if GLOO_USE_REDIS
+    std::string hp = url.substr(8);
+    while (!hp.empty() && hp.back() == '/') hp.pop_back();
+    int port = 6379;
+    std::string host = hp;
+    auto colon = hp.rfind(':');
+    if (colon != std::string::npos) {
+      host = hp.substr(0, colon);
+      try {
+        size_t used = 0;
+        port = std::stoi(hp.substr(colon + 1), &used);
+        if (used != hp.size() - colon - 1 || port <= 0 || port > 65535) throw std::invalid_argument("port");
+      } catch (const std::exception&) {
+        throw UsageError("rendezvous '" + url + "': bad port" + hint);
+      }
+    }
+    if (host.empty()) throw UsageError("rendezvous '" + url + "': missing host" + hint);
+    try {
+      return std::make_shared<gloo::rendezvous::RedisStore>(host, port);
+    } catch (const std::exception& e) {
+      throw UsageError("cannot connect to redis rendezvous " + host + ":" + std::to_string(port) +
+                       " (is redis-server running and reachable?): " + e.what());
+    }
+#else
+    throw UsageError("rendezvous '" + url + "': this Gloo was built without Redis support; use file:///dir");
+#endif
+  }
+  throw UsageError("unknown rendezvous '" + url + "'" + hint);
+}
+
+}  // namespace dd

@@ -1,0 +1,79 @@
+// A model: an ordered list of parameter-owning layers over flat arenas, with forward and backward written out
+// per architecture (llm.c style). backward() calls the hook after each layer, in strictly decreasing order.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/nn/layer.h"
+#include "core/tensor/buffer.h"
+
+namespace dd::models {
+
+// One batch as the model sees it: images x[n, sample] or tokens[n, T]; targets y[n] or y[n, T].
+struct Input {
+  int64_t n = 0;
+  const float* x = nullptr;
+  const int32_t* tokens = nullptr;
+  const int32_t* y = nullptr;
+};
+
+struct ForwardResult {
+  float loss = 0;          // mean over predictions
+  int64_t correct = 0;     // argmax == target
+  int64_t predictions = 0; // n (classification) or n*T (language model)
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  const std::string& name() const { return name_; }
+  const std::vector<nn::Layer*>& layers() const { return layers_; }
+  int num_layers() const { return int(layers_.size()); }
+
+  // Flat arenas: parameters and their gradients (same layout), buffers (BatchNorm running stats).
+  FloatBuffer& params() { return params_; }
+  FloatBuffer& grads() { return grads_; }
+  FloatBuffer& buffers() { return buffers_; }
+  int64_t num_params() const { return int64_t(params_.size()); }
+
+  virtual std::vector<int64_t> input_shape() const = 0;  // per sample: {1,28,28} or {T}
+  virtual bool takes_tokens() const { return false; }
+  virtual int num_classes() const = 0;
+  virtual int64_t targets_per_sample() const { return 1; }
+
+  // Forward with loss. train=true uses batch statistics and keeps what backward needs.
+  virtual ForwardResult forward(const Input& in, bool train) = 0;
+  // Backward of the last training forward. Gradients are ACCUMULATED into grads(), which must be zero on entry
+  // (the optimizer zeroes each layer's gradient after using it). `scale` multiplies the loss gradient.
+  virtual void backward(nn::BackwardHook* hook, float scale = 1.0f) = 0;
+
+ protected:
+  // Registers a layer (forward order = index order) and returns it.
+  template <class L>
+  L* add(const std::string& name, std::unique_ptr<L> layer) {
+    layer->name = name;
+    L* raw = layer.get();
+    layers_.push_back(raw);
+    owned_.push_back(std::move(layer));
+    return raw;
+  }
+  // Allocates the arenas, binds every layer's views, initializes parameters from seed.
+  void finalize(uint64_t seed);
+  static void notify(nn::BackwardHook* h, const nn::Layer* l) {
+    if (h) h->on_layer_ready(l->index());
+  }
+
+  std::string name_;
+
+ private:
+  std::vector<nn::Layer*> layers_;
+  std::vector<std::unique_ptr<nn::Layer>> owned_;
+  FloatBuffer params_, grads_, buffers_;
+};
+
+// "mlp", "cnn", "resnet20", "gpt-mini"; throws dd::UsageError for an unknown name.
+std::unique_ptr<Model> make_model(const std::string& name, uint64_t seed);
+const std::vector<std::string>& model_names();
+
+}  // namespace dd::models

@@ -1,0 +1,12 @@
+// Constructors of the four reference models of CONTRACT.md (one source file each).
+#pragma once
+#include <memory>
+
+#include "core/models/model.h"
+
+namespace dd::models {
+std::unique_ptr<Model> make_mlp(uint64_t seed);
+std::unique_ptr<Model> make_cnn(uint64_t seed);
+std::unique_ptr<Model> make_resnet20(uint64_t seed);
+std::unique_ptr<Model> make_gpt_mini(uint64_t seed);
+}  // namespace dd::models

@@ -1,0 +1,71 @@
+// Layer parameter specs and PyTorch-default initialization; BatchNorm/LayerNorm keep their saved statistics.
+#include "core/nn/layers.h"
+
+#include <cmath>
+
+namespace dd::nn {
+
+static void uniform_fill(float* p, int64_t n, float bound, Rng& rng) {
+  for (int64_t i = 0; i < n; ++i) p[i] = rng.uniform(-bound, bound);
+}
+
+std::vector<TensorSpec> Linear::param_specs() const {
+  std::vector<TensorSpec> s{{"weight", {out, in}}};
+  if (has_bias) s.push_back({"bias", {out}});
+  return s;
+}
+
+// kaiming_uniform(a=sqrt(5)) gives U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias alike.
+void Linear::init(Rng& rng) {
+  float bound = 1.0f / std::sqrt(float(in));
+  uniform_fill(p_, in * out, bound, rng);
+  if (has_bias) uniform_fill(p_ + in * out, out, bound, rng);
+}
+
+void Conv::init(Rng& rng) { uniform_fill(p_, OC * C * k * k, 1.0f / std::sqrt(float(C * k * k)), rng); }
+
+void BatchNorm::init(Rng&) {
+  for (int64_t c = 0; c < C; ++c) {
+    p_[c] = 1.0f;
+    p_[C + c] = 0.0f;
+    buf_[c] = 0.0f;
+    buf_[C + c] = 1.0f;
+  }
+}
+
+void BatchNorm::forward(float* y, const float* x, int64_t N, int64_t HW, bool train) {
+  if (train) {
+    save_mean_.resize(C);
+    save_invstd_.resize(C);
+    ops::batchnorm_forward_train(y, save_mean_.data(), save_invstd_.data(), buf_, buf_ + C, x, p_, p_ + C, N, C, HW);
+  } else {
+    ops::batchnorm_forward_eval(y, x, p_, p_ + C, buf_, buf_ + C, N, C, HW);
+  }
+}
+
+void BatchNorm::backward(float* dx, const float* dy, const float* x, int64_t N, int64_t HW) const {
+  ops::batchnorm_backward(dx, g_, g_ + C, dy, x, p_, save_mean_.data(), save_invstd_.data(), N, C, HW);
+}
+
+void LayerNorm::init(Rng&) {
+  for (int64_t c = 0; c < C; ++c) {
+    p_[c] = 1.0f;
+    p_[C + c] = 0.0f;
+  }
+}
+
+void LayerNorm::forward(float* y, const float* x, int64_t N) {
+  mean_.resize(N);
+  rstd_.resize(N);
+  ops::layernorm_forward(y, mean_.data(), rstd_.data(), x, p_, p_ + C, N, C);
+}
+
+void LayerNorm::backward(float* dx, const float* dy, const float* x, int64_t N) const {
+  ops::layernorm_backward(dx, g_, g_ + C, dy, x, p_, mean_.data(), rstd_.data(), N, C);
+}
+
+void Embedding::init(Rng& rng) {
+  for (int64_t i = 0; i < V * C; ++i) p_[i] = rng.normal();
+}
+
+}  // namespace dd::nn

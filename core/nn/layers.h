@@ -1,0 +1,85 @@
+// The parameter-owning layer types (Linear, Conv2d, BatchNorm, LayerNorm, Embedding) over core/ops kernels.
+#pragma once
+#include <memory>
+
+#include "core/nn/layer.h"
+#include "core/ops/ops.h"
+
+namespace dd::nn {
+
+class Linear : public Layer {
+ public:
+  Linear(int64_t in, int64_t out, bool bias = true) : in(in), out(out), has_bias(bias) {}
+  const char* kind() const override { return "linear"; }
+  std::vector<TensorSpec> param_specs() const override;
+  void init(Rng& rng) override;
+  float* weight() const { return p_; }
+  float* bias() const { return has_bias ? p_ + in * out : nullptr; }
+  float* dweight() const { return g_; }
+  float* dbias() const { return has_bias ? g_ + in * out : nullptr; }
+  void forward(float* y, const float* x, int64_t N) const { ops::linear_forward(y, x, weight(), bias(), N, in, out); }
+  void backward(float* dx, const float* dy, const float* x, int64_t N) const {
+    ops::linear_backward(dx, dweight(), dbias(), dy, x, weight(), N, in, out);
+  }
+  int64_t in, out;
+  bool has_bias;
+};
+
+class Conv : public Layer {
+ public:
+  Conv(int64_t C, int64_t OC, int64_t k, int64_t stride, int64_t pad)
+      : C(C), OC(OC), k(k), stride(stride), pad(pad), op(std::make_unique<ops::Conv2d>(C, OC, k, stride, pad)) {}
+  const char* kind() const override { return "conv"; }
+  std::vector<TensorSpec> param_specs() const override { return {{"weight", {OC, C, k, k}}}; }
+  void init(Rng& rng) override;
+  void forward(float* y, const float* x, int64_t N, int64_t H, int64_t W) const { op->forward(y, x, p_, N, H, W); }
+  void backward(float* dx, const float* dy, const float* x, int64_t N, int64_t H, int64_t W) const {
+    op->backward(dx, g_, dy, x, p_, N, H, W);
+  }
+  int64_t C, OC, k, stride, pad;
+  std::unique_ptr<ops::Conv2d> op;
+};
+
+// BatchNorm over [N, C, HW]; running mean/var are buffers averaged with the layer when it syncs.
+class BatchNorm : public Layer {
+ public:
+  explicit BatchNorm(int64_t C) : C(C) {}
+  const char* kind() const override { return "batchnorm"; }
+  std::vector<TensorSpec> param_specs() const override { return {{"weight", {C}}, {"bias", {C}}}; }
+  std::vector<TensorSpec> buffer_specs() const override { return {{"running_mean", {C}}, {"running_var", {C}}}; }
+  void init(Rng& rng) override;
+  // Training forward saves batch statistics in this layer (one forward in flight per layer).
+  void forward(float* y, const float* x, int64_t N, int64_t HW, bool train);
+  void backward(float* dx, const float* dy, const float* x, int64_t N, int64_t HW) const;
+  int64_t C;
+
+ private:
+  std::vector<float> save_mean_, save_invstd_;
+};
+
+class LayerNorm : public Layer {
+ public:
+  explicit LayerNorm(int64_t C) : C(C) {}
+  const char* kind() const override { return "layernorm"; }
+  std::vector<TensorSpec> param_specs() const override { return {{"weight", {C}}, {"bias", {C}}}; }
+  void init(Rng& rng) override;
+  void forward(float* y, const float* x, int64_t N);
+  void backward(float* dx, const float* dy, const float* x, int64_t N) const;
+  int64_t C;
+
+ private:
+  std::vector<float> mean_, rstd_;
+};
+
+class Embedding : public Layer {
+ public:
+  Embedding(int64_t V, int64_t C) : V(V), C(C) {}
+  const char* kind() const override { return "embedding"; }
+  std::vector<TensorSpec> param_specs() const override { return {{"weight", {V, C}}}; }
+  void init(Rng& rng) override;
+  void forward(float* y, const int32_t* idx, int64_t N) const { ops::embedding_forward(y, idx, p_, N, C); }
+  void backward(const float* dy, const int32_t* idx, int64_t N) const { ops::embedding_backward(g_, dy, idx, N, C); }
+  int64_t V, C;
+};
+
+}  // namespace dd::nn

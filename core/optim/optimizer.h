@@ -1,0 +1,38 @@
+// Per-layer optimizers (SGD with momentum/Nesterov/weight decay, AdamW). The sync engine updates each layer on
+// its own, with its own learning rate (staleness scaling), so the update is a per-layer call.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/models/model.h"
+
+namespace dd::optim {
+
+struct OptimConfig {
+  std::string kind = "sgd";  // sgd | adamw
+  float momentum = 0.9f;
+  bool nesterov = false;
+  float weight_decay = 0.0f;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+};
+
+class Optimizer {
+ public:
+  Optimizer(const OptimConfig& cfg, models::Model& model);
+  // theta_l <- theta_l - lr * update(g_l); then zeroes layer l's gradient (so backward can accumulate).
+  void update_layer(int layer, float lr);
+  // State arena, parameter layout: SGD momentum [P]; AdamW m [P] then v [P]. Averaged as an option of the
+  // sync engine; saved in checkpoints.
+  FloatBuffer& state() { return state_; }
+  int state_slots() const { return cfg_.kind == "adamw" ? 2 : 1; }
+  std::vector<int64_t>& layer_steps() { return steps_; }  // AdamW bias-correction counters, per layer
+  const OptimConfig& config() const { return cfg_; }
+
+ private:
+  OptimConfig cfg_;
+  models::Model& model_;
+  FloatBuffer state_;
+  std::vector<int64_t> steps_;
+};
+
+}  // namespace dd::optim

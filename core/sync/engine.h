@@ -1,0 +1,39 @@
+// The sync engine as the training loop sees it (DESIGN.md "One training step"): a backward hook plus the calls
+// around the optimizer update. Implemented by core/sync/layer_sync.{h,cpp}.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+#include "core/nn/layer.h"
+
+namespace dd::sync {
+
+struct StepCommStats {
+  double exposed_ms = 0;   // time the compute thread waited for communication this step
+  double comm_ms = 0;      // total time collectives were in flight (launch -> end, union)
+  int64_t bytes = 0;       // payload bytes this rank contributed to collectives this step
+  int collectives = 0;
+};
+
+class SyncEngine : public nn::BackwardHook {
+ public:
+  virtual void begin_step(int64_t step) = 0;
+  // Right before the model's backward: the origin of this step's timeline.
+  virtual void begin_backward() = 0;
+  // nn::BackwardHook::on_layer_ready(int) is called from the model's backward.
+  // Waits for every collective whose result an update of this step needs.
+  virtual void finish_backward() = 0;
+  // Learning-rate factor of layer l this step (staleness scaling gamma^stale; 1 when off).
+  virtual float lr_factor(int layer) const = 0;
+  // After the optimizer update (e.g. the blocking whole-model averaging of plain Local SGD).
+  virtual void after_update() = 0;
+  // End of training: average every local layer once so all ranks hold the same model.
+  virtual void finalize() = 0;
+  virtual StepCommStats step_stats() const = 0;
+  // Runs fn with the model's parameters and buffers replaced by their rank average (the consensus model that
+  // evaluation and users see), then restores the training state bit for bit. Collective: all ranks call it.
+  virtual void with_consensus(const std::function<void()>& fn) = 0;
+  virtual ~SyncEngine() = default;
+};
+
+}  // namespace dd::sync

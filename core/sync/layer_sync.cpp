@@ -1,0 +1,305 @@
+// LayerSync implementation. Every rank computes the same actions and the same bucket plan from rank-identical
+// state and launches buckets in the same (reverse layer) order, so collectives always match across ranks.
+#include "core/sync/layer_sync.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "backends/backend.h"
+#include "core/common/clock.h"
+#include "core/common/error.h"
+#include "core/sync/bucket_plan.h"
+#include "core/sync/policy.h"
+#include "core/telemetry/metrics_writer.h"
+
+namespace dd::sync {
+namespace {
+
+struct Switch {
+  int64_t step;
+  std::string spec;
+};
+
+std::vector<Switch> parse_switches(const std::vector<std::string>& v) {
+  std::vector<Switch> out;
+  for (auto& s : v) {
+    auto colon = s.find(':');
+    if (colon == std::string::npos || colon == 0)
+      throw UsageError("--switch '" + s + "': expected STEP:SPEC, e.g. 500:ddp");
+    char* end = nullptr;
+    long long step = std::strtoll(s.substr(0, colon).c_str(), &end, 10);
+    if (!end || *end || step < 0) throw UsageError("--switch '" + s + "': STEP must be a non-negative integer");
+    std::string spec = s.substr(colon + 1);
+    make_policy(PolicySpec::parse(spec));  // validate now, before any work
+    out.push_back({step, spec});
+  }
+  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.step < b.step; });
+  return out;
+}
+
+struct InFlight {
+  Bucket bucket;
+  std::vector<WorkPtr> works;
+  double launch_s;
+};
+
+class LayerSync : public SyncEngine {
+ public:
+  LayerSync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt, Backend& b)
+      : o_(o), m_(m), opt_(opt), b_(b), switches_(parse_switches(o.switches)) {
+    const int L = m.num_layers();
+    for (auto* l : m.layers()) {
+      meta_.push_back({l->name, l->kind(), l->num_params(), 4 * (l->num_params() + l->num_buffers())});
+      ranges_.push_back({l->param_offset(), l->num_params(), l->buffer_offset(), l->num_buffers()});
+    }
+    actions_.assign(L, Action::None);
+    trigger_.assign(L, -1);
+    stale_.assign(L, 0);
+    ready_.assign(L, 0);
+    prof_sum_.assign(L, 0);
+    lockstep_.assign(L, false);
+    set_policy(o.policy);
+    // Identical starting point everywhere (PyTorch DDP broadcasts at construction too).
+    b_.broadcast(m_.params().data(), m_.params().size(), 0)->wait();
+    if (m_.buffers().size()) b_.broadcast(m_.buffers().data(), m_.buffers().size(), 0)->wait();
+  }
+
+  void begin_step(int64_t step) override {
+    step_ = step;
+    stats_ = {};
+    while (next_switch_ < switches_.size() && switches_[next_switch_].step <= step) {
+      // A layer that changes regime is first averaged once: averaging everything local is that, in one go.
+      average_all(false);
+      set_policy(switches_[next_switch_].spec);
+      if (o_.metrics) o_.metrics->append_event(step, "switch", switches_[next_switch_].spec);
+      ++next_switch_;
+    }
+    const bool profiling = step < policy_->profile_steps();
+    for (int l = 0; l < m_.num_layers(); ++l) {
+      actions_[l] = profiling ? Action::AllreduceGrads : policy_->decide(l, step);
+      lockstep_[l] = actions_[l] == Action::AllreduceGrads;
+    }
+    buckets_ = plan_buckets(actions_, ranges_, o_.first_bucket_bytes, o_.bucket_cap_bytes);
+    std::fill(trigger_.begin(), trigger_.end(), -1);
+    for (size_t i = 0; i < buckets_.size(); ++i) trigger_[buckets_[i].lo] = int(i);
+    inflight_.clear();
+  }
+
+  void begin_backward() override { t_bwd_ = now_s(); }
+
+  void on_layer_ready(int l) override {
+    ready_[l] = now_s();
+    const int bi = trigger_[l];
+    if (bi < 0) return;
+    launch(buckets_[bi]);
+  }
+
+  void finish_backward() override {
+    const double t0 = now_s();
+    for (auto& f : inflight_)
+      for (auto& w : f.works) w->wait();
+    const double t1 = now_s();
+    stats_.exposed_ms += (t1 - t0) * 1e3;
+    record_timeline(t1);
+    for (int l = 0; l < m_.num_layers(); ++l) stale_[l] = actions_[l] == Action::None ? stale_[l] + 1 : 0;
+    if (step_ < policy_->profile_steps()) accumulate_profile();
+  }
+
+  float lr_factor(int l) const override {
+    return o_.staleness_gamma > 0 ? float(std::pow(o_.staleness_gamma, double(stale_[l]))) : 1.0f;
+  }
+
+  void after_update() override {
+    if (policy_->full_average_after(step_)) {
+      const double t0 = now_s();
+      average_all(true);
+      stats_.exposed_ms += (now_s() - t0) * 1e3;
+      std::fill(stale_.begin(), stale_.end(), 0);
+    }
+    if (policy_->profile_steps() > 0 && step_ + 1 == policy_->profile_steps()) finish_profile();
+  }
+
+  void finalize() override { average_all(false); }
+
+  StepCommStats step_stats() const override { return stats_; }
+
+  void with_consensus(const std::function<void()>& fn) override {
+    FloatBuffer p(m_.params().size()), bu(m_.buffers().size());
+    std::memcpy(p.data(), m_.params().data(), 4 * p.size());
+    if (bu.size()) std::memcpy(bu.data(), m_.buffers().data(), 4 * bu.size());
+    average_all(false);
+    fn();
+    std::memcpy(m_.params().data(), p.data(), 4 * p.size());
+    if (bu.size()) std::memcpy(m_.buffers().data(), bu.data(), 4 * bu.size());
+  }
+
+ private:
+  void set_policy(const std::string& spec) {
+    policy_ = make_policy(PolicySpec::parse(spec));
+    policy_->setup(meta_, b_.size());
+    if (o_.verbose && b_.rank() == 0) {
+      std::string plan = policy_->plan();
+      std::fprintf(stderr, "sync: policy %s on %d ranks, %d layers%s%s\n", policy_->describe().c_str(), b_.size(),
+                   m_.num_layers(), plan.empty() ? "" : "\n", plan.c_str());
+    }
+  }
+
+  void fingerprint(const char* what, int64_t n) {
+    if (!o_.check_collectives) return;
+    std::ostringstream s;
+    s << "#" << seq_ << " step " << step_ << " " << what << " floats=" << n;
+    auto all = b_.allgather(s.str());
+    for (size_t r = 0; r < all.size(); ++r)
+      if (all[r] != all[b_.rank()])
+        throw std::runtime_error("--check-collectives: collective mismatch: rank " + std::to_string(b_.rank()) +
+                                 " issues '" + all[b_.rank()] + "' but rank " + std::to_string(r) + " issues '" +
+                                 all[r] + "'");
+  }
+
+  WorkPtr allreduce(float* p, int64_t n, const char* what) {
+    fingerprint(what, n);
+    ++seq_;
+    stats_.bytes += 4 * n;
+    ++stats_.collectives;
+    return b_.allreduce(p, size_t(n), ReduceOp::Avg);
+  }
+
+  void launch(const Bucket& bk) {
+    InFlight f{bk, {}, now_s()};
+    if (bk.action == Action::AllreduceGrads) {
+      f.works.push_back(allreduce(m_.grads().data() + bk.param_off, bk.param_n, "allreduce-grads"));
+    } else {
+      f.works.push_back(allreduce(m_.params().data() + bk.param_off, bk.param_n, "average-params"));
+      if (bk.buffer_n) f.works.push_back(allreduce(m_.buffers().data() + bk.buffer_off, bk.buffer_n, "average-buffers"));
+      if (o_.average_optimizer_state)
+        for (int s = 0; s < opt_.state_slots(); ++s)
+          f.works.push_back(allreduce(opt_.state().data() + s * m_.num_params() + bk.param_off, bk.param_n,
+                                      "average-optimizer-state"));
+    }
+    inflight_.push_back(std::move(f));
+  }
+
+  // Blocking average of every layer that is not lock-step (their parameters differ across ranks) and of all
+  // buffers. Lock-step layers are already bitwise identical and are left alone: re-averaging equal values
+  // can round (x+x+x != 3x in float).
+  void average_all(bool count_stats) {
+    std::vector<Action> a(m_.num_layers());
+    for (int l = 0; l < m_.num_layers(); ++l) a[l] = lockstep_[l] ? Action::None : Action::AverageParams;
+    auto plan = plan_buckets(a, ranges_, o_.bucket_cap_bytes, o_.bucket_cap_bytes);
+    std::vector<WorkPtr> works;
+    int64_t bytes0 = stats_.bytes;
+    for (auto& bk : plan) {
+      works.push_back(allreduce(m_.params().data() + bk.param_off, bk.param_n, "average-params"));
+      if (o_.average_optimizer_state)
+        for (int s = 0; s < opt_.state_slots(); ++s)
+          works.push_back(allreduce(opt_.state().data() + s * m_.num_params() + bk.param_off, bk.param_n,
+                                    "average-optimizer-state"));
+    }
+    if (m_.buffers().size()) works.push_back(allreduce(m_.buffers().data(), int64_t(m_.buffers().size()), "average-buffers"));
+    for (auto& w : works) w->wait();
+    if (!count_stats) stats_.bytes = bytes0;
+  }
+
+  void record_timeline(double t_end) {
+    if (!o_.metrics) return;
+    for (int l = m_.num_layers() - 1; l >= 0; --l)
+      o_.metrics->append_layer_ready({step_, int32_t(b_.rank()), int32_t(l), ready_[l] - t_bwd_});
+    for (auto& f : inflight_) {
+      double end = 0;
+      for (auto& w : f.works) end = std::max(end, w->end_time());
+      if (end <= 0) end = t_end;
+      telemetry::SyncEventRow r;
+      r.step = step_;
+      r.first_layer = f.bucket.lo;
+      r.last_layer = f.bucket.hi;
+      r.action = f.bucket.action == Action::AllreduceGrads ? telemetry::SyncAction::kAllreduceGrads
+                                                           : telemetry::SyncAction::kAverageParams;
+      r.group = 0;
+      r.rank = b_.rank();
+      r.bytes = f.bucket.bytes();
+      r.launch_s = f.launch_s - t_bwd_;
+      r.end_s = end - t_bwd_;
+      o_.metrics->append_sync_event(r);
+    }
+  }
+
+  // Self-profiling (dreamddp): per-layer backward time from the hook's ready times (the first step is warm-up).
+  void accumulate_profile() {
+    if (step_ == 0) return;
+    const int L = m_.num_layers();
+    for (int l = L - 1; l >= 0; --l) prof_sum_[l] += ready_[l] - (l == L - 1 ? t_bwd_ : ready_[l + 1]);
+    ++prof_n_;
+  }
+
+  void finish_profile() {
+    const int L = m_.num_layers();
+    LayerTimes t;
+    t.backward_s.resize(L);
+    for (int l = 0; l < L; ++l) t.backward_s[l] = prof_n_ ? prof_sum_[l] / prof_n_ : 0;
+    t.comm_s = measure_comm_model();
+    // Agree on one profile: every rank must compute the same schedule.
+    std::vector<float> v(2 * L);
+    for (int l = 0; l < L; ++l) v[l] = float(t.backward_s[l]), v[L + l] = float(t.comm_s[l]);
+    b_.allreduce(v.data(), v.size(), ReduceOp::Avg)->wait();
+    b_.broadcast(v.data(), v.size(), 0)->wait();
+    for (int l = 0; l < L; ++l) t.backward_s[l] = v[l], t.comm_s[l] = v[L + l];
+    policy_->on_profile(t);
+    if (o_.verbose && b_.rank() == 0) std::fprintf(stderr, "%s\n", policy_->plan().c_str());
+  }
+
+  // Latency-bandwidth model of this backend and network, c(bytes) = alpha + bytes / beta, from timed
+  // allreduces of a small and a large buffer (median of 3 each).
+  std::vector<double> measure_comm_model() {
+    auto timed = [&](int64_t n) {
+      FloatBuffer buf(size_t(std::max<int64_t>(n, 1)));
+      std::vector<double> ts;
+      for (int i = 0; i < 4; ++i) {
+        double t0 = now_s();
+        b_.allreduce(buf.data(), buf.size(), ReduceOp::Sum)->wait();
+        ts.push_back(now_s() - t0);
+      }
+      std::sort(ts.begin() + 1, ts.end());
+      return ts[2];
+    };
+    const int64_t small = 256, large = 1 << 20;
+    const double ts = timed(small), tl = timed(large);
+    const double per_byte = std::max(0.0, (tl - ts) / double(4 * (large - small)));
+    const double alpha = std::max(0.0, ts - per_byte * 4 * small);
+    std::vector<double> c;
+    for (auto& m : meta_) c.push_back(alpha + per_byte * double(m.bytes));
+    return c;
+  }
+
+  EngineOptions o_;
+  models::Model& m_;
+  optim::Optimizer& opt_;
+  Backend& b_;
+  std::vector<Switch> switches_;
+  size_t next_switch_ = 0;
+  std::unique_ptr<Policy> policy_;
+  std::vector<LayerMeta> meta_;
+  std::vector<LayerRange> ranges_;
+  std::vector<Action> actions_;
+  std::vector<bool> lockstep_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> trigger_;
+  std::vector<InFlight> inflight_;
+  std::vector<int64_t> stale_;
+  std::vector<double> ready_, prof_sum_;
+  int prof_n_ = 0;
+  int64_t step_ = 0, seq_ = 0;
+  double t_bwd_ = 0;
+  StepCommStats stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt,
+                                            Backend& b) {
+  return std::make_unique<LayerSync>(o, m, opt, b);
+}
+
+}  // namespace dd::sync

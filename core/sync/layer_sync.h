@@ -1,0 +1,37 @@
+// LayerSync: the layer-wise partial-synchronization engine (DESIGN.md "What synchronize layer l means",
+// "Buckets and overlap"): per step, asks the policy what each layer does, fuses layers into buckets, launches
+// them from the backward hook on the backend's communication thread, and waits only before the update.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/models/model.h"
+#include "core/optim/optimizer.h"
+#include "core/sync/engine.h"
+
+namespace dd {
+class Backend;
+namespace telemetry {
+class MetricsWriter;
+}
+}  // namespace dd
+
+namespace dd::sync {
+
+struct EngineOptions {
+  std::string policy = "ddp";
+  std::vector<std::string> switches;         // "STEP:SPEC"
+  int64_t bucket_cap_bytes = 25 << 20;
+  int64_t first_bucket_bytes = 1 << 20;
+  bool check_collectives = false;            // fingerprint every collective across ranks (debug)
+  double staleness_gamma = 0;                // >0: lr_l = lr * gamma^stale_l
+  bool average_optimizer_state = false;      // average momentum / Adam moments with the parameters
+  telemetry::MetricsWriter* metrics = nullptr;  // rank 0: timeline rows
+  bool verbose = true;                       // rank 0 prints the plan
+};
+
+std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt,
+                                            Backend& b);
+
+}  // namespace dd::sync

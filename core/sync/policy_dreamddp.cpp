@@ -1,0 +1,96 @@
+// dreamddp:h=H: every layer averaged once per H steps at the phase the schedule solver picks from a per-layer
+// profile (self-measured during the first steps, lock-step meanwhile, or read from profile=DIR); optional
+// fill-in syncs of small layers where the channel is idle.
+#include <sstream>
+
+#include "core/common/error.h"
+#include "core/sync/policy.h"
+#include "core/sync/policy_factory.h"
+#include "core/sync/profile_io.h"
+#include "core/sync/schedule_model.h"
+#include "core/sync/schedule_solver.h"
+
+namespace dd::sync {
+namespace {
+
+class DreamDdpPolicy : public Policy {
+ public:
+  explicit DreamDdpPolicy(const PolicySpec& s)
+      : h_(int(s.get_int("h", 8, 1, 4096))), fillin_(s.get_bool("fillin", false)),
+        profile_dir_(s.get_str("profile", "")), profile_steps_(s.get_int("profile_steps", 6, 2, 10000)) {
+    s.allow_only({"h", "fillin", "profile", "profile_steps"});
+    if (!profile_dir_.empty()) file_profile_ = read_profile(profile_dir_);
+  }
+  std::string describe() const override {
+    return "dreamddp:h=" + std::to_string(h_) + (fillin_ ? ",fillin=1" : "") +
+           (profile_dir_.empty() ? "" : ",profile=" + profile_dir_);
+  }
+
+  void setup(const std::vector<LayerMeta>& layers, int world) override {
+    Policy::setup(layers, world);
+    if (profile_dir_.empty()) return;
+    // A profile from a file must describe this model, layer by layer.
+    LayerTimes t;
+    for (auto& l : layers) {
+      size_t i = 0;
+      while (i < file_profile_.names.size() && file_profile_.names[i] != l.name) ++i;
+      if (i == file_profile_.names.size())
+        throw UsageError("--policy dreamddp: profile " + profile_dir_ + " has no layer '" + l.name +
+                         "' of this model (write one with `dreamddp profile`)");
+      t.backward_s.push_back(file_profile_.bp[i]);
+      t.comm_s.push_back(file_profile_.comm[i]);
+    }
+    on_profile(t);
+  }
+
+  int64_t profile_steps() const override { return phase_.empty() ? profile_steps_ : 0; }
+
+  void on_profile(const LayerTimes& t) override {
+    times_ = t;
+    auto sol = solve_schedule(t.backward_s, t.comm_s, h_);
+    phase_ = sol.phase;
+    modelled_ = sol.time;
+    bound_ = sol.lower_bound;
+    extra_.assign(phase_.size(), {});
+    if (fillin_) extra_ = fill_in(t.backward_s, t.comm_s, h_, phase_);
+  }
+
+  Action decide(int layer, int64_t step) override {
+    const int p = int(step % h_);
+    if (phase_[layer] == p) return Action::AverageParams;
+    for (int q : extra_[layer])
+      if (q == p) return Action::AverageParams;
+    return Action::None;
+  }
+
+  std::string plan() const override {
+    if (phase_.empty()) return "dreamddp: profiling backward and communication during the first " +
+                               std::to_string(profile_steps_) + " steps (lock-step meanwhile)";
+    std::ostringstream o;
+    o.precision(4);
+    o << "dreamddp: schedule for H=" << h_ << " (modelled " << modelled_ * 1e3 << " ms/iter backward+comm, bound "
+      << bound_ * 1e3 << " ms; ddp " << ddp_time(times_.backward_s, times_.comm_s) * 1e3 << " ms)\n  phase:";
+    for (size_t l = 0; l < phase_.size(); ++l) o << " " << layers_[l].name << "=" << phase_[l];
+    return o.str();
+  }
+
+ private:
+  int h_;
+  bool fillin_;
+  std::string profile_dir_;
+  int64_t profile_steps_;
+  LayerProfile file_profile_;
+  LayerTimes times_;
+  std::vector<int> phase_;
+  FillIn extra_;
+  double modelled_ = 0, bound_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_dreamddp_policy(const PolicySpec& s) {
+  if (s.name == "dreamddp") return std::make_unique<DreamDdpPolicy>(s);
+  return nullptr;
+}
+
+}  // namespace dd::sync

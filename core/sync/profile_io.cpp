@@ -1,0 +1,138 @@
+// Reading and writing the per-layer profile files bp.json / comm.json (format of shared/data/dreamddp-profiles).
+#include "core/sync/profile_io.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/common/error.h"
+
+namespace dd::sync {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Python's json module writes NaN as a bare token, which strict JSON parsers reject; the artifact's profiles
+// may contain it and it means "no measurement", so it becomes null (= 0) before parsing.
+std::string nan_to_null(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (in_string) {
+      out += ch;
+      if (ch == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (ch == '"') in_string = false;
+      continue;
+    }
+    if (ch == '"') {
+      in_string = true;
+      out += ch;
+    } else if (text.compare(i, 4, "-NaN") == 0) {
+      out += "null";
+      i += 3;
+    } else if (text.compare(i, 3, "NaN") == 0) {
+      out += "null";
+      i += 2;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw UsageError("cannot read profile file " + file + " (missing or unreadable)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(nan_to_null(ss.str()));
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError("profile file " + file + " is not valid JSON: " + e.what());
+  }
+  if (!j.is_object())
+    throw UsageError("profile file " + file + " must hold a JSON object {layer: seconds, ...}");
+  std::vector<std::pair<std::string, double>> out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    double v = 0.0;
+    if (it.value().is_null()) {
+      v = 0.0;
+    } else if (it.value().is_number()) {
+      v = it.value().get<double>();
+      if (std::isnan(v)) v = 0.0;
+      if (!std::isfinite(v) || v < 0.0)
+        throw UsageError("profile file " + file + ": layer '" + it.key() + "' has invalid time " +
+                         it.value().dump() + " (need a finite number of seconds >= 0)");
+    } else {
+      throw UsageError("profile file " + file + ": layer '" + it.key() + "' has non-numeric value " +
+                       it.value().dump());
+    }
+    out.emplace_back(it.key(), v);
+  }
+  return out;
+}
+
+LayerProfile read_profile(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw UsageError("profile directory " + dir + " does not exist");
+  auto bp = read_layer_times((fs::path(dir) / "bp.json").string());
+  auto comm = read_layer_times((fs::path(dir) / "comm.json").string());
+
+  LayerProfile p;
+  std::unordered_map<std::string, size_t> index;
+  for (auto& [name, t] : bp) {
+    if (index.count(name)) continue;  // ordered_json keeps the last duplicate only; guard anyway
+    index[name] = p.names.size();
+    p.names.push_back(name);
+    p.bp.push_back(t);
+  }
+  p.comm.assign(p.names.size(), 0.0);
+  // Layers only in comm.json go right after the layer that precedes them in comm.json, so forward order holds
+  // as far as both files agree on it.
+  size_t insert_at = 0;
+  for (auto& [name, t] : comm) {
+    auto it = index.find(name);
+    if (it != index.end()) {
+      p.comm[it->second] = t;
+      insert_at = it->second + 1;
+      continue;
+    }
+    p.names.insert(p.names.begin() + insert_at, name);
+    p.bp.insert(p.bp.begin() + insert_at, 0.0);
+    p.comm.insert(p.comm.begin() + insert_at, t);
+    for (auto& [n, i] : index)
+      if (i >= insert_at) ++i;
+    index[name] = insert_at;
+    ++insert_at;
+  }
+  return p;
+}
+
+void write_profile(const std::string& dir, const LayerProfile& profile, bool overwrite) {
+  DD_CHECK(profile.bp.size() == profile.names.size() && profile.comm.size() == profile.names.size(),
+           "profile vectors must have one entry per layer");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir)) throw UsageError("cannot create profile directory " + dir + ": " + ec.message());
+  auto write_one = [&](const std::string& file, const std::vector<double>& v) {
+    if (!overwrite && fs::exists(file)) throw UsageError("refusing to overwrite existing profile file " + file);
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (size_t i = 0; i < v.size(); ++i) j[profile.names[i]] = v[i];
+    std::ofstream out(file);
+    if (!out) throw UsageError("cannot write profile file " + file);
+    out << j.dump(4) << "\n";
+    if (!out) throw UsageError("error while writing profile file " + file);
+  };
+  write_one((fs::path(dir) / "bp.json").string(), profile.bp);
+  write_one((fs::path(dir) / "comm.json").string(), profile.comm);
+}
+
+}  // namespace dd::sync

@@ -1,0 +1,141 @@
+// The DreamDDP time model: FIFO channel per phase, baselines, plsgd grouping and fill-in.
+#include "core/sync/schedule_model.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace dd::sync {
+
+namespace {
+
+void check_inputs(const std::vector<double>& b, const std::vector<double>& c, int H) {
+  if (b.size() != c.size())
+    throw std::invalid_argument("schedule model: " + std::to_string(b.size()) + " backward times but " +
+                                std::to_string(c.size()) + " comm times");
+  if (H < 1) throw std::invalid_argument("schedule model: H must be >= 1, got " + std::to_string(H));
+}
+
+// Chain end of one phase given which layers sync in it (launch order L-1 .. 0).
+double phase_end(const std::vector<double>& R, const std::vector<double>& c, const std::vector<char>& member) {
+  double end = 0.0;
+  for (size_t k = R.size(); k-- > 0;)
+    if (member[k]) end = std::max(end, R[k]) + c[k];
+  return end;
+}
+
+}  // namespace
+
+double total_backward(const std::vector<double>& b) { return std::accumulate(b.begin(), b.end(), 0.0); }
+
+std::vector<double> ready_times(const std::vector<double>& b) {
+  // R_l = B - (sum of b before l): computed this way R_0 == B exactly, so the last layer never "waits" by rounding.
+  const double B = total_backward(b);
+  std::vector<double> R(b.size());
+  double prefix = 0.0;
+  for (size_t l = 0; l < b.size(); ++l) {
+    R[l] = B - prefix;
+    prefix += b[l];
+  }
+  return R;
+}
+
+std::vector<double> phase_waits(const std::vector<double>& b, const std::vector<double>& c, int H,
+                                const std::vector<int>& phase, const FillIn* fillin) {
+  check_inputs(b, c, H);
+  const size_t L = b.size();
+  if (phase.size() != L) throw std::invalid_argument("schedule model: phase vector has wrong length");
+  if (fillin && fillin->size() != L) throw std::invalid_argument("schedule model: fill-in vector has wrong length");
+  const double B = total_backward(b);
+  const auto R = ready_times(b);
+  std::vector<double> end(H, 0.0);
+  auto launch = [&](size_t l, int p) {
+    if (p < 0 || p >= H)
+      throw std::invalid_argument("schedule model: layer " + std::to_string(l) + " has phase " +
+                                  std::to_string(p) + " outside [0, " + std::to_string(H) + ")");
+    end[p] = std::max(end[p], R[l]) + c[l];
+  };
+  for (size_t l = L; l-- > 0;) {
+    launch(l, phase[l]);
+    if (fillin)
+      for (int p : (*fillin)[l]) launch(l, p);
+  }
+  std::vector<double> w(H);
+  for (int i = 0; i < H; ++i) w[i] = std::max(0.0, end[i] - B);
+  return w;
+}
+
+double modelled_time(const std::vector<double>& b, const std::vector<double>& c, int H,
+                     const std::vector<int>& phase, const FillIn* fillin) {
+  const auto w = phase_waits(b, c, H, phase, fillin);
+  return total_backward(b) + std::accumulate(w.begin(), w.end(), 0.0) / H;
+}
+
+double ddp_time(const std::vector<double>& b, const std::vector<double>& c) {
+  check_inputs(b, c, 1);
+  return total_backward(b) + std::accumulate(c.begin(), c.end(), 0.0);
+}
+
+double localsgd_time(const std::vector<double>& b, const std::vector<double>& c, int H) {
+  check_inputs(b, c, H);
+  return total_backward(b) + std::accumulate(c.begin(), c.end(), 0.0) / H;
+}
+
+std::vector<int> contiguous_groups(const std::vector<double>& weight, int H) {
+  if (H < 1) throw std::invalid_argument("contiguous_groups: H must be >= 1");
+  const int L = static_cast<int>(weight.size());
+  const double W = std::accumulate(weight.begin(), weight.end(), 0.0);
+  std::vector<int> phase(L, 0);
+  int start = 0;
+  double running = 0.0;
+  for (int g = 0; g < H && start < L; ++g) {
+    int end = start;  // exclusive
+    if (g == H - 1) {
+      end = L;
+    } else {
+      const double target = W * (g + 1) / H;
+      const int keep = std::max(0, std::min(H - 1 - g, L - start - 1));  // layers left for later groups
+      const int max_end = L - keep;
+      running += weight[end++];  // every group takes at least one layer
+      while (end < max_end && std::abs(running + weight[end] - target) < std::abs(running - target))
+        running += weight[end++];
+    }
+    for (int l = start; l < end; ++l) phase[l] = g;
+    start = end;
+  }
+  return phase;
+}
+
+double plsgd_time(const std::vector<double>& b, const std::vector<double>& c, int H) {
+  return modelled_time(b, c, H, contiguous_groups(c, H));
+}
+
+FillIn fill_in(const std::vector<double>& b, const std::vector<double>& c, int H, const std::vector<int>& phase) {
+  check_inputs(b, c, H);
+  const size_t L = b.size();
+  if (phase.size() != L) throw std::invalid_argument("fill_in: phase vector has wrong length");
+  const auto R = ready_times(b);
+  std::vector<size_t> order(L);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return c[x] < c[y]; });
+
+  FillIn extra(L);
+  for (int p = 0; p < H; ++p) {
+    std::vector<char> member(L, 0);
+    for (size_t l = 0; l < L; ++l) member[l] = phase[l] == p;
+    const double base = phase_end(R, c, member);
+    const double B = R.empty() ? 0.0 : R[0];
+    // The phase's wait is max(0, end - B): an addition is free if the end stays within B or does not move.
+    const double allowed = std::max(base, B);
+    for (size_t l : order) {
+      if (member[l]) continue;
+      member[l] = 1;
+      if (phase_end(R, c, member) <= allowed) extra[l].push_back(p);
+      else member[l] = 0;
+    }
+  }
+  return extra;
+}
+
+}  // namespace dd::sync

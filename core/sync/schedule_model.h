@@ -1,0 +1,42 @@
+// The DreamDDP time model (DESIGN.md "The DreamDDP schedule solver"): scores a per-layer phase assignment, plus
+// the baselines ddp, localsgd and plsgd, and the fill-in of extra syncs into idle bandwidth.
+#pragma once
+#include <vector>
+
+namespace dd::sync {
+
+// Per-layer extra phases (fill-in syncs) on top of the primary phase; empty inner vectors mean none.
+using FillIn = std::vector<std::vector<int>>;
+
+// B = sum of backward times.
+double total_backward(const std::vector<double>& b);
+
+// Gradient-ready time of every layer (forward index l): R_l = sum_{j >= l} b_j, backward running L-1 .. 0.
+std::vector<double> ready_times(const std::vector<double>& b);
+
+// Wait w_i of each of the H phases: one FIFO channel, layers launched in backward order, w_i = max(0, end - B).
+// fillin (optional) adds extra syncs of layers at other phases. Throws std::invalid_argument on bad sizes/phases.
+std::vector<double> phase_waits(const std::vector<double>& b, const std::vector<double>& c, int H,
+                                const std::vector<int>& phase, const FillIn* fillin = nullptr);
+
+// Modelled seconds per iteration: B + (sum_i w_i) / H.
+double modelled_time(const std::vector<double>& b, const std::vector<double>& c, int H,
+                     const std::vector<int>& phase, const FillIn* fillin = nullptr);
+
+// Baselines as the profile README states them: ddp B + C (no overlap credited), localsgd B + C / H.
+double ddp_time(const std::vector<double>& b, const std::vector<double>& c);
+double localsgd_time(const std::vector<double>& b, const std::vector<double>& c, int H);
+
+// plsgd's grouping: H contiguous groups (forward order) of ~equal weight (bytes, or comm time as their proxy);
+// group j gets phase j. Each cut goes where the running weight is closest to its target j*W/H, keeping every
+// group non-empty while there are at least H layers.
+std::vector<int> contiguous_groups(const std::vector<double>& weight, int H);
+
+// plsgd's modelled time: contiguous_groups(c, H) scored with modelled_time.
+double plsgd_time(const std::vector<double>& b, const std::vector<double>& c, int H);
+
+// Fill-in: for each phase, adds syncs of layers that are not already synced there, smallest comm first,
+// whenever that leaves the phase's wait unchanged (the channel was idle), so modelled time never increases.
+FillIn fill_in(const std::vector<double>& b, const std::vector<double>& c, int H, const std::vector<int>& phase);
+
+}  // namespace dd::sync

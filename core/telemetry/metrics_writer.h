@@ -1,0 +1,98 @@
+// MetricsWriter: buffers run metrics in memory and publishes OUT/metrics.h5 as atomic snapshots (crash-safe).
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/telemetry/rows.h"
+
+namespace dd::telemetry {
+
+struct MetricsWriterOptions {
+  double flush_interval_s = 2.0;  // how often the background thread publishes a snapshot
+  bool overwrite = false;         // replace an existing file instead of refusing (dd::UsageError)
+  bool background = true;         // false: flush only on flush()/close() (tests, tools)
+};
+
+// What the flusher has done so far; rows_* count rows that are durably in the published file.
+struct FlushStats {
+  int64_t flushes = 0;
+  int64_t steps = 0;
+  int64_t sync_events = 0;
+  int64_t layer_ready = 0;
+  int64_t eval = 0;
+  int64_t events = 0;
+  int64_t file_bytes = 0;
+  double last_flush_s = 0;   // duration of the last flush (HDF5 writes + snapshot)
+};
+
+// Writes the metrics.h5 schema of analysis/README.md.
+//
+// Crash safety: the HDF5 file lives in memory (core driver); each flush appends the buffered rows to it, then
+// writes its image to PATH.tmp and renames it over PATH. rename() is atomic, so whatever instant the process
+// dies (SIGKILL included), PATH is a complete, closed-format HDF5 file holding every row up to the last flush,
+// readable by plain h5py/h5dump (unlike SWMR files, which need h5clear after a crash). The price is that one
+// flush writes the whole file; the interval stretches automatically so flushing stays under ~2% of one thread.
+//
+// Threading: append_* / set_* may be called from any thread; they only lock a mutex and copy the row
+// (no HDF5 call on the hot path). All HDF5 work happens on the flush thread or in flush()/close().
+class MetricsWriter {
+ public:
+  // Creates PATH (and publishes an empty-schema file immediately, so an early crash still leaves a file).
+  // Throws dd::UsageError if PATH exists and !opts.overwrite, or if its directory is not writable.
+  explicit MetricsWriter(std::string path, MetricsWriterOptions opts = {});
+  ~MetricsWriter();  // close(); errors are reported on stderr, never thrown
+  MetricsWriter(const MetricsWriter&) = delete;
+  MetricsWriter& operator=(const MetricsWriter&) = delete;
+
+  // Root attributes; a later value for the same key replaces the earlier one.
+  void set_attributes(const std::map<std::string, std::string>& config);
+  void set_attribute(const std::string& key, AttrValue value);
+
+  // The /layers table (replaces any earlier one).
+  void write_layers(const std::vector<LayerInfo>& layers);
+
+  void append_step(const StepRow& row);
+  void append_sync_event(const SyncEventRow& row);
+  void append_eval(const EvalRow& row);
+  void append_layer_ready(const LayerReadyRow& row);
+  void append_event(int64_t step, std::string kind, std::string detail);
+
+  // Sensitivity probe. declare_sensitivity fixes the [layer, delay] shape of one probe kind (once);
+  // record_cosine stores cos(g_l(t0), g_l(t0+delay)) for every layer; a probe row is written once all its
+  // delays are in (or at close, with NaN for delays that never came).
+  void declare_sensitivity(ProbeKind kind, std::vector<int32_t> delays, int32_t num_layers);
+  void record_cosine(ProbeKind kind, int64_t probe_step, int32_t delay, const std::vector<float>& per_layer);
+
+  void flush();  // synchronous: everything appended so far is in the published file when this returns
+  void close();  // final flush; stops the thread. Rethrows a background flush failure, if any.
+
+  FlushStats stats() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Impl;
+  void flush_thread_main();
+  void flush_now();  // requires hdf5_mutex_
+
+  std::string path_;
+  MetricsWriterOptions opts_;
+  std::unique_ptr<Impl> impl_;
+
+  mutable std::mutex hdf5_mutex_;  // serializes all HDF5 access
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+  bool closed_ = false;
+  std::thread thread_;
+  std::exception_ptr thread_error_;
+};
+
+}  // namespace dd::telemetry

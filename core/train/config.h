@@ -1,0 +1,54 @@
+// Everything a training run is configured by (CLI flags / INI keys of CONTRACT.md); validated before any work.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dd::train {
+
+struct TrainConfig {
+  std::string model = "mlp";
+  std::string data = "fashion-mnist";
+  std::string data_dir;                 // empty: the dataset's Debian location
+  std::string policy = "ddp";
+  std::vector<std::string> switches;    // "STEP:SPEC"
+  std::string backend = "gloo";
+  std::string device = "cpu";
+  int64_t batch = 64;                   // per rank
+  int64_t steps = 1000;
+  float lr = -1;                        // <0: the optimizer's default (sgd 0.05, adamw 1e-3)
+  float momentum = 0.9f;
+  bool nesterov = false;
+  float weight_decay = 0.0f;
+  std::string optimizer;                // empty: sgd, adamw for gpt-mini
+  std::string lr_schedule = "cosine";
+  int64_t warmup = -1;                  // <0: 2% of steps
+  uint64_t seed = 0;
+  int64_t eval_every = 0;               // 0: only at the end
+  int64_t eval_samples = 0;             // 0: the whole test set (text: 512 windows)
+  std::string out;
+  bool overwrite = false;
+  int64_t checkpoint_every = 0;
+  std::string resume;
+  std::string sensitivity;              // empty: off
+  std::string save_params;
+  std::string rendezvous;
+  std::string iface;
+  double timeout_s = 60;
+  int threads = 0;                      // 0: 1 when several ranks share a machine, else all cores
+  int64_t log_every = 0;                // 0: automatic
+  bool check_collectives = false;
+  double staleness_gamma = 0;           // >0: lr_l = lr * gamma^stale_l
+  bool average_optimizer_state = false;
+  int64_t bucket_cap_mb = 25;
+  double first_bucket_mb = 1;
+  std::string config_file;
+
+  // Rank placement (from the environment, not the CLI).
+  int rank = 0;
+  int world = 1;
+  int local_rank = 0;
+  int local_world = 1;
+};
+
+}  // namespace dd::train

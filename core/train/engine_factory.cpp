@@ -1,0 +1,23 @@
+// Builds the sync engine for a multi-rank run from the --policy spec.
+#include "core/common/error.h"
+#include "core/sync/layer_sync.h"
+#include "core/train/trainer_parts.h"
+
+namespace dd::train {
+
+std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
+                                                  Backend& b, telemetry::MetricsWriter* metrics) {
+  sync::EngineOptions eo;
+  eo.policy = cfg.policy;
+  eo.switches = cfg.switches;
+  eo.bucket_cap_bytes = cfg.bucket_cap_mb << 20;
+  eo.first_bucket_bytes = int64_t(cfg.first_bucket_mb * double(1 << 20));
+  eo.check_collectives = cfg.check_collectives;
+  eo.staleness_gamma = cfg.staleness_gamma;
+  eo.average_optimizer_state = cfg.average_optimizer_state;
+  eo.metrics = metrics;
+  eo.verbose = cfg.rank == 0;
+  return sync::make_layer_sync(eo, m, o, b);
+}
+
+}  // namespace dd::train

@@ -1,0 +1,27 @@
+// --save-params: the model's parameters and buffers as raw little-endian float32 (CONTRACT.md layout).
+#include <fstream>
+
+#include "core/common/error.h"
+#include "core/train/run_dir.h"
+#include "core/train/trainer_parts.h"
+
+namespace dd::train {
+
+void save_params(models::Model& m, const std::string& path, int rank) {
+  std::string p = path;
+  bool per_rank = false;
+  for (size_t pos; (pos = p.find("%r")) != std::string::npos;) {
+    p.replace(pos, 2, std::to_string(rank));
+    per_rank = true;
+  }
+  if (!per_rank && rank != 0) return;
+  std::string bytes;
+  for (auto* l : m.layers()) {
+    bytes.append(reinterpret_cast<const char*>(l->params()), sizeof(float) * size_t(l->num_params()));
+    if (l->num_buffers())
+      bytes.append(reinterpret_cast<const char*>(l->buffers()), sizeof(float) * size_t(l->num_buffers()));
+  }
+  write_file_atomic(p, bytes);  // x86-64 is little-endian: the in-memory floats are the file format
+}
+
+}  // namespace dd::train

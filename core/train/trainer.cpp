@@ -1,0 +1,188 @@
+// Trainer: one rank's training loop. Single process when there is no backend; with a backend the sync engine
+// hooks into backward and the update (core/sync).
+#include "core/train/trainer.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "backends/backend.h"
+#include "core/common/clock.h"
+#include "core/common/error.h"
+#include "core/data/dataset.h"
+#include "core/data/sharder.h"
+#include "core/models/model.h"
+#include "core/ops/ops.h"
+#include "core/optim/lr_schedule.h"
+#include "core/optim/optimizer.h"
+#include "core/sync/engine.h"
+#include "core/train/progress.h"
+#include "core/train/run_dir.h"
+#include "core/train/trainer_parts.h"
+
+namespace dd::train {
+
+void resolve_and_validate(TrainConfig& c) {
+  bool known = false;
+  for (auto& m : models::model_names()) known |= (m == c.model);
+  if (!known) throw UsageError("--model: unknown model '" + c.model + "' (expected mlp, cnn, resnet20 or gpt-mini)");
+  if (c.data != "fashion-mnist" && c.data != "text" && c.data != "synthetic")
+    throw UsageError("--data: unknown dataset '" + c.data + "' (expected fashion-mnist, text or synthetic)");
+  if (c.device != "cpu" && c.device != "cuda")
+    throw UsageError("--device: unknown device '" + c.device + "' (expected cpu or cuda)");
+  if (c.device == "cuda") throw UsageError("--device cuda: this build has no CUDA training path yet");
+  if (c.backend != "gloo" && c.backend != "mpi" && c.backend != "nccl")
+    throw UsageError("--backend: unknown backend '" + c.backend + "' (expected gloo, mpi or nccl)");
+  if (c.batch < 1 || c.batch > 1 << 20) throw UsageError("--batch must be between 1 and 1048576");
+  if (c.steps < 1) throw UsageError("--steps must be >= 1");
+  if (c.optimizer.empty()) c.optimizer = c.model == "gpt-mini" ? "adamw" : "sgd";
+  if (c.optimizer != "sgd" && c.optimizer != "adamw")
+    throw UsageError("--optimizer: unknown optimizer '" + c.optimizer + "' (expected sgd or adamw)");
+  if (c.lr < 0) c.lr = c.optimizer == "adamw" ? 1e-3f : 0.05f;
+  if (!(c.lr > 0) || !std::isfinite(c.lr)) throw UsageError("--lr must be a positive number");
+  if (!(c.momentum >= 0 && c.momentum < 1)) throw UsageError("--momentum must be in [0, 1)");
+  if (!(c.weight_decay >= 0) || !std::isfinite(c.weight_decay)) throw UsageError("--weight-decay must be >= 0");
+  if (c.warmup < 0) c.warmup = c.steps / 50;
+  if (c.eval_every < 0) throw UsageError("--eval-every must be >= 0");
+  if (c.eval_samples < 0) throw UsageError("--eval-samples must be >= 0");
+  if (c.checkpoint_every < 0) throw UsageError("--checkpoint-every must be >= 0");
+  if (!(c.timeout_s > 0) || c.timeout_s > 86400) throw UsageError("--timeout must be in (0, 86400] seconds");
+  if (c.threads < 0 || c.threads > 1024) throw UsageError("--threads must be between 0 and 1024");
+  if (c.threads == 0) {
+    int hw = int(std::max(1u, std::thread::hardware_concurrency()));
+    c.threads = c.local_world > 1 ? 1 : hw;
+  }
+  if (c.bucket_cap_mb < 1) throw UsageError("--bucket-cap-mb must be >= 1");
+  if (!(c.first_bucket_mb > 0)) throw UsageError("--first-bucket-mb must be > 0");
+}
+
+struct Trainer::Impl {
+  TrainConfig cfg;
+  Backend* backend;
+  std::unique_ptr<models::Model> model;
+  std::unique_ptr<optim::Optimizer> opt;
+  optim::LrSchedule sched;
+  data::Dataset train, test;
+  std::unique_ptr<data::Sharder> sharder;
+  data::Batch batch;
+  std::unique_ptr<sync::SyncEngine> engine;
+  bool rank0() const { return cfg.rank == 0; }
+};
+
+Trainer::Trainer(const TrainConfig& cfg, Backend* backend) : impl_(std::make_unique<Impl>()) {
+  auto& I = *impl_;
+  I.cfg = cfg;
+  I.backend = backend;
+  ops::set_threads(cfg.threads);
+  I.model = models::make_model(cfg.model, cfg.seed);
+  const int64_t T = I.model->takes_tokens() ? I.model->input_shape()[0] : 0;
+  I.train = data::open_dataset(cfg.data, cfg.data_dir, true, I.model->takes_tokens(), T, cfg.seed);
+  I.test = data::open_dataset(cfg.data, cfg.data_dir, false, I.model->takes_tokens(), T, cfg.seed);
+  check_dataset_fits_model(I.train, *I.model);
+  I.sharder = std::make_unique<data::Sharder>(I.train.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
+  optim::OptimConfig oc;
+  oc.kind = cfg.optimizer;
+  oc.momentum = cfg.momentum;
+  oc.nesterov = cfg.nesterov;
+  oc.weight_decay = cfg.weight_decay;
+  I.opt = std::make_unique<optim::Optimizer>(oc, *I.model);
+  I.sched.kind = cfg.lr_schedule;
+  I.sched.base_lr = cfg.lr;
+  I.sched.warmup = cfg.warmup;
+  I.sched.total = cfg.steps;
+  I.sched.validate();
+}
+
+Trainer::~Trainer() = default;
+
+nlohmann::json Trainer::run() {
+  auto& I = *impl_;
+  auto& cfg = I.cfg;
+  auto& model = *I.model;
+  Progress progress(cfg.steps, cfg.log_every);
+  RunRecorder rec(cfg, model, I.backend);  // metrics.h5 rows, timing accumulators
+  if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics());
+  std::vector<int64_t> idx(cfg.batch);
+  const int warm = int(std::min<int64_t>(5, cfg.steps / 10));
+  double t_start = now_s(), t_warm = t_start;
+  float loss = NAN;
+  double exposed_total = 0, step_total = 0;
+  int64_t comm_bytes = 0;
+  nlohmann::json last_eval;
+  for (int64_t step = 0; step < cfg.steps; ++step) {
+    if (step == warm) t_warm = now_s();
+    double t0 = now_s();
+    I.sharder->indices(step, idx.data());
+    data::gather(I.train, idx.data(), cfg.batch, &I.batch);
+    models::Input in = make_input(I.batch);
+    if (I.engine) I.engine->begin_step(step);
+    double t1 = now_s();
+    auto fr = model.forward(in, true);
+    double t2 = now_s();
+    if (I.engine) I.engine->begin_backward();
+    model.backward(I.engine.get());
+    double t3 = now_s();
+    if (I.engine) I.engine->finish_backward();
+    double t4 = now_s();
+    const float lr = I.sched.at(step);
+    for (int l = model.num_layers() - 1; l >= 0; --l)
+      I.opt->update_layer(l, I.engine ? lr * I.engine->lr_factor(l) : lr);
+    if (I.engine) I.engine->after_update();
+    double t5 = now_s();
+    loss = fr.loss;
+    if (!std::isfinite(loss)) throw std::runtime_error("loss became " + std::to_string(loss) + " at step " +
+                                                       std::to_string(step) + " (try a smaller --lr)");
+    sync::StepCommStats cs;
+    if (I.engine) cs = I.engine->step_stats();
+    comm_bytes += cs.bytes;
+    const double step_s = t5 - t0;
+    if (step >= warm) {
+      exposed_total += cs.exposed_ms / 1e3;
+      step_total += step_s;
+    }
+    const double elapsed = t5 - t_start;
+    const double sps = step >= warm && t5 > t_warm ? double(step + 1 - warm) * cfg.batch * cfg.world / (t5 - t_warm)
+                                                   : double(step + 1) * cfg.batch * cfg.world / elapsed;
+    telemetry::StepRow row{step, elapsed, loss, lr, (t2 - t1) * 1e3, (t3 - t2) * 1e3,
+                           (t5 - t4) * 1e3 + (t1 - t0) * 1e3, cs.exposed_ms, cs.bytes, sps};
+    rec.step(row);
+    if (I.rank0()) progress.update(step, loss, sps, step_total > 0 ? exposed_total / step_total : 0, elapsed);
+    const bool eval_now = (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0) || step + 1 == cfg.steps;
+    if (eval_now) {
+      if (step + 1 == cfg.steps && I.engine) I.engine->finalize();
+      last_eval = evaluate(model, I.test, cfg, I.engine.get());
+      rec.eval(step, last_eval);
+      if (I.rank0()) progress.message(format_eval(step, last_eval));
+    }
+  }
+  progress.done();
+  const double t_end = now_s();
+  nlohmann::json s;
+  s["model"] = cfg.model;
+  s["policy"] = cfg.policy;
+  s["backend"] = I.backend ? I.backend->name() : std::string("none");
+  s["device"] = cfg.device;
+  s["world"] = cfg.world;
+  s["batch"] = cfg.batch;
+  s["steps"] = cfg.steps;
+  s["params"] = model.num_params();
+  s["threads"] = cfg.threads;
+  s["seed"] = cfg.seed;
+  const int64_t timed_steps = cfg.steps - warm;
+  s["samples_per_s"] = timed_steps > 0 && t_end > t_warm ? double(timed_steps) * cfg.batch * cfg.world / (t_end - t_warm)
+                                                          : double(cfg.steps) * cfg.batch * cfg.world / (t_end - t_start);
+  s["step_ms"] = timed_steps > 0 ? (t_end - t_warm) / double(timed_steps) * 1e3 : (t_end - t_start) / cfg.steps * 1e3;
+  s["wall_s"] = t_end - t_start;
+  s["final_loss"] = loss;
+  for (auto& [k, v] : last_eval.items()) s[k] = v;
+  s["comm_bytes"] = comm_bytes;
+  s["exposed_comm_fraction"] = step_total > 0 ? exposed_total / step_total : 0.0;
+  if (!cfg.save_params.empty()) save_params(model, cfg.save_params, cfg.rank);
+  rec.finish(s);
+  return s;
+}
+
+}  // namespace dd::train

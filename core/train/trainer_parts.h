@@ -1,0 +1,57 @@
+// The pieces of the training loop that are not the loop itself: batch adaptation, evaluation, parameter
+// export, the per-run recorder (metrics.h5 + summary.json), and the sync-engine factory.
+#pragma once
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/data/dataset.h"
+#include "core/models/model.h"
+#include "core/optim/optimizer.h"
+#include "core/sync/engine.h"
+#include "core/telemetry/rows.h"
+#include "core/train/config.h"
+
+namespace dd {
+class Backend;
+}
+
+namespace dd::telemetry {
+class MetricsWriter;
+}
+
+namespace dd::train {
+
+// Refuses a dataset whose inputs do not match the model (dd::UsageError).
+void check_dataset_fits_model(const data::Dataset& d, const models::Model& m);
+models::Input make_input(const data::Batch& b);
+
+// Test-set evaluation (eval mode) on the consensus model: with an engine, on a rank-averaged copy of parameters
+// and buffers; training state is untouched. Returns {"test_loss", "test_accuracy"} (+ "perplexity" for text).
+nlohmann::json evaluate(models::Model& m, const data::Dataset& test, const TrainConfig& cfg, sync::SyncEngine* e);
+std::string format_eval(int64_t step, const nlohmann::json& ev);
+
+// CONTRACT.md --save-params: raw little-endian float32, layers in forward order, weight then bias (BatchNorm:
+// then running mean and var). "%r" in path is replaced by the rank and every rank writes; otherwise rank 0.
+void save_params(models::Model& m, const std::string& path, int rank);
+
+std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
+                                                  Backend& b, telemetry::MetricsWriter* metrics);
+
+
+// Rank 0 records the run: metrics.h5 (/steps, /eval, /layers, root attributes) and, at the end, summary.json.
+class RunRecorder {
+ public:
+  RunRecorder(const TrainConfig& cfg, models::Model& m, Backend* b);
+  ~RunRecorder();
+  void step(const telemetry::StepRow& r);
+  telemetry::MetricsWriter* metrics();  // null on ranks other than 0
+  void eval(int64_t step, const nlohmann::json& ev);
+  void finish(const nlohmann::json& summary);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dd::train

@@ -1,0 +1,269 @@
+// `dreamddp bench allreduce`: nccl-tests style allreduce benchmark over any backend, with a correctness check
+// per size and a JSON summary as rank 0's last line (CONTRACT.md).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/backend.h"
+#include "core/common/clock.h"
+#include "core/common/error.h"
+#include "experiments/commands.h"
+#ifdef DREAMDDP_HAVE_NCCL
+#include "backends/nccl/nccl_backend.h"
+#endif
+
+namespace dd::cli {
+namespace {
+
+const char* kUsage =
+    "usage: dreamddp bench allreduce [--backend gloo|mpi|nccl] [--sizes MIN:MAX|SIZE] [--iters N] [--warmup N]\n"
+    "                                [--rendezvous file:///dir|redis://host:port] [--iface NAME] [--timeout S]\n"
+    "                                [--device cpu|cuda] [--threads N]\n"
+    "  sizes in bytes with K/M/G suffixes (powers of 1024), doubling from MIN to MAX (default 1K:256M);\n"
+    "  rank/world from RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, or SLURM_*; rendezvous default $DREAMDDP_RENDEZVOUS\n";
+
+struct BenchArgs {
+  std::string backend = "gloo";
+  std::string device = "cpu";
+  size_t min_bytes = 1024, max_bytes = 256u << 20;
+  int iters = 20, warmup = 5;
+  std::string rendezvous, iface;
+  double timeout_s = 60;
+};
+
+size_t parse_size(const std::string& s) {
+  if (s.empty()) throw UsageError("bench: empty size in --sizes");
+  size_t mult = 1;
+  std::string num = s;
+  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(s.back())));
+  if (last == 'K' || last == 'M' || last == 'G') {
+    mult = last == 'K' ? (1u << 10) : last == 'M' ? (1u << 20) : (size_t(1) << 30);
+    num = s.substr(0, s.size() - 1);
+  } else if (last == 'B') {
+    num = s.substr(0, s.size() - 1);
+  }
+  size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(num, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != num.size() || v == 0)
+    throw UsageError("bench: size '" + s + "' is not a positive byte count like 4096, 64K, 256M");
+  size_t bytes = static_cast<size_t>(v) * mult;
+  if (bytes < sizeof(float)) throw UsageError("bench: size '" + s + "' is smaller than one float (4 bytes)");
+  return bytes;
+}
+
+double parse_double(const std::string& opt, const std::string& v) {
+  try {
+    size_t used = 0;
+    double d = std::stod(v, &used);
+    if (used == v.size()) return d;
+  } catch (const std::exception&) {
+  }
+  throw UsageError("bench: " + opt + " '" + v + "' is not a number");
+}
+
+int parse_int(const std::string& opt, const std::string& v, int lo) {
+  double d = parse_double(opt, v);
+  if (d != static_cast<int>(d) || d < lo)
+    throw UsageError("bench: " + opt + " '" + v + "' must be an integer >= " + std::to_string(lo));
+  return static_cast<int>(d);
+}
+
+BenchArgs parse(int argc, char** argv) {
+  BenchArgs a;
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")
+    throw UsageError(std::string("bench: which benchmark? only 'allreduce' exists\n") + kUsage);
+  if (std::string(argv[1]) != "allreduce")
+    throw UsageError("bench: unknown benchmark '" + std::string(argv[1]) + "' (only 'allreduce')\n" + kUsage);
+  for (int i = 2; i < argc; ++i) {
+    std::string key = argv[i], val;
+    auto eq = key.find('=');
+    if (key.rfind("--", 0) == 0 && eq != std::string::npos) {
+      val = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    } else if (key.rfind("--", 0) == 0) {
+      if (i + 1 >= argc) throw UsageError("bench: option " + key + " needs a value\n" + kUsage);
+      val = argv[++i];
+    } else {
+      throw UsageError("bench: unexpected argument '" + key + "'\n" + kUsage);
+    }
+    if (key == "--backend") {
+      if (val != "gloo" && val != "mpi" && val != "nccl")
+        throw UsageError("bench: --backend '" + val + "' is not one of gloo, mpi, nccl");
+      a.backend = val;
+    } else if (key == "--sizes") {
+      auto colon = val.find(':');
+      a.min_bytes = parse_size(val.substr(0, colon));
+      a.max_bytes = colon == std::string::npos ? a.min_bytes : parse_size(val.substr(colon + 1));
+      if (a.max_bytes < a.min_bytes) throw UsageError("bench: --sizes '" + val + "': MAX is below MIN");
+    } else if (key == "--iters") {
+      a.iters = parse_int(key, val, 1);
+    } else if (key == "--warmup") {
+      a.warmup = parse_int(key, val, 0);
+    } else if (key == "--rendezvous") {
+      a.rendezvous = val;
+    } else if (key == "--iface") {
+      a.iface = val;
+    } else if (key == "--timeout") {
+      a.timeout_s = parse_double(key, val);
+      if (!(a.timeout_s > 0)) throw UsageError("bench: --timeout must be positive seconds");
+    } else if (key == "--device") {
+      if (val != "cpu" && val != "cuda") throw UsageError("bench: --device '" + val + "' is not cpu or cuda");
+      a.device = val;
+    } else if (key == "--threads") {
+      parse_int(key, val, 1);  // accepted for option compatibility with train; the bench does no compute
+    } else {
+      throw UsageError("bench: unknown option '" + key + "'\n" + kUsage);
+    }
+  }
+  if (a.backend == "nccl") a.device = "cuda";
+  return a;
+}
+
+// Buffer the collective runs on: host memory, or device memory for NCCL (filled from / checked on the host).
+class BenchBuffer {
+ public:
+  BenchBuffer(size_t n, bool on_device) : n_(n), host_(n) {
+#ifdef DREAMDDP_HAVE_NCCL
+    if (on_device) dev_ = cuda_alloc_floats(n);
+#else
+    if (on_device) throw UsageError("bench: device buffers need the nccl backend, not compiled into this build");
+#endif
+  }
+  ~BenchBuffer() {
+#ifdef DREAMDDP_HAVE_NCCL
+    if (dev_) cuda_free(dev_);
+#endif
+  }
+  float* data() { return dev_ ? dev_ : host_.data(); }
+  void load(const std::vector<float>& src) {
+#ifdef DREAMDDP_HAVE_NCCL
+    if (dev_) return cuda_copy_to_device(dev_, src.data(), n_);
+#endif
+    std::memcpy(host_.data(), src.data(), n_ * sizeof(float));
+  }
+  const std::vector<float>& fetch() {
+#ifdef DREAMDDP_HAVE_NCCL
+    if (dev_) cuda_copy_to_host(host_.data(), dev_, n_);
+#endif
+    return host_;
+  }
+
+ private:
+  size_t n_;
+  std::vector<float> host_;
+  float* dev_ = nullptr;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  BenchArgs a = parse(argc, argv);
+  RankInfo ri = discover_rank();
+  BackendOptions bo;
+  bo.kind = a.backend;
+  bo.rank = ri.rank;
+  bo.world = ri.world;
+  bo.rendezvous = a.rendezvous;
+  if (bo.rendezvous.empty())
+    if (const char* e = std::getenv("DREAMDDP_RENDEZVOUS")) bo.rendezvous = e;
+  if (bo.rendezvous.empty() && ri.world > 1 && a.backend != "mpi")
+    throw UsageError("bench: " + std::to_string(ri.world) + " ranks (from " + ri.source +
+                     ") need a rendezvous: pass --rendezvous file:///shared/dir or redis://host:port, "
+                     "or start the ranks with `dreamddp launch`");
+  bo.iface = a.iface;
+  bo.timeout_s = a.timeout_s;
+  bo.prefix = "dd-bench";
+  auto be = make_backend(bo);
+  const int n = be->size(), rank = be->rank();
+  const bool lead = rank == 0;
+
+  if (lead) {
+    std::printf("# dreamddp bench allreduce: backend %s, world %d (%s), %s buffers, float32 sum in place\n",
+                be->name().c_str(), n, ri.source.c_str(), a.device == "cuda" ? "device" : "host");
+    std::printf("# %d warm-up + %d timed iterations per size; time = median over iterations, max over ranks;\n"
+                "# algbw = bytes/time, busbw = algbw*2(n-1)/n, GB = 1e9 bytes\n#\n",
+                a.warmup, a.iters);
+    std::printf("# %12s %12s %12s %12s %12s %8s\n", "size(B)", "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
+                "#wrong");
+    std::fflush(stdout);
+  }
+
+  nlohmann::json results = nlohmann::json::array();
+  bool all_ok = true;
+  // Expected sums stay exact in float32 (below 2^24) for worlds up to ~2000 ranks.
+  const double rank_sum = 0.5 * n * (n + 1);
+  for (size_t bytes = a.min_bytes; bytes <= a.max_bytes; bytes *= 2) {
+    const size_t count = bytes / sizeof(float);
+    std::vector<float> pattern(count);
+    for (size_t i = 0; i < count; ++i) pattern[i] = static_cast<float>((rank + 1) * (i % 7 + 1));
+    BenchBuffer buf(count, a.device == "cuda" && a.backend == "nccl");
+    std::vector<double> times;
+    for (int it = 0; it < a.warmup + a.iters; ++it) {
+      buf.load(pattern);  // every iteration reduces the same input, so the last one can be checked exactly
+      be->barrier();      // start together: the time is the collective, not rank skew
+      double t0 = now_s();
+      be->allreduce(buf.data(), count, ReduceOp::Sum)->wait();
+      double t = now_s() - t0;
+      if (it >= a.warmup) times.push_back(t);
+    }
+    const auto& out = buf.fetch();
+    long long wrong = 0;
+    for (size_t i = 0; i < count; ++i)
+      if (out[i] != static_cast<float>(rank_sum * (i % 7 + 1))) ++wrong;
+    char line[64];
+    std::snprintf(line, sizeof(line), "%.9e %lld", median(times), wrong);
+    double t = 0;
+    long long total_wrong = 0;
+    for (const auto& s : be->allgather(line)) {
+      double tr = 0;
+      long long w = 0;
+      if (std::sscanf(s.c_str(), "%lf %lld", &tr, &w) != 2) throw std::runtime_error("bench: bad rank report");
+      t = std::max(t, tr);
+      total_wrong += w;
+    }
+    const double algbw = t > 0 ? static_cast<double>(count * sizeof(float)) / t / 1e9 : 0.0;
+    const double busbw = n > 1 ? algbw * 2.0 * (n - 1) / n : 0.0;
+    const bool ok = total_wrong == 0;
+    all_ok = all_ok && ok;
+    if (lead) {
+      std::printf("  %12zu %12zu %12.1f %12.3f %12.3f %8lld\n", count * sizeof(float), count, t * 1e6, algbw,
+                  busbw, total_wrong);
+      std::fflush(stdout);
+    }
+    results.push_back({{"bytes", count * sizeof(float)},
+                       {"time_s", t},
+                       {"algbw_GBps", algbw},
+                       {"busbw_GBps", busbw},
+                       {"ok", ok}});
+    if (bytes > a.max_bytes / 2) break;  // doubling must not overflow past MAX
+  }
+  if (lead) {
+    nlohmann::json summary = {{"backend", be->name()}, {"world", n}, {"results", results}};
+    std::printf("%s\n", summary.dump().c_str());
+    std::fflush(stdout);
+  }
+  if (!all_ok) {
+    std::fprintf(stderr, "bench: rank %d: allreduce results were wrong (see #wrong); the backend is broken\n", rank);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace dd::cli

@@ -1,0 +1,144 @@
+// `dreamddp schedule`: solves the DreamDDP schedule for a profile directory and compares it with the baselines.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/common/error.h"
+#include "core/sync/profile_io.h"
+#include "core/sync/schedule_io.h"
+#include "core/sync/schedule_model.h"
+#include "core/sync/schedule_solver.h"
+#include "experiments/commands.h"
+
+namespace dd::cli {
+
+namespace {
+namespace po = boost::program_options;
+
+// printf-style formatting into std::cout, so callers (and tests) that redirect std::cout get everything.
+template <typename... Args>
+void say(const char* f, Args... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, f, args...);
+  std::cout << buf;
+}
+
+std::string profile_name(const std::string& dir) {
+  auto p = std::filesystem::path(dir);
+  if (p.filename().empty()) p = p.parent_path();  // "dir/" -> "dir"
+  return p.filename().string();
+}
+
+}  // namespace
+
+int cmd_schedule(int argc, char** argv) {
+  po::options_description desc(
+      "Usage: dreamddp schedule --profile DIR --h H [--fillin] [--out FILE]\n"
+      "Solves the DreamDDP per-layer sync schedule for a profile (DIR/bp.json, DIR/comm.json) and prints the\n"
+      "modelled time per iteration of ddp, localsgd, plsgd and dreamddp; last line is JSON.\nOptions");
+  desc.add_options()("help", "show this help")(
+      "profile", po::value<std::string>(), "directory holding bp.json and comm.json (layer -> seconds)")(
+      "h", po::value<int>(), "H: each layer is synchronized once every H steps (>= 1)")(
+      "fillin", po::bool_switch(), "add extra syncs of layers into idle communication time")(
+      "out", po::value<std::string>(), "write {\"H\", \"schedule\"[, \"fillin\"]} JSON to FILE (must not exist)");
+  po::variables_map vm;
+  try {
+    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(argc, argv).options(desc).style(style).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("schedule: ") + e.what() + " (see dreamddp schedule --help)");
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (!vm.count("profile")) throw UsageError("schedule: --profile DIR is required");
+  if (!vm.count("h")) throw UsageError("schedule: --h H is required");
+  const int H = vm["h"].as<int>();
+  if (H < 1) throw UsageError("schedule: --h must be >= 1, got " + std::to_string(H));
+  const std::string dir = vm["profile"].as<std::string>();
+  const bool use_fillin = vm["fillin"].as<bool>();
+  const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
+  if (!out.empty() && std::filesystem::exists(out))
+    throw UsageError("schedule: refusing to overwrite existing file " + out);
+
+  const auto prof = sync::read_profile(dir);
+  const auto& b = prof.bp;
+  const auto& c = prof.comm;
+  const double B = sync::total_backward(b);
+  const double C = std::accumulate(c.begin(), c.end(), 0.0);
+
+  const auto sol = sync::solve_schedule(b, c, H);
+  const auto plsgd_phase = sync::contiguous_groups(c, H);
+  sync::FillIn fill;
+  if (use_fillin) fill = sync::fill_in(b, c, H, sol.phase);
+  const sync::FillIn* fillp = use_fillin ? &fill : nullptr;
+  const auto waits = sync::phase_waits(b, c, H, sol.phase, fillp);
+
+  const double t_ddp = sync::ddp_time(b, c);
+  const double t_local = sync::localsgd_time(b, c, H);
+  const double t_plsgd = sync::modelled_time(b, c, H, plsgd_phase);
+  const double t_dream = sync::modelled_time(b, c, H, sol.phase, fillp);
+
+  std::cout << "DreamDDP schedule (times in ms; phase = step mod H at which the layer is averaged)\n";
+  say("%5s  %-44s %10s %10s %6s %6s  %s\n", "layer", "name", "bp_ms", "comm_ms", "phase", "plsgd",
+              use_fillin ? "fill-in phases" : "");
+  for (size_t l = 0; l < prof.names.size(); ++l) {
+    std::string extra;
+    if (use_fillin)
+      for (int p : fill[l]) extra += (extra.empty() ? "" : ",") + std::to_string(p);
+    say("%5zu  %-44s %10.4f %10.4f %6d %6d  %s\n", l, prof.names[l].c_str(), b[l] * 1e3, c[l] * 1e3,
+                sol.phase[l], plsgd_phase[l], extra.c_str());
+  }
+  say("\n%5s %7s %12s %12s\n", "phase", "layers", "comm_s", "wait_s");
+  for (int p = 0; p < H; ++p) {
+    int n = 0;
+    double cp = 0;
+    for (size_t l = 0; l < c.size(); ++l)
+      if (sol.phase[l] == p) ++n, cp += c[l];
+    say("%5d %7d %12.6f %12.6f\n", p, n, cp, waits[p]);
+  }
+  size_t n_fill = 0;
+  for (auto& f : fill) n_fill += f.size();
+
+  say("\nprofile            %s (%s)\n", profile_name(dir).c_str(), dir.c_str());
+  say("layers             %zu\n", prof.names.size());
+  say("H                  %d\n", H);
+  say("B = sum bp         %.6f s\n", B);
+  say("C = sum comm       %.6f s\n", C);
+  say("modelled time per iteration (s):\n");
+  say("  ddp (B+C)        %.6f\n", t_ddp);
+  say("  localsgd (B+C/H) %.6f\n", t_local);
+  say("  plsgd            %.6f\n", t_plsgd);
+  say("  dreamddp         %.6f%s\n", t_dream, use_fillin ? "  (with fill-in)" : "");
+  say("  lower bound      %.6f\n", sol.lower_bound);
+  say("gap to bound       %.4f%%  (%s)\n", sol.gap * 100,
+              sol.optimal ? "proven optimal" : sol.gap <= 0.01 ? "proven within 1% of optimal"
+                                                                 : "NOT proven within 1% of optimal");
+  say("solve time         %.4f s (%lld branch-and-bound nodes)\n", sol.solve_s, sol.nodes);
+  if (use_fillin) say("fill-in            %zu extra layer syncs in idle bandwidth\n", n_fill);
+
+  if (!out.empty()) {
+    sync::write_schedule(out, prof.names, H, sol.phase, fillp);
+    say("schedule written   %s\n", out.c_str());
+  }
+  nlohmann::ordered_json j;
+  j["ddp"] = t_ddp;
+  j["localsgd"] = t_local;
+  j["plsgd"] = t_plsgd;
+  j["dreamddp"] = t_dream;
+  j["lower_bound"] = sol.lower_bound;
+  j["gap"] = sol.gap;
+  j["H"] = H;
+  std::cout << j.dump() << std::endl;
+  return 0;
+}
+
+}  // namespace dd::cli

@@ -1,0 +1,96 @@
+// Boost.Program_options description of the train options; INI files use the same names (key = value).
+#include "experiments/cli/train_options.h"
+
+#include <boost/program_options.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "backends/backend.h"
+#include "core/common/error.h"
+
+namespace po = boost::program_options;
+
+namespace dd::cli {
+
+bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
+  po::options_description d("dreamddp train options");
+  // clang-format off
+  d.add_options()
+    ("help,h", "show this help")
+    ("config", po::value(&c.config_file), "INI file with the same options (key = value)")
+    ("model", po::value(&c.model)->default_value(c.model), "mlp | cnn | resnet20 | gpt-mini")
+    ("data", po::value(&c.data)->default_value(c.data), "fashion-mnist | text | synthetic")
+    ("data-dir", po::value(&c.data_dir), "dataset location (default: the Debian package's)")
+    ("policy", po::value(&c.policy)->default_value(c.policy), "ddp | localsgd:k=8 | plsgd:h=8 | dreamddp:h=8[,profile=DIR][,fillin=1]")
+    ("switch", po::value(&c.switches)->composing(), "STEP:SPEC, change policy at STEP (repeatable)")
+    ("backend", po::value(&c.backend)->default_value(c.backend), "gloo | mpi | nccl")
+    ("device", po::value(&c.device)->default_value(c.device), "cpu | cuda")
+    ("batch", po::value(&c.batch)->default_value(c.batch), "per-rank batch size")
+    ("steps", po::value(&c.steps)->default_value(c.steps), "training steps")
+    ("lr", po::value(&c.lr), "learning rate (default: sgd 0.05, adamw 0.001)")
+    ("momentum", po::value(&c.momentum)->default_value(c.momentum), "SGD momentum")
+    ("nesterov", po::bool_switch(&c.nesterov), "Nesterov momentum")
+    ("weight-decay", po::value(&c.weight_decay)->default_value(c.weight_decay), "weight decay (AdamW: decoupled)")
+    ("optimizer", po::value(&c.optimizer), "sgd | adamw (default: sgd; adamw for gpt-mini)")
+    ("lr-schedule", po::value(&c.lr_schedule)->default_value(c.lr_schedule), "const | cosine | step")
+    ("warmup", po::value(&c.warmup), "linear warm-up steps (default 2% of --steps)")
+    ("seed", po::value(&c.seed)->default_value(c.seed), "seed of initialization and data order")
+    ("eval-every", po::value(&c.eval_every)->default_value(c.eval_every), "test-set evaluation every N steps (and at the end)")
+    ("eval-samples", po::value(&c.eval_samples)->default_value(c.eval_samples), "test samples per evaluation (0: all; text: 512)")
+    ("out", po::value(&c.out), "run directory: metrics.h5, summary.json")
+    ("overwrite", po::bool_switch(&c.overwrite), "allow a non-empty --out")
+    ("checkpoint-every", po::value(&c.checkpoint_every)->default_value(c.checkpoint_every), "checkpoint every N steps")
+    ("resume", po::value(&c.resume), "resume from a run directory's checkpoint")
+    ("sensitivity", po::value(&c.sensitivity)->implicit_value("on"), "layer sensitivity probe [delays=1,2,4,8][,every=N]")
+    ("save-params", po::value(&c.save_params), "write final parameters (raw float32; %r = rank)")
+    ("rendezvous", po::value(&c.rendezvous), "file:///path | redis://host:port")
+    ("iface", po::value(&c.iface), "network interface for Gloo (also GLOO_SOCKET_IFNAME)")
+    ("timeout", po::value(&c.timeout_s)->default_value(c.timeout_s), "collective timeout, seconds")
+    ("threads", po::value(&c.threads)->default_value(c.threads), "compute threads per rank (0: auto)")
+    ("log-every", po::value(&c.log_every)->default_value(c.log_every), "progress line every N steps (0: auto)")
+    ("check-collectives", po::bool_switch(&c.check_collectives), "fingerprint every collective across ranks")
+    ("staleness-lr", po::value(&c.staleness_gamma)->implicit_value(0.9), "scale lr_l by GAMMA^stale_l (default 0.9)")
+    ("avg-optimizer-state", po::bool_switch(&c.average_optimizer_state), "average optimizer state with parameters")
+    ("bucket-cap-mb", po::value(&c.bucket_cap_mb)->default_value(c.bucket_cap_mb), "bucket cap, MiB")
+    ("first-bucket-mb", po::value(&c.first_bucket_mb)->default_value(c.first_bucket_mb), "first bucket cap, MiB");
+  // clang-format on
+  po::variables_map vm;
+  auto parsed = po::command_line_parser(argc, argv).options(d).run();
+  for (auto& o : parsed.options)
+    if (o.unregistered || o.string_key.empty())
+      throw UsageError("unexpected argument '" + (o.original_tokens.empty() ? std::string("?") : o.original_tokens[0]) + "'");
+  po::store(parsed, vm);
+  if (vm.count("help")) {
+    std::cout << d << "\n";
+    return false;
+  }
+  if (vm.count("config")) {
+    const std::string file = vm["config"].as<std::string>();
+    std::ifstream f(file);
+    if (!f) throw UsageError("--config " + file + ": cannot read file");
+    try {
+      po::store(po::parse_config_file(f, d, false), vm);
+    } catch (const po::error& e) {
+      throw UsageError("--config " + file + ": " + e.what());
+    }
+  }
+  po::notify(vm);
+  return true;
+}
+
+void place_rank(train::TrainConfig& c) {
+  RankInfo r = discover_rank();
+  c.rank = r.rank;
+  c.world = r.world;
+  c.local_rank = r.local_rank;
+  c.local_world = 1;
+  for (const char* v : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"})
+    if (const char* s = std::getenv(v)) {
+      c.local_world = std::max(1, std::atoi(s));
+      break;
+    }
+  if (c.world > 1 && c.local_world == 1 && r.source == "none") c.local_world = c.world;
+}
+
+}  // namespace dd::cli

@@ -1,0 +1,223 @@
+// Command-line parsing of `dreamddp launch` and of the --netem link spec.
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "core/common/error.h"
+#include "experiments/launch/launch.h"
+
+namespace dd::launch {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Splits "12.5mbit" into 12.5 and "mbit"; false when there is no leading number.
+bool split_number(const std::string& s, double* value, std::string* unit) {
+  const char* begin = s.c_str();
+  char* end = nullptr;
+  *value = std::strtod(begin, &end);
+  if (end == begin || !std::isfinite(*value)) return false;
+  *unit = lower(std::string(end));
+  return true;
+}
+
+double parse_rate(const std::string& s) {
+  double v = 0;
+  std::string unit;
+  const std::string hint = " (expected a number with a unit in bits per second: bit, kbit, mbit, gbit, tbit, e.g. 1gbit)";
+  if (!split_number(s, &v, &unit)) throw UsageError("--netem: bad rate '" + s + "'" + hint);
+  double mult = 0;
+  if (unit == "bit") mult = 1;
+  else if (unit == "kbit") mult = 1e3;
+  else if (unit == "mbit") mult = 1e6;
+  else if (unit == "gbit") mult = 1e9;
+  else if (unit == "tbit") mult = 1e12;
+  else if (unit == "bps" || unit == "kbps" || unit == "mbps" || unit == "gbps")
+    throw UsageError("--netem: rate unit '" + unit + "' is ambiguous (tc reads it as bytes/s); write bits, e.g. 1gbit");
+  else throw UsageError("--netem: bad rate unit in '" + s + "'" + hint);
+  const double bps = v * mult;
+  if (bps < 8e3 || bps > 4e11) throw UsageError("--netem: rate '" + s + "' out of range (8kbit .. 400gbit)");
+  return bps;
+}
+
+double parse_delay(const std::string& s) {
+  double v = 0;
+  std::string unit;
+  if (!split_number(s, &v, &unit) || v < 0)
+    throw UsageError("--netem: bad delay '" + s + "' (expected e.g. delay=500us, delay=2ms, delay=0.1s)");
+  double mult = 0;
+  if (unit == "us") mult = 1e-6;
+  else if (unit == "ms") mult = 1e-3;
+  else if (unit == "s") mult = 1;
+  else throw UsageError("--netem: delay '" + s + "' needs a unit: us, ms or s");
+  if (v * mult > 10) throw UsageError("--netem: delay '" + s + "' is over 10 s");
+  return v * mult;
+}
+
+double parse_loss(const std::string& s) {
+  std::string t = s;
+  if (!t.empty() && t.back() == '%') t.pop_back();
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || *end != '\0' || !(v >= 0 && v <= 100))
+    throw UsageError("--netem: bad loss '" + s + "' (expected a percentage 0..100, e.g. loss=0.1 or loss=0.1%)");
+  return v;
+}
+
+int parse_int(const std::string& opt, const std::string& s, int lo, int hi) {
+  char* end = nullptr;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < lo || v > hi)
+    throw UsageError(opt + ": bad value '" + s + "' (expected an integer in " + std::to_string(lo) + ".." +
+                     std::to_string(hi) + ")");
+  return static_cast<int>(v);
+}
+
+double parse_seconds(const std::string& opt, const std::string& s) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !(v >= 0 && v <= 3600))
+    throw UsageError(opt + ": bad value '" + s + "' (expected seconds, 0..3600)");
+  return v;
+}
+
+}  // namespace
+
+NetemSpec parse_netem(const std::string& spec) {
+  NetemSpec out;
+  out.text = spec;
+  size_t pos = 0;
+  bool first = true;
+  bool have_delay = false, have_loss = false;
+  while (pos <= spec.size()) {
+    const size_t comma = spec.find(',', pos);
+    const std::string part = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (first) {
+      if (part.find('=') != std::string::npos)
+        throw UsageError("--netem: the spec must start with the rate, e.g. --netem 1gbit,delay=1ms (got '" + spec + "')");
+      out.rate_bps = parse_rate(part);
+      first = false;
+    } else {
+      const size_t eq = part.find('=');
+      const std::string key = lower(part.substr(0, eq));
+      const std::string val = eq == std::string::npos ? "" : part.substr(eq + 1);
+      if (key == "delay" && !have_delay) {
+        out.delay_s = parse_delay(val);
+        have_delay = true;
+      } else if (key == "loss" && !have_loss) {
+        out.loss_pct = parse_loss(val);
+        have_loss = true;
+      } else {
+        throw UsageError("--netem: unknown or repeated field '" + part + "' in '" + spec +
+                         "' (expected RATE[,delay=D][,loss=P])");
+      }
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+const char* usage() {
+  return "usage: dreamddp launch -n N [--netem RATE[,delay=D][,loss=P]] [--rendezvous URL]\n"
+         "                        [--iface-prefix P] [--grace SECONDS] [--master-port PORT] -- COMMAND ARGS...\n"
+         "\n"
+         "Starts N local ranks of COMMAND. COMMAND is a dreamddp sub-command (train, bench, profile, schedule),\n"
+         "run with this binary, or any other program (found on PATH, or a path containing '/'), e.g.\n"
+         "/usr/bin/python3 shared/peers/torch_ddp.py. Each rank gets RANK, WORLD_SIZE, LOCAL_RANK,\n"
+         "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and DREAMDDP_RENDEZVOUS (default: a fresh file:// directory,\n"
+         "removed at the end). SIGINT/SIGTERM are forwarded; a rank that fails takes the job down and the\n"
+         "launcher exits with its status (128+signal when it was killed by a signal).\n"
+         "\n"
+         "  -n, --nprocs N          number of ranks (also --nproc-per-node)\n"
+         "  --netem RATE[,delay=D][,loss=P]\n"
+         "                          emulated cluster (root only): one network namespace per rank on a private\n"
+         "                          bridge, every link shaped to RATE (e.g. 100mbit, 1gbit, 10gbit) in both\n"
+         "                          directions; D is the added one-way latency between two ranks, P the loss %\n"
+         "  --rendezvous URL        DREAMDDP_RENDEZVOUS given to the ranks (file:///dir or redis://host:port)\n"
+         "  --iface-prefix P        prefix of the bridge, veth and namespace names created (default dd)\n"
+         "  --grace SECONDS         wait between SIGTERM and SIGKILL when stopping ranks (default 10)\n"
+         "  --master-port PORT      MASTER_PORT for the ranks (default: a free port)\n";
+}
+
+ParsedArgs parse_args(int argc, char** argv) {
+  ParsedArgs out;
+  bool have_n = false;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg == "-h" || arg == "--help") {
+      out.help = true;
+      return out;
+    }
+    // Accept "--opt=value", "--opt value", "-nN" and "-n N".
+    std::string value;
+    bool inline_value = false;
+    if (arg.rfind("--", 0) == 0) {
+      const size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        inline_value = true;
+      }
+    } else if (arg.rfind("-n", 0) == 0 && arg.size() > 2) {
+      value = arg.substr(2);
+      arg = "-n";
+      inline_value = true;
+    }
+    auto take = [&]() -> std::string {
+      if (inline_value) return value;
+      if (i + 1 >= argc) throw UsageError("option " + arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "-n" || arg == "--nprocs" || arg == "--nproc" || arg == "--nproc-per-node") {
+      out.options.nprocs = parse_int(arg, take(), 1, 4096);
+      have_n = true;
+    } else if (arg == "--netem") {
+      out.options.netem = parse_netem(take());
+    } else if (arg == "--rendezvous") {
+      out.options.rendezvous = take();
+      if (out.options.rendezvous.empty()) throw UsageError("--rendezvous needs a URL");
+    } else if (arg == "--iface-prefix") {
+      const std::string p = take();
+      bool ok = !p.empty() && p.size() <= 4 && std::isalpha(static_cast<unsigned char>(p[0]));
+      for (char c : p) ok = ok && std::isalnum(static_cast<unsigned char>(c));
+      if (!ok) throw UsageError("--iface-prefix '" + p + "' must be 1-4 letters/digits starting with a letter");
+      out.options.iface_prefix = p;
+    } else if (arg == "--grace") {
+      out.options.grace_s = parse_seconds(arg, take());
+    } else if (arg == "--master-port") {
+      out.options.master_port = parse_int(arg, take(), 1, 65535);
+    } else {
+      throw UsageError("unknown option '" + std::string(argv[i]) +
+                       "' (options go before '--', the command after it; see dreamddp launch --help)");
+    }
+  }
+  if (!have_n) throw UsageError("missing -n N (number of ranks)");
+  for (; i < argc; ++i) out.command.emplace_back(argv[i]);
+  if (out.command.empty()) throw UsageError("nothing to run; give the command after '--', e.g. -- train --model mlp");
+  if (out.options.netem && out.options.nprocs > 250)
+    throw UsageError("--netem supports at most 250 ranks (one /24 subnet), got " +
+                     std::to_string(out.options.nprocs));
+  return out;
+}
+
+int cli_main(int argc, char** argv) {
+  ParsedArgs args = parse_args(argc, argv);
+  if (args.help) {
+    std::fputs(usage(), stdout);
+    return 0;
+  }
+  return run(args.options, args.command);
+}
+
+}  // namespace dd::launch

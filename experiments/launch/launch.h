@@ -1,0 +1,54 @@
+// `dreamddp launch`: starts N local ranks (torchrun-style), optionally each in its own network namespace with
+// tc-shaped links, forwards signals, and takes the whole job down when one rank dies.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dd::launch {
+
+// Link shaping applied by --netem RATE[,delay=D][,loss=P].
+struct NetemSpec {
+  double rate_bps = 0;     // token-bucket rate of every link, bits per second
+  double delay_s = 0;      // one-way rank-to-rank latency added by netem (0 = none)
+  double loss_pct = 0;     // packet loss in percent added by netem (0 = none)
+  std::string text;        // the spec as the user wrote it, for messages
+};
+
+struct LaunchOptions {
+  int nprocs = 0;                    // number of local ranks (-n)
+  std::optional<NetemSpec> netem;    // emulated cluster when set (needs root)
+  std::string rendezvous;            // DREAMDDP_RENDEZVOUS for the ranks; empty = fresh file:// temp dir
+  std::string iface_prefix = "dd";   // prefix of the bridge / veth / namespace names we create (1-4 chars)
+  double grace_s = 10;               // SIGTERM -> SIGKILL grace period when taking the job down
+  int master_port = 0;               // MASTER_PORT; 0 = a free loopback port (29500 inside namespaces)
+  std::string self_exe;              // binary that runs dreamddp sub-commands; empty = /proc/self/exe
+};
+
+// Parsed command line: options plus the command after `--`. help = true means -h/--help was given.
+struct ParsedArgs {
+  LaunchOptions options;
+  std::vector<std::string> command;
+  bool help = false;
+};
+
+// Parses "RATE[,delay=D][,loss=P]" (RATE like 100mbit, 1gbit, 10gbit; D like 500us, 2ms; P like 0.1 or 0.1%).
+// Throws dd::UsageError with a message naming the bad part.
+NetemSpec parse_netem(const std::string& spec);
+
+// Parses the arguments after "launch" (argv[0] is "launch"). Throws dd::UsageError on bad usage.
+ParsedArgs parse_args(int argc, char** argv);
+
+// The usage text of `dreamddp launch`.
+const char* usage();
+
+// Runs the job and returns the launcher's exit status: 0, the first failing rank's status (128+signal for a
+// rank killed by a signal), or 128+signal when the launcher itself was interrupted and every rank exited 0.
+// cmd[0] that is a dreamddp sub-command (train, bench, profile, schedule) runs this binary; anything else is an
+// external program (found on PATH unless it contains a '/'). Throws dd::UsageError for unusable options.
+int run(const LaunchOptions& options, const std::vector<std::string>& cmd);
+
+// parse_args + run; prints usage for --help. What `dreamddp launch` calls.
+int cli_main(int argc, char** argv);
+
+}  // namespace dd::launch

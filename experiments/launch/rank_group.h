@@ -1,0 +1,51 @@
+// Starting and supervising the ranks of one launch: each rank runs in its own process group (so a rank's own
+// children are signalled with it), signals reaching the launcher are forwarded, and the first rank that fails
+// takes the others down (SIGTERM, then SIGKILL after a grace period).
+#pragma once
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace dd::launch {
+
+struct RankSpec {
+  std::string exe;                // absolute path of the program
+  std::vector<std::string> argv;  // argv[0] included
+  std::vector<std::string> env;   // complete environment, "KEY=VALUE"
+  std::string netns_path;         // network namespace to enter (/run/netns/NAME); empty = the launcher's
+};
+
+class RankGroup {
+ public:
+  // child_mask: the signal mask the ranks start with (the launcher's mask before it blocked its signals).
+  // The caller must have blocked SIGCHLD, SIGINT, SIGTERM and SIGHUP in this thread.
+  explicit RankGroup(const sigset_t& child_mask) : child_mask_(child_mask) {}
+  ~RankGroup();  // kills (SIGKILL) and reaps any rank still running: never leaves processes behind
+  RankGroup(const RankGroup&) = delete;
+  RankGroup& operator=(const RankGroup&) = delete;
+
+  void spawn(const RankSpec& spec);  // the next rank; throws std::runtime_error when fork or setns fails
+
+  // Waits until every rank has exited. Returns 0, the first failing rank's status (128+signal if it was
+  // killed), or 128+signal when the launcher was signalled and every rank exited 0.
+  int supervise(double grace_s);
+
+ private:
+  struct Child {
+    pid_t pid = -1;
+    bool running = false;
+    int status = 0;
+  };
+  void signal_all(int sig);
+  void reap();
+
+  sigset_t child_mask_;
+  std::vector<Child> children_;
+  int first_failure_ = -1;   // rank
+  int launcher_signal_ = 0;  // first SIGINT/SIGTERM/SIGHUP received
+  bool stopping_ = false;
+};
+
+}  // namespace dd::launch

@@ -1,0 +1,186 @@
+// dd::launch::run: resolves the command, prepares the rendezvous directory and (with --netem) the emulated
+// cluster, starts the ranks with their torchrun-style environment and supervises them. Resources are owned by
+// RAII objects declared in set-up order, so they go in reverse order on every exit path: ranks first, then
+// the namespaces, then the rendezvous directory, and last the launcher's signal mask.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <stdexcept>
+
+#include "core/common/error.h"
+#include "experiments/launch/emulated_cluster.h"
+#include "experiments/launch/launch.h"
+#include "experiments/launch/rank_group.h"
+#include "experiments/launch/sys_command.h"
+
+extern char** environ;
+
+namespace dd::launch {
+namespace {
+
+// Blocks the signals the supervisor waits for; on exit drains what is still pending (the launcher has already
+// acted on it) and restores the previous mask.
+class SignalBlock {
+ public:
+  SignalBlock() {
+    sigemptyset(&set_);
+    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&set_, s);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  }
+  ~SignalBlock() {
+    timespec zero{0, 0};
+    while (sigtimedwait(&set_, nullptr, &zero) > 0) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  const sigset_t& old_mask() const { return old_; }
+  // A SIGINT/SIGTERM/SIGHUP that arrived during set-up (0 if none).
+  int take_pending_stop() const {
+    sigset_t stop;
+    sigemptyset(&stop);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, s);
+    timespec zero{0, 0};
+    const int sig = sigtimedwait(&stop, nullptr, &zero);
+    return sig > 0 ? sig : 0;
+  }
+
+ private:
+  sigset_t set_, old_;
+};
+
+// The default rendezvous: a fresh directory for a file store, removed when the job ends.
+class TempDir {
+ public:
+  TempDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/dreamddp-launch-XXXXXX";
+    if (!mkdtemp(tmpl.data()))
+      throw std::runtime_error("cannot create a rendezvous directory " + tmpl + ": " + strerror(errno) +
+                               " (set TMPDIR or pass --rendezvous)");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+bool is_subcommand(const std::string& s) {
+  static const std::set<std::string> names = {"train", "bench", "profile", "schedule"};
+  return names.count(s) > 0;
+}
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("cannot resolve /proc/self/exe: " + std::string(strerror(errno)));
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// A loopback port free right now (the kernel picks it); rank 0 binds it shortly after.
+int free_loopback_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = 29500;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+std::vector<std::string> rank_env(const std::vector<std::pair<std::string, std::string>>& set) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    bool overridden = false;
+    for (const auto& s : set) overridden = overridden || s.first == key;
+    if (!overridden) env.push_back(kv);
+  }
+  for (const auto& s : set) env.push_back(s.first + "=" + s.second);
+  return env;
+}
+
+}  // namespace
+
+int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
+  if (o.nprocs < 1) throw UsageError("-n must be at least 1, got " + std::to_string(o.nprocs));
+  if (cmd.empty()) throw UsageError("nothing to run; give the command after '--'");
+  if (o.netem && o.nprocs > 250) throw UsageError("--netem supports at most 250 ranks");
+
+  std::string exe;
+  std::vector<std::string> argv;
+  if (is_subcommand(cmd[0])) {
+    exe = o.self_exe.empty() ? self_exe() : o.self_exe;
+    argv.push_back(exe);
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
+  } else {
+    exe = find_executable(cmd[0]);
+    if (exe.empty())
+      throw UsageError("cannot run '" + cmd[0] + "': not a dreamddp sub-command (train, bench, profile, "
+                       "schedule) and not an executable " + (cmd[0].find('/') != std::string::npos ? "file" : "on PATH"));
+    argv = cmd;
+  }
+
+  SignalBlock signals;
+  std::unique_ptr<TempDir> rdzv_dir;
+  std::string rendezvous = o.rendezvous;
+  if (rendezvous.empty()) {
+    rdzv_dir = std::make_unique<TempDir>();
+    rendezvous = "file://" + rdzv_dir->path();
+  }
+  std::unique_ptr<EmulatedCluster> cluster;
+  if (o.netem) cluster = std::make_unique<EmulatedCluster>(o.nprocs, *o.netem, o.iface_prefix);
+  if (const int sig = signals.take_pending_stop()) return 128 + sig;
+
+  const std::string master_addr = cluster ? cluster->address(0) : "127.0.0.1";
+  const int master_port = o.master_port ? o.master_port : (cluster ? 29500 : free_loopback_port());
+  const char* user_iface = std::getenv("GLOO_SOCKET_IFNAME");
+
+  RankGroup group(signals.old_mask());
+  for (int r = 0; r < o.nprocs; ++r) {
+    std::vector<std::pair<std::string, std::string>> set = {
+        {"RANK", std::to_string(r)},
+        {"WORLD_SIZE", std::to_string(o.nprocs)},
+        {"LOCAL_RANK", std::to_string(r)},
+        {"LOCAL_WORLD_SIZE", std::to_string(o.nprocs)},
+        {"MASTER_ADDR", master_addr},
+        {"MASTER_PORT", std::to_string(master_port)},
+        {"DREAMDDP_RENDEZVOUS", rendezvous},
+    };
+    RankSpec spec;
+    if (cluster) {
+      set.emplace_back("GLOO_SOCKET_IFNAME", cluster->iface());
+      set.emplace_back("DREAMDDP_NETNS", cluster->netns(r));
+      spec.netns_path = cluster->netns_path(r);
+    } else if (!user_iface || !*user_iface) {
+      set.emplace_back("GLOO_SOCKET_IFNAME", "lo");  // local ranks talk over loopback unless told otherwise
+    }
+    spec.exe = exe;
+    spec.argv = argv;
+    spec.env = rank_env(set);
+    group.spawn(spec);
+  }
+  return group.supervise(o.grace_s);
+}
+
+}  // namespace dd::launch

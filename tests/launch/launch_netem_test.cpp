@@ -1,0 +1,243 @@
+// Tests of `dreamddp launch --netem` (root + `ip netns` only, skipped otherwise): ranks in their own network
+// namespaces reach each other and nothing else, a 100mbit link measures as 100mbit, delay adds latency, and
+// namespaces, veths and the bridge are gone after success, failure and SIGINT.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "experiments/launch/sys_command.h"
+#include "tests/launch/launch_test_util.h"
+
+namespace dd::launch::test {
+namespace {
+
+const char* kPython = "/usr/bin/python3";
+const char* kPrefix = "ddt";  // tests use their own name prefix so leftovers are unambiguous
+
+// Why the emulated cluster cannot be tested here, or "" when it can.
+std::string netem_unavailable() {
+  if (geteuid() != 0) return "not root";
+  if (!exists(kPython)) return "no /usr/bin/python3";
+  const std::string probe = "ddtprobe" + std::to_string(getpid());
+  if (run_command({"ip", "netns", "add", probe}).status != 0) return "`ip netns add` is not permitted here";
+  run_command({"ip", "netns", "del", probe});
+  return "";
+}
+
+#define SKIP_WITHOUT_NETNS()                                   \
+  do {                                                         \
+    const std::string why = netem_unavailable();               \
+    if (!why.empty()) GTEST_SKIP() << "netem tests: " << why;  \
+  } while (0)
+
+// Names of network namespaces and root-namespace links the tests' prefix created and did not remove.
+std::set<std::string> leftovers() {
+  std::set<std::string> out;
+  for (const char* dir : {"/run/netns", "/sys/class/net"}) {
+    if (DIR* d = opendir(dir)) {
+      while (dirent* e = readdir(d)) {
+        const std::string n = e->d_name;
+        if (n.rfind(kPrefix, 0) == 0 && n.rfind("ddtprobe", 0) != 0) out.insert(std::string(dir) + "/" + n);
+      }
+      closedir(d);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> netem_args(const std::string& spec, int n, const std::string& script,
+                                    const std::string& dir) {
+  return {"-n", std::to_string(n), "--netem", spec, "--iface-prefix", kPrefix, "--grace", "2", "--",
+          kPython, script, dir};
+}
+
+// Rank 0 serves on MASTER_ADDR:MASTER_PORT and echoes upper-cased; rank 1 connects. Each rank records what it
+// sees of its namespace: interfaces, its interface address, the peer address.
+const char* kEchoPy = R"PY(
+import os, socket, sys, time
+d, r = sys.argv[1], int(os.environ["RANK"])
+addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+ifaces = sorted(n for _, n in socket.if_nameindex())
+info = " ".join([os.environ["GLOO_SOCKET_IFNAME"], os.environ["DREAMDDP_NETNS"], ",".join(ifaces)])
+if r == 0:
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port)); s.listen(1)
+    c, peer = s.accept(); c.sendall(c.recv(100).upper()); c.close()
+    open(f"{d}/r0", "w").write(f"{info} {addr} {peer[0]}\n")
+else:
+    end = time.time() + 10
+    while True:
+        try:
+            c = socket.create_connection((addr, port), timeout=2); break
+        except OSError:
+            if time.time() > end: raise
+            time.sleep(0.05)
+    c.sendall(b"hello"); reply = c.recv(100).decode(); me = c.getsockname()[0]; c.close()
+    open(f"{d}/r1", "w").write(f"{info} {reply} {me}\n")
+)PY";
+
+TEST(LaunchNetem, RanksReachEachOtherInTheirNamespacesAndAllIsRemoved) {
+  SKIP_WITHOUT_NETNS();
+  TmpDir dir;
+  write_file(dir / "echo.py", kEchoPy);
+  const auto before = leftovers();
+  Launcher l(netem_args("1gbit", 2, dir / "echo.py", dir.path), dir / "err");
+  ASSERT_TRUE(l.wait(30));
+  ASSERT_EQ(l.status, 0) << l.stderr_text();
+  std::istringstream r0(read_file(dir / "r0")), r1(read_file(dir / "r1"));
+  std::string if0, ns0, list0, master, peer, if1, ns1, list1, reply, me;
+  r0 >> if0 >> ns0 >> list0 >> master >> peer;
+  r1 >> if1 >> ns1 >> list1 >> reply >> me;
+  EXPECT_EQ(reply, "HELLO");
+  EXPECT_EQ(if0, std::string(kPrefix) + "eth0");
+  EXPECT_EQ(if1, if0);
+  // Only loopback and the rank's own link exist inside its namespace: no path to the outside.
+  EXPECT_EQ(list0, "ddteth0,lo");
+  EXPECT_EQ(list1, "ddteth0,lo");
+  EXPECT_NE(ns0, ns1);
+  ASSERT_EQ(master.rfind("10.77.", 0), 0u) << master;
+  EXPECT_EQ(master.substr(master.rfind('.')), ".1");
+  EXPECT_EQ(peer, master.substr(0, master.rfind('.')) + ".2") << "rank 1 must connect from its own namespace";
+  EXPECT_EQ(me, peer);
+  EXPECT_FALSE(exists("/run/netns/" + ns0));
+  EXPECT_FALSE(exists("/run/netns/" + ns1));
+  EXPECT_EQ(leftovers(), before);
+}
+
+// Rank 1 streams 5 MB to rank 0, which times the transfer from first to last byte and writes Mbit/s.
+const char* kRatePy = R"PY(
+import os, socket, sys, time
+d, r = sys.argv[1], int(os.environ["RANK"])
+addr, port, total = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), 5 * 1000 * 1000
+if r == 0:
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port)); s.listen(1)
+    c, _ = s.accept(); got = len(c.recv(1 << 16)); t0 = time.time()
+    while got < total:
+        b = c.recv(1 << 20)
+        if not b: break
+        got += len(b)
+    dt = time.time() - t0
+    open(f"{d}/rate", "w").write(f"{got} {8 * (got - 1) / dt / 1e6:.2f}\n")
+else:
+    end = time.time() + 10
+    while True:
+        try:
+            c = socket.create_connection((addr, port), timeout=2); break
+        except OSError:
+            if time.time() > end: raise
+            time.sleep(0.05)
+    c.sendall(b"x" * total); c.close()
+)PY";
+
+TEST(LaunchNetem, ShapedLinkRateIsMeasured) {
+  SKIP_WITHOUT_NETNS();
+  TmpDir dir;
+  write_file(dir / "rate.py", kRatePy);
+  Launcher l(netem_args("100mbit", 2, dir / "rate.py", dir.path), dir / "err");
+  ASSERT_TRUE(l.wait(40));
+  ASSERT_EQ(l.status, 0) << l.stderr_text();
+  std::istringstream in(read_file(dir / "rate"));
+  long bytes = 0;
+  double mbit = 0;
+  in >> bytes >> mbit;
+  EXPECT_EQ(bytes, 5000000);
+  EXPECT_LT(mbit, 130.0) << "the 100mbit shaping is not applied";
+  EXPECT_GT(mbit, 50.0) << "the link runs far below its shaped rate";
+}
+
+// Median TCP round trip of 1-byte ping-pongs between rank 1 and rank 0, in milliseconds.
+const char* kRttPy = R"PY(
+import os, socket, sys, time
+d, r = sys.argv[1], int(os.environ["RANK"])
+addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+if r == 0:
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port)); s.listen(1)
+    c, _ = s.accept(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    while True:
+        b = c.recv(1)
+        if not b: break
+        c.sendall(b)
+else:
+    end = time.time() + 10
+    while True:
+        try:
+            c = socket.create_connection((addr, port), timeout=5); break
+        except OSError:
+            if time.time() > end: raise
+            time.sleep(0.05)
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    rtts = []
+    for _ in range(15):
+        t0 = time.time(); c.sendall(b"p"); c.recv(1); rtts.append((time.time() - t0) * 1e3)
+    c.close()
+    open(f"{d}/rtt", "w").write(f"{sorted(rtts)[len(rtts) // 2]:.3f}\n")
+)PY";
+
+TEST(LaunchNetem, DelayAddsOneWayLatency) {
+  SKIP_WITHOUT_NETNS();
+  TmpDir dir;
+  write_file(dir / "rtt.py", kRttPy);
+  const auto before = leftovers();
+  Launcher l(netem_args("1gbit,delay=10ms", 2, dir / "rtt.py", dir.path), dir / "err");
+  ASSERT_TRUE(l.wait(40));
+  if (l.status == 2 && l.stderr_text().find("sch_netem") != std::string::npos)
+    GTEST_SKIP() << "this kernel has no netem qdisc: " << l.stderr_text();
+  ASSERT_EQ(l.status, 0) << l.stderr_text();
+  const double rtt = std::stod(read_file(dir / "rtt"));
+  EXPECT_GT(rtt, 18.0) << "10 ms each way should give a 20 ms round trip";
+  EXPECT_LT(rtt, 40.0);
+  EXPECT_EQ(leftovers(), before);
+}
+
+TEST(LaunchNetem, FailureTearsEverythingDown) {
+  SKIP_WITHOUT_NETNS();
+  TmpDir dir;
+  write_file(dir / "fail.py",
+             "import os, sys, time\n"
+             "if os.environ['RANK'] == '1':\n    time.sleep(0.2); sys.exit(4)\n"
+             "time.sleep(30)\n");
+  const auto before = leftovers();
+  Launcher l(netem_args("1gbit", 3, dir / "fail.py", dir.path), dir / "err");
+  ASSERT_TRUE(l.wait(30));
+  EXPECT_EQ(l.status, 4) << l.stderr_text();
+  EXPECT_LT(l.elapsed, 10.0);
+  EXPECT_NE(l.stderr_text().find("rank 1 "), std::string::npos) << l.stderr_text();
+  EXPECT_EQ(leftovers(), before);
+}
+
+TEST(LaunchNetem, SigintTearsEverythingDown) {
+  SKIP_WITHOUT_NETNS();
+  TmpDir dir;
+  write_file(dir / "wait.py",
+             "import os, sys, time\n"
+             "open(sys.argv[1] + '/ready.' + os.environ['RANK'], 'w').write(os.environ['DREAMDDP_NETNS'])\n"
+             "time.sleep(30)\n");
+  const auto before = leftovers();
+  Launcher l(netem_args("1gbit", 2, dir / "wait.py", dir.path), dir / "err");
+  ASSERT_TRUE(wait_for_files({dir / "ready.0", dir / "ready.1"}, 20)) << read_file(dir / "err");
+  EXPECT_GT(leftovers().size(), before.size()) << "the cluster should exist while the ranks run";
+  // Every link is shaped: the namespace end (uplink) and the bridge end (downlink) of both ranks.
+  int host_ends = 0;
+  for (const auto& p : leftovers()) {
+    const std::string dev = p.substr(p.rfind('/') + 1);
+    if (p.rfind("/sys/class/net/ddth", 0) != 0 || before.count(p)) continue;
+    ++host_ends;
+    const std::string q = run_command({"tc", "qdisc", "show", "dev", dev}).output;
+    EXPECT_NE(q.find("tbf 1: root"), std::string::npos) << dev << ": " << q;
+    EXPECT_NE(q.find("rate 1Gbit"), std::string::npos) << dev << ": " << q;
+  }
+  EXPECT_EQ(host_ends, 2);
+  for (int r = 0; r < 2; ++r) {
+    const std::string ns = read_file(dir / ("ready." + std::to_string(r)));
+    const std::string q = run_command({"tc", "-n", ns, "qdisc", "show", "dev", "ddteth0"}).output;
+    EXPECT_NE(q.find("tbf 1: root"), std::string::npos) << ns << ": " << q;
+    EXPECT_NE(q.find("rate 1Gbit"), std::string::npos) << ns << ": " << q;
+  }
+  kill(l.pid, SIGINT);
+  ASSERT_TRUE(l.wait(20));
+  EXPECT_EQ(l.status, 128 + SIGINT) << l.stderr_text();
+  EXPECT_EQ(leftovers(), before);
+}
+
+}  // namespace
+}  // namespace dd::launch::test

@@ -1,0 +1,198 @@
+// Multi-rank tests of `dreamddp launch` with external programs: environment per rank, failure propagation,
+// sibling take-down in bounded time, signal forwarding, sub-command dispatch and usage errors.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/launch/launch_test_util.h"
+
+namespace dd::launch::test {
+namespace {
+
+TEST(Launch, EveryRankGetsTorchrunEnvironment) {
+  TmpDir dir;
+  Launcher l({"-n", "3", "--", "/bin/sh", "-c",
+              "echo \"$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $GLOO_SOCKET_IFNAME\" > " +
+                  dir.path + "/out.$RANK; echo \"$DREAMDDP_RENDEZVOUS\" > " + dir.path + "/rdzv.$RANK; echo " +
+                  "\"$MASTER_PORT\" > " + dir.path + "/port.$RANK"},
+             dir / "err");
+  ASSERT_TRUE(l.wait(20));
+  EXPECT_EQ(l.status, 0) << l.stderr_text();
+  for (int r = 0; r < 3; ++r) {
+    const std::string rs = std::to_string(r);
+    EXPECT_EQ(read_file(dir / ("out." + rs)), rs + " 3 " + rs + " 3 127.0.0.1 lo");
+    EXPECT_EQ(read_file(dir / ("rdzv." + rs)), read_file(dir / "rdzv.0"));
+    EXPECT_EQ(read_file(dir / ("port." + rs)), read_file(dir / "port.0"));
+  }
+  const std::string rdzv = read_file(dir / "rdzv.0");
+  ASSERT_EQ(rdzv.rfind("file:///", 0), 0u) << rdzv;
+  EXPECT_FALSE(exists(rdzv.substr(7))) << "the launcher's rendezvous directory must be removed at the end";
+  const int port = std::stoi(read_file(dir / "port.0"));
+  EXPECT_GT(port, 0);
+  EXPECT_LT(port, 65536);
+}
+
+TEST(Launch, ExplicitRendezvousIsPassedThroughAndKept) {
+  TmpDir dir;
+  const std::string url = "file://" + dir.path + "/store";
+  Launcher l({"-n", "2", "--rendezvous", url, "--master-port", "31234", "--", "/bin/sh", "-c",
+              "echo \"$DREAMDDP_RENDEZVOUS $MASTER_PORT\" > " + dir.path + "/rdzv.$RANK"},
+             dir / "err");
+  ASSERT_TRUE(l.wait(20));
+  EXPECT_EQ(l.status, 0) << l.stderr_text();
+  EXPECT_EQ(read_file(dir / "rdzv.0"), url + " 31234");
+  EXPECT_EQ(read_file(dir / "rdzv.1"), url + " 31234");
+}
+
+TEST(Launch, FailingRankExitStatusAndSiblingsKilledQuickly) {
+  TmpDir dir;
+  // Ranks 0 and 2 sleep in a background child (same process group) and record both pids; rank 1 fails.
+  const std::string script = "if [ \"$RANK\" = 1 ]; then while [ ! -e " + dir.path + "/bg.0 ] || [ ! -e " +
+                             dir.path + "/bg.2 ]; do sleep 0.02; done; exit 7; fi; sleep 30 & echo $! > " +
+                             dir.path + "/bg.tmp.$RANK; echo $$ > " + dir.path + "/sh.$RANK; mv " + dir.path +
+                             "/bg.tmp.$RANK " + dir.path + "/bg.$RANK; wait";
+  Launcher l({"-n", "3", "--", "/bin/sh", "-c", script}, dir / "err");
+  ASSERT_TRUE(l.wait(20)) << "launcher hung";
+  EXPECT_EQ(l.status, 7) << l.stderr_text();
+  EXPECT_LT(l.elapsed, 5.0) << "siblings must be taken down promptly (SIGTERM), not after their sleep";
+  const std::string err = l.stderr_text();
+  EXPECT_NE(err.find("rank 1 "), std::string::npos) << err;
+  EXPECT_NE(err.find("status 7"), std::string::npos) << err;
+  for (int r : {0, 2}) {
+    const std::string rs = std::to_string(r);
+    const pid_t bg = std::stoi(read_file(dir / ("bg." + rs)));
+    const pid_t sh = std::stoi(read_file(dir / ("sh." + rs)));
+    EXPECT_TRUE(pid_gone_within(sh, 2.0)) << "rank " << r << " survived";
+    EXPECT_TRUE(pid_gone_within(bg, 2.0)) << "rank " << r << "'s child process survived";
+  }
+}
+
+TEST(Launch, RankKilledBySignalGives128PlusSignal) {
+  TmpDir dir;
+  Launcher l({"-n", "2", "--", "/bin/sh", "-c", "if [ \"$RANK\" = 1 ]; then kill -KILL $$; fi; exec sleep 30"},
+             dir / "err");
+  ASSERT_TRUE(l.wait(20));
+  EXPECT_EQ(l.status, 128 + SIGKILL) << l.stderr_text();
+  EXPECT_LT(l.elapsed, 5.0);
+  EXPECT_NE(l.stderr_text().find("rank 1 "), std::string::npos) << l.stderr_text();
+  EXPECT_NE(l.stderr_text().find("signal 9"), std::string::npos) << l.stderr_text();
+}
+
+TEST(Launch, RankIgnoringSigtermIsKilledAfterGrace) {
+  TmpDir dir;
+  Launcher l({"-n", "2", "--grace", "1", "--", "/bin/sh", "-c",
+              "if [ \"$RANK\" = 1 ]; then sleep 0.2; exit 3; fi; trap '' TERM; sleep 30"},
+             dir / "err");
+  ASSERT_TRUE(l.wait(20));
+  EXPECT_EQ(l.status, 3) << l.stderr_text();
+  EXPECT_GT(l.elapsed, 1.0) << "SIGKILL must wait for the grace period";
+  EXPECT_LT(l.elapsed, 5.0);
+  EXPECT_NE(l.stderr_text().find("SIGKILL"), std::string::npos) << l.stderr_text();
+}
+
+TEST(Launch, ForwardsSigtermToEveryRank) {
+  TmpDir dir;
+  Launcher l({"-n", "2", "--", "/bin/sh", "-c",
+              "trap 'echo term > " + dir.path + "/sig.$RANK; exit 0' TERM; touch " + dir.path +
+                  "/ready.$RANK; while :; do sleep 0.05; done"},
+             dir / "err");
+  ASSERT_TRUE(wait_for_files({dir / "ready.0", dir / "ready.1"}, 10));
+  kill(l.pid, SIGTERM);
+  ASSERT_TRUE(l.wait(20));
+  // Both ranks handled the forwarded signal and exited 0, so the launcher reports its own signal.
+  EXPECT_EQ(l.status, 128 + SIGTERM) << l.stderr_text();
+  EXPECT_EQ(read_file(dir / "sig.0"), "term");
+  EXPECT_EQ(read_file(dir / "sig.1"), "term");
+  EXPECT_LT(l.elapsed, 10.0);
+}
+
+TEST(Launch, SigintStopsRanksAndExits130) {
+  TmpDir dir;
+  Launcher l({"-n", "3", "--", "/bin/sh", "-c", "touch " + dir.path + "/ready.$RANK; exec sleep 30"}, dir / "err");
+  ASSERT_TRUE(wait_for_files({dir / "ready.0", dir / "ready.1", dir / "ready.2"}, 10));
+  const double t0 = now_s();
+  kill(l.pid, SIGINT);
+  ASSERT_TRUE(l.wait(20));
+  EXPECT_EQ(l.status, 128 + SIGINT) << l.stderr_text();
+  EXPECT_LT(now_s() - t0, 3.0);
+  EXPECT_NE(l.stderr_text().find("forwarding"), std::string::npos) << l.stderr_text();
+}
+
+TEST(Launch, SecondInterruptKillsWithoutGrace) {
+  TmpDir dir;
+  Launcher l({"-n", "2", "--grace", "30", "--", "/bin/sh", "-c",
+              "trap '' INT TERM; touch " + dir.path + "/ready.$RANK; sleep 30"},
+             dir / "err");
+  ASSERT_TRUE(wait_for_files({dir / "ready.0", dir / "ready.1"}, 10));
+  const double t0 = now_s();
+  kill(l.pid, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(l.pid, SIGINT);
+  ASSERT_TRUE(l.wait(20));
+  EXPECT_EQ(l.status, 128 + SIGKILL) << l.stderr_text();
+  EXPECT_LT(now_s() - t0, 5.0) << "a second interrupt must not wait for the 30 s grace";
+}
+
+TEST(Launch, SubcommandsRunTheDreamddpBinary) {
+  TmpDir dir;
+  // Stand-in for the dreamddp binary: records the arguments it was started with.
+  write_file(dir / "fake-dreamddp", "#!/bin/sh\necho \"$@\" > " + dir.path + "/args.$RANK\n");
+  chmod((dir / "fake-dreamddp").c_str(), 0755);
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    LaunchOptions o;
+    o.nprocs = 2;
+    o.self_exe = dir / "fake-dreamddp";
+    int rc = 1;
+    try {
+      rc = run(o, {"bench", "allreduce", "--iters", "3"});
+    } catch (...) {
+    }
+    _exit(rc);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+  EXPECT_EQ(read_file(dir / "args.0"), "bench allreduce --iters 3");
+  EXPECT_EQ(read_file(dir / "args.1"), "bench allreduce --iters 3");
+}
+
+TEST(Launch, ProgramIsFoundOnPath) {
+  TmpDir dir;
+  Launcher l({"-n", "2", "--", "sh", "-c", "echo $RANK > " + dir.path + "/r.$RANK"}, dir / "err");
+  ASSERT_TRUE(l.wait(20));
+  EXPECT_EQ(l.status, 0) << l.stderr_text();
+  EXPECT_EQ(read_file(dir / "r.1"), "1");
+}
+
+TEST(Launch, UsageErrorsExit2) {
+  TmpDir dir;
+  const std::vector<std::vector<std::string>> cases = {
+      {"--", "/bin/true"},                               // missing -n
+      {"-n", "0", "--", "/bin/true"},                    // n < 1
+      {"-n", "2", "--"},                                 // nothing after --
+      {"-n", "2", "--netem", "fast", "--", "/bin/true"}, // bad netem spec
+      {"-n", "2", "--", "/nonexistent/program"},         // not executable
+      {"-n", "2", "--", "no-such-program-dd"},           // not on PATH
+  };
+  for (const auto& args : cases) {
+    Launcher l(args, dir / "err");
+    ASSERT_TRUE(l.wait(20));
+    EXPECT_EQ(l.status, 2) << args[0] << " ... " << l.stderr_text();
+    EXPECT_NE(l.stderr_text().find("launch"), std::string::npos) << l.stderr_text();
+  }
+}
+
+TEST(Launch, NetemWithoutRootIsUsageError) {
+  TmpDir dir;
+  // As root, drop to nobody in the launcher's process; otherwise we already are not root.
+  Launcher l({"-n", "2", "--netem", "1gbit", "--", "/bin/true"}, dir / "err", geteuid() == 0 ? 65534 : -1);
+  ASSERT_TRUE(l.wait(20));
+  EXPECT_EQ(l.status, 2) << l.stderr_text();
+  EXPECT_NE(l.stderr_text().find("root"), std::string::npos) << l.stderr_text();
+}
+
+}  // namespace
+}  // namespace dd::launch::test

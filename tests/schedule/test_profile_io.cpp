@@ -1,0 +1,90 @@
+// Profile files: forward order kept, NaN/null/missing as 0, bad files refused naming the file, write round-trip.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "core/common/error.h"
+#include "core/sync/profile_io.h"
+
+namespace fs = std::filesystem;
+using namespace dd::sync;
+
+namespace {
+
+fs::path fresh_dir(const std::string& tag) {
+  static int counter = 0;
+  fs::path d = fs::temp_directory_path() /
+               ("dd_profile_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void put(const fs::path& f, const std::string& text) { std::ofstream(f) << text; }
+
+// Expects a UsageError whose message names `file`.
+template <typename F>
+void expect_usage_error_naming(F fn, const std::string& file) {
+  try {
+    fn();
+    ADD_FAILURE() << "no UsageError for " << file;
+  } catch (const dd::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(ProfileIo, KeepsForwardOrderAndZeroesMissingValues) {
+  auto d = fresh_dir("order");
+  put(d / "bp.json", R"({"zeta": 0.5, "alpha": NaN, "mid": null, "beta": 1e-3})");
+  put(d / "comm.json", R"({"zeta": 2, "alpha": 0.25, "extra": 0.125, "beta": -NaN})");
+  const auto p = read_profile(d.string());
+  EXPECT_EQ(p.names, (std::vector<std::string>{"zeta", "alpha", "extra", "mid", "beta"}));
+  EXPECT_EQ(p.bp, (std::vector<double>{0.5, 0.0, 0.0, 0.0, 1e-3}));
+  EXPECT_EQ(p.comm, (std::vector<double>{2.0, 0.25, 0.125, 0.0, 0.0}));
+  fs::remove_all(d);
+}
+
+TEST(ProfileIo, NanInsideNamesIsNotTouched) {
+  auto d = fresh_dir("nanname");
+  put(d / "bp.json", R"({"NaN\"NaN": 1})");
+  put(d / "comm.json", R"({})");
+  const auto p = read_profile(d.string());
+  ASSERT_EQ(p.names.size(), 1u);
+  EXPECT_EQ(p.names[0], "NaN\"NaN");
+  EXPECT_EQ(p.bp[0], 1.0);
+  fs::remove_all(d);
+}
+
+TEST(ProfileIo, RefusesBadFilesNamingThem) {
+  expect_usage_error_naming([] { read_profile("/nonexistent/dd_profile_dir"); }, "/nonexistent/dd_profile_dir");
+  auto d = fresh_dir("bad");
+  const std::string bp = (d / "bp.json").string(), comm = (d / "comm.json").string();
+  put(bp, R"({"a": 1})");
+  expect_usage_error_naming([&] { read_profile(d.string()); }, comm);  // comm.json missing
+  const char* bad_comm[] = {"{not json", R"(["a", 1])", R"({"a": "fast"})", R"({"a": -0.5})", R"({"a": [1]})"};
+  for (const char* text : bad_comm) {
+    put(comm, text);
+    expect_usage_error_naming([&] { read_profile(d.string()); }, comm);
+  }
+  put(comm, R"({"a": 1})");
+  put(bp, R"({"a": true})");
+  expect_usage_error_naming([&] { read_profile(d.string()); }, bp);
+  fs::remove_all(d);
+}
+
+TEST(ProfileIo, WriteReadRoundTripAndNoOverwrite) {
+  auto d = fresh_dir("write");
+  LayerProfile p{{"w", "b", "a"}, {0.1, 0.0, 3.5e-5}, {1.25, 2.0, 0.0}};
+  write_profile((d / "out").string(), p);
+  const auto q = read_profile((d / "out").string());
+  EXPECT_EQ(q.names, p.names);
+  EXPECT_EQ(q.bp, p.bp);
+  EXPECT_EQ(q.comm, p.comm);
+  EXPECT_THROW(write_profile((d / "out").string(), p), dd::UsageError);
+  EXPECT_NO_THROW(write_profile((d / "out").string(), p, /*overwrite=*/true));
+  fs::remove_all(d);
+}

@@ -1,0 +1,106 @@
+// `dreamddp schedule` driven through cmd_schedule: table + last-line JSON, --out file, --fillin, usage errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/common/error.h"
+#include "experiments/commands.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kProfile = std::string(DREAMDDP_PROFILES_DIR) + "/gpt2_8_10gbit";
+
+// Runs `dreamddp schedule ARGS...` and returns its stdout.
+std::string run_schedule(std::vector<std::string> args) {
+  args.insert(args.begin(), "schedule");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::ostringstream captured;
+  auto* old = std::cout.rdbuf(captured.rdbuf());
+  try {
+    int rc = dd::cli::cmd_schedule(static_cast<int>(argv.size()), argv.data());
+    std::cout.rdbuf(old);
+    EXPECT_EQ(rc, 0);
+  } catch (...) {
+    std::cout.rdbuf(old);
+    throw;
+  }
+  return captured.str();
+}
+
+nlohmann::json last_line_json(const std::string& out) {
+  auto end = out.find_last_not_of('\n');
+  auto start = out.rfind('\n', end);
+  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1, end - start));
+}
+
+fs::path fresh_path(const std::string& tag) {
+  static int counter = 0;
+  fs::path f = fs::temp_directory_path() /
+               ("dd_sched_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".json");
+  fs::remove(f);
+  return f;
+}
+
+}  // namespace
+
+TEST(ScheduleCmd, PrintsTableAndLastLineJson) {
+  const std::string out = run_schedule({"--profile", kProfile, "--h", "10"});
+  EXPECT_NE(out.find("gpt2_8_10gbit"), std::string::npos);
+  EXPECT_NE(out.find("lower bound"), std::string::npos);
+  EXPECT_NE(out.find("transformer.wte"), std::string::npos);
+  const auto j = last_line_json(out);
+  EXPECT_NEAR(j.at("ddp").get<double>(), 0.2996, 1e-4);
+  EXPECT_NEAR(j.at("localsgd").get<double>(), 0.0945, 1e-4);
+  EXPECT_LE(j.at("dreamddp").get<double>(), 0.0771);
+  EXPECT_LT(j.at("dreamddp").get<double>(), j.at("plsgd").get<double>());
+  EXPECT_LE(j.at("lower_bound").get<double>(), j.at("dreamddp").get<double>());
+}
+
+TEST(ScheduleCmd, WritesScheduleFileInForwardOrderAndRefusesOverwrite) {
+  const fs::path f = fresh_path("out");
+  run_schedule({"--profile", kProfile, "--h", "10", "--out", f.string()});
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(std::ifstream(f));
+  EXPECT_EQ(j.at("H").get<int>(), 10);
+  const auto& s = j.at("schedule");
+  ASSERT_EQ(s.size(), 125u);
+  EXPECT_EQ(s.begin().key(), "transformer.wte");
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    EXPECT_GE(it.value().get<int>(), 0);
+    EXPECT_LT(it.value().get<int>(), 10);
+  }
+  EXPECT_FALSE(j.contains("fillin"));
+  EXPECT_THROW(run_schedule({"--profile", kProfile, "--h", "10", "--out", f.string()}), dd::UsageError);
+  fs::remove(f);
+}
+
+TEST(ScheduleCmd, FillInIsWrittenAndDoesNotSlowDown) {
+  const fs::path f = fresh_path("fill");
+  const auto plain = last_line_json(run_schedule({"--profile", kProfile, "--h", "10"}));
+  const auto with = last_line_json(run_schedule({"--profile", kProfile, "--h", "10", "--fillin", "--out", f.string()}));
+  EXPECT_LE(with.at("dreamddp").get<double>(), plain.at("dreamddp").get<double>());
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(std::ifstream(f));
+  ASSERT_TRUE(j.contains("fillin"));
+  for (auto it = j["fillin"].begin(); it != j["fillin"].end(); ++it) {
+    ASSERT_TRUE(it.value().is_array());
+    for (auto& p : it.value()) EXPECT_NE(p.get<int>(), j["schedule"][it.key()].get<int>());
+  }
+  fs::remove(f);
+}
+
+TEST(ScheduleCmd, BadUsageIsUsageError) {
+  EXPECT_THROW(run_schedule({"--profile", kProfile, "--h", "0"}), dd::UsageError);
+  EXPECT_THROW(run_schedule({"--profile", kProfile}), dd::UsageError);
+  EXPECT_THROW(run_schedule({"--h", "4"}), dd::UsageError);
+  EXPECT_THROW(run_schedule({"--profile", "/nonexistent/profile", "--h", "4"}), dd::UsageError);
+  EXPECT_THROW(run_schedule({"--profile", kProfile, "--h", "four"}), dd::UsageError);
+  EXPECT_THROW(run_schedule({"--profile", kProfile, "--h", "4", "--bogus"}), dd::UsageError);
+}

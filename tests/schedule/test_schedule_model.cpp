@@ -1,0 +1,73 @@
+// Time model, baselines, plsgd grouping and fill-in against hand-computed small examples.
+#include <gtest/gtest.h>
+
+#include "core/sync/schedule_model.h"
+
+using namespace dd::sync;
+
+namespace {
+// b = {1,2,3}, c = {2,1,4} (forward order): B = 6, ready times R = {6, 5, 3}.
+const std::vector<double> b3{1, 2, 3}, c3{2, 1, 4};
+}  // namespace
+
+TEST(ScheduleModel, ReadyTimesFollowBackwardOrder) {
+  EXPECT_EQ(ready_times(b3), (std::vector<double>{6, 5, 3}));
+  EXPECT_DOUBLE_EQ(total_backward(b3), 6.0);
+}
+
+TEST(ScheduleModel, SinglePhaseFifoChain) {
+  // l=2: 3 -> 7; l=1: ready 5, starts 7 -> 8; l=0: ready 6, starts 8 -> 10; w = 10 - 6 = 4.
+  EXPECT_EQ(phase_waits(b3, c3, 1, {0, 0, 0}), (std::vector<double>{4}));
+  EXPECT_DOUBLE_EQ(modelled_time(b3, c3, 1, {0, 0, 0}), 10.0);
+}
+
+TEST(ScheduleModel, TwoPhases) {
+  // phase 0 = {0, 2}: 3 -> 7, then 7 -> 9: w0 = 3. phase 1 = {1}: 5 -> 6: w1 = 0. 6 + 3/2.
+  EXPECT_EQ(phase_waits(b3, c3, 2, {0, 1, 0}), (std::vector<double>{3, 0}));
+  EXPECT_DOUBLE_EQ(modelled_time(b3, c3, 2, {0, 1, 0}), 7.5);
+  // phase 0 = {1, 2}: 3 -> 7 -> 8: w0 = 2; phase 1 = {0}: 6 -> 8: w1 = 2. 6 + 4/2.
+  EXPECT_DOUBLE_EQ(modelled_time(b3, c3, 2, {1, 0, 0}), 8.0);
+}
+
+TEST(ScheduleModel, IdleChannelGap) {
+  // b = {1,1,4}, c = {.5,.5,1}: R = {6,5,4}; 4 -> 5, 5 -> 5.5, idle, 6 -> 6.5: w = 0.5.
+  EXPECT_DOUBLE_EQ(modelled_time({1, 1, 4}, {.5, .5, 1}, 1, {0, 0, 0}), 6.5);
+}
+
+TEST(ScheduleModel, Baselines) {
+  EXPECT_DOUBLE_EQ(ddp_time(b3, c3), 13.0);
+  EXPECT_DOUBLE_EQ(localsgd_time(b3, c3, 2), 9.5);
+}
+
+TEST(ScheduleModel, FillInAddsOnlyFreeSyncs) {
+  // phases {0,0,1}, H=2: phase 0 = {0,1}: 5 -> 5.5, 6 -> 6.5 (w0 = .5); phase 1 = {2}: 4 -> 5 (w1 = 0).
+  // Layer 2 fits in phase 0 (4 -> 5, 5 -> 5.5, 6 -> 6.5: unchanged); in phase 1 layer 1 fits (ends 5.5 <= B),
+  // layer 0 does not (ends 6.5 > B).
+  const std::vector<double> b{1, 1, 4}, c{.5, .5, 1};
+  const std::vector<int> phase{0, 0, 1};
+  const FillIn f = fill_in(b, c, 2, phase);
+  EXPECT_EQ(f, (FillIn{{}, {1}, {0}}));
+  EXPECT_DOUBLE_EQ(modelled_time(b, c, 2, phase, &f), modelled_time(b, c, 2, phase));
+  EXPECT_DOUBLE_EQ(modelled_time(b, c, 2, phase, &f), 6.25);
+}
+
+TEST(ScheduleModel, FillInCountsInTheModel) {
+  // A fill-in that is not free must show up: layer 0 added at phase 1 of the example above costs 0.5 / 2.
+  const FillIn f{{1}, {}, {}};
+  EXPECT_DOUBLE_EQ(modelled_time({1, 1, 4}, {.5, .5, 1}, 2, {0, 0, 1}, &f), 6.5);
+}
+
+TEST(ScheduleModel, ContiguousGroups) {
+  EXPECT_EQ(contiguous_groups({1, 1, 1, 1, 1, 1}, 3), (std::vector<int>{0, 0, 1, 1, 2, 2}));
+  EXPECT_EQ(contiguous_groups({10, 1, 1, 1, 1}, 3), (std::vector<int>{0, 1, 2, 2, 2}));
+  EXPECT_EQ(contiguous_groups({1, 1}, 4), (std::vector<int>{0, 1}));
+  EXPECT_EQ(contiguous_groups({1, 2, 3, 4}, 1), (std::vector<int>{0, 0, 0, 0}));
+  EXPECT_DOUBLE_EQ(plsgd_time(b3, c3, 2), modelled_time(b3, c3, 2, contiguous_groups(c3, 2)));
+}
+
+TEST(ScheduleModel, RejectsBadInput) {
+  EXPECT_THROW(modelled_time(b3, c3, 0, {0, 0, 0}), std::invalid_argument);
+  EXPECT_THROW(modelled_time(b3, {1, 2}, 1, {0, 0, 0}), std::invalid_argument);
+  EXPECT_THROW(modelled_time(b3, c3, 2, {0, 2, 0}), std::invalid_argument);
+  EXPECT_THROW(modelled_time(b3, c3, 2, {0, 0}), std::invalid_argument);
+}
