@@ -107,7 +107,7 @@ def plot_timeline(runs, out_dir, step=None, name="overlap_timeline"):
         return None
     heights = [max(2, p[5]) for p in panels]
     fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False,
-                             figsize=(9, min(22, 1.2 + 0.28 * sum(heights) + 0.6 * len(panels))),
+                             figsize=(9, min(22, 1.6 + 0.28 * sum(heights) + 0.6 * len(panels))),
                              gridspec_kw={"height_ratios": heights})
     xmax = 0.0
     for ax, (run, s, ready, sync, steps, _) in zip(axes[:, 0], panels):
@@ -116,9 +116,10 @@ def plot_timeline(runs, out_dir, step=None, name="overlap_timeline"):
     axes[-1, 0].set_xlabel("time since backward start (ms)")
     legend = [Patch(color=c, label=a) for a, c in ACTION_COLOURS.items() if a != "none"]
     legend += [Patch(color="red", alpha=0.15, label="after backward (exposed if waited on)")]
-    fig.suptitle("Overlap of communication with backward (dashed line: backward ends)", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    # The legend goes above the panels, where it cannot hide a bar.
-    fig.legend(handles=legend, fontsize=7, loc="upper center", ncol=len(legend), bbox_to_anchor=(0.5, 0.975))
-    fig.subplots_adjust(top=1 - 0.75 / fig.get_figheight())
+    # Title and legend sit in a fixed band (in inches) above the panels, where they cannot hide a bar.
+    h_in = fig.get_figheight()
+    fig.suptitle("Overlap of communication with backward (dashed line: backward ends)", fontsize=10,
+                 y=1 - 0.08 / h_in, va="top")
+    fig.legend(handles=legend, fontsize=7, loc="upper center", ncol=len(legend), bbox_to_anchor=(0.5, 1 - 0.34 / h_in))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.55 / h_in))
     return save(fig, out_dir, name, tight=False)

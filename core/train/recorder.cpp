@@ -48,7 +48,7 @@ RunRecorder::RunRecorder(const TrainConfig& cfg, models::Model& m, Backend* b) :
   w.set_attribute("momentum", double(cfg.momentum));
   w.set_attribute("weight_decay", double(cfg.weight_decay));
   w.set_attribute("params", int64_t(m.num_params()));
-  w.set_attribute("switches", cfg.switches);
+  if (!cfg.switches.empty()) w.set_attribute("switches", cfg.switches);
   std::vector<telemetry::LayerInfo> layers;
   for (auto* l : m.layers())
     layers.push_back({int32_t(l->index()), l->name, l->kind(), l->num_params(), 4 * (l->num_params() + l->num_buffers())});

@@ -110,6 +110,7 @@ nlohmann::json Trainer::run() {
   double t_start = now_s(), t_warm = t_start;
   float loss = NAN;
   double exposed_total = 0, step_total = 0;
+  double eval_s = 0;  // evaluation time after warm-up, excluded from throughput
   int64_t comm_bytes = 0;
   nlohmann::json last_eval;
   for (int64_t step = 0; step < cfg.steps; ++step) {
@@ -144,7 +145,7 @@ nlohmann::json Trainer::run() {
       step_total += step_s;
     }
     const double elapsed = t5 - t_start;
-    const double sps = step >= warm && t5 > t_warm ? double(step + 1 - warm) * cfg.batch * cfg.world / (t5 - t_warm)
+    const double sps = step >= warm && t5 > t_warm ? double(step + 1 - warm) * cfg.batch * cfg.world / (t5 - t_warm - eval_s)
                                                    : double(step + 1) * cfg.batch * cfg.world / elapsed;
     telemetry::StepRow row{step, elapsed, loss, lr, (t2 - t1) * 1e3, (t3 - t2) * 1e3,
                            (t5 - t4) * 1e3 + (t1 - t0) * 1e3, cs.exposed_ms, cs.bytes, sps};
@@ -153,13 +154,15 @@ nlohmann::json Trainer::run() {
     const bool eval_now = (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0) || step + 1 == cfg.steps;
     if (eval_now) {
       if (step + 1 == cfg.steps && I.engine) I.engine->finalize();
+      const double te = now_s();
       last_eval = evaluate(model, I.test, cfg, I.engine.get());
+      if (step >= warm) eval_s += now_s() - te;
       rec.eval(step, last_eval);
       if (I.rank0()) progress.message(format_eval(step, last_eval));
     }
   }
   progress.done();
-  const double t_end = now_s();
+  const double t_end = now_s() - eval_s;
   nlohmann::json s;
   s["model"] = cfg.model;
   s["policy"] = cfg.policy;

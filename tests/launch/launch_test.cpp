@@ -169,19 +169,21 @@ TEST(Launch, ProgramIsFoundOnPath) {
 
 TEST(Launch, UsageErrorsExit2) {
   TmpDir dir;
-  const std::vector<std::vector<std::string>> cases = {
-      {"--", "/bin/true"},                               // missing -n
-      {"-n", "0", "--", "/bin/true"},                    // n < 1
-      {"-n", "2", "--"},                                 // nothing after --
-      {"-n", "2", "--netem", "fast", "--", "/bin/true"}, // bad netem spec
-      {"-n", "2", "--", "/nonexistent/program"},         // not executable
-      {"-n", "2", "--", "no-such-program-dd"},           // not on PATH
+  // Arguments after "launch", and a piece of the one-line message that must name the problem.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--", "/bin/true"}, "missing -n"},
+      {{"-n", "0", "--", "/bin/true"}, "-n: bad value '0'"},
+      {{"-n", "2", "--"}, "nothing to run"},
+      {{"-n", "2", "--netem", "fast", "--", "/bin/true"}, "bad rate 'fast'"},
+      {{"-n", "2", "--", "/nonexistent/program"}, "cannot run '/nonexistent/program'"},
+      {{"-n", "2", "--", "no-such-program-dd"}, "cannot run 'no-such-program-dd'"},
   };
-  for (const auto& args : cases) {
+  for (const auto& [args, message] : cases) {
     Launcher l(args, dir / "err");
     ASSERT_TRUE(l.wait(20));
-    EXPECT_EQ(l.status, 2) << args[0] << " ... " << l.stderr_text();
-    EXPECT_NE(l.stderr_text().find("launch"), std::string::npos) << l.stderr_text();
+    EXPECT_EQ(l.status, 2) << message << ": " << l.stderr_text();
+    EXPECT_NE(l.stderr_text().find(message), std::string::npos) << l.stderr_text();
+    EXPECT_EQ(l.stderr_text().find('\n'), std::string::npos) << "one line: " << l.stderr_text();
   }
 }
 

@@ -118,11 +118,11 @@ struct Launcher {
       int rc = 1;
       try {
         rc = cli_main(static_cast<int>(store.size()), argv.data());
-      } catch (const dd::UsageError& e) {
-        std::fprintf(stderr, "%s\n", e.what());
+      } catch (const dd::UsageError& e) {  // as experiments/main.cpp maps them
+        std::fprintf(stderr, "dreamddp launch: error: %s\n", e.what());
         rc = 2;
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "%s\n", e.what());
+        std::fprintf(stderr, "dreamddp launch: error: %s\n", e.what());
         rc = 1;
       }
       std::fflush(stderr);
