@@ -1,8 +1,8 @@
 // Rendezvous URL -> Gloo store (FileStore, RedisStore, HashStore for a single process).
-#include <sys/stat.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 
 #include <gloo/config.h>
@@ -17,6 +17,25 @@
 #include "core/common/error.h"
 
 namespace dd {
+namespace {
+
+// A plain TCP probe before handing the address to hiredis, whose failed-connect path leaks inside Gloo.
+bool tcp_reachable(const std::string& host, int port) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return false;
+  bool ok = false;
+  for (auto* p = res; p && !ok; p = p->ai_next) {
+    int fd = socket(p->ai_family, p->ai_socktype, p->ai_protocol);
+    if (fd < 0) continue;
+    ok = connect(fd, p->ai_addr, p->ai_addrlen) == 0;
+    close(fd);
+  }
+  freeaddrinfo(res);
+  return ok;
+}
+
+}  // namespace
 
 std::shared_ptr<gloo::rendezvous::Store> make_gloo_store(const std::string& url, int world) {
   const std::string hint =
@@ -53,6 +72,9 @@ std::shared_ptr<gloo::rendezvous::Store> make_gloo_store(const std::string& url,
       }
     }
     if (host.empty()) throw UsageError("rendezvous '" + url + "': missing host" + hint);
+    if (!tcp_reachable(host, port))
+      throw UsageError("cannot connect to redis rendezvous " + host + ":" + std::to_string(port) +
+                       " (is redis-server running and reachable?)");
     try {
       return std::make_shared<gloo::rendezvous::RedisStore>(host, port);
     } catch (const std::exception& e) {

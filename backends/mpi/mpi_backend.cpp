@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -42,6 +43,12 @@ int init_mpi() {
     std::atexit(finalize_at_exit);
   });
   return provided;
+}
+
+std::string seconds(double s) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%g s", s);
+  return b;
 }
 
 std::string mpi_error(int code) {
@@ -231,7 +238,7 @@ class MpiBackend : public Backend {
       if (done) return;
       if (now_s() > deadline)
         fail(describe() + ": MPI " + what + " of " + std::to_string(bytes) + " bytes timed out after " +
-             std::to_string(timeout_s_.load()) + " s: a peer of this group of " + std::to_string(size_) +
+             seconds(timeout_s_.load()) + ": a peer of this group of " + std::to_string(size_) +
              " is lost or stalled (MPI does not say which; check the other ranks' output)");
       if (i < 2000) std::this_thread::yield();
       else std::this_thread::sleep_for(std::chrono::microseconds(i < 20000 ? 20 : 200));

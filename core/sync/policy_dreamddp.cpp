@@ -7,6 +7,7 @@
 #include "core/sync/policy.h"
 #include "core/sync/policy_factory.h"
 #include "core/sync/profile_io.h"
+#include "core/sync/schedule_bound.h"
 #include "core/sync/schedule_model.h"
 #include "core/sync/schedule_solver.h"
 
@@ -47,10 +48,10 @@ class DreamDdpPolicy : public Policy {
 
   void on_profile(const LayerTimes& t) override {
     times_ = t;
-    auto sol = solve_schedule(t.backward_s, t.comm_s, h_);
-    phase_ = sol.phase;
-    modelled_ = sol.time;
-    bound_ = sol.lower_bound;
+    // schedule_phases has no wall-clock cut-off: equal inputs give equal phases on every rank.
+    phase_ = schedule_phases(t.backward_s, t.comm_s, h_);
+    modelled_ = modelled_time(t.backward_s, t.comm_s, h_, phase_);
+    bound_ = schedule_lower_bound(t.backward_s, t.comm_s, h_);
     extra_.assign(phase_.size(), {});
     if (fillin_) extra_ = fill_in(t.backward_s, t.comm_s, h_, phase_);
   }

@@ -328,10 +328,10 @@ void MetricsWriter::flush_now() {
     events.swap(m.events);
     for (int k = 0; k < 2; ++k) {
       SensitivityState& s = m.sens[k];
+      sens[k].num_layers = s.num_layers;
       if (s.declared && !s.created) {
         sens[k].create = true;
         sens[k].delays = s.delays;
-        sens[k].num_layers = s.num_layers;
         s.created = true;
       }
       sens[k].steps.swap(s.done_steps);
@@ -395,8 +395,7 @@ void MetricsWriter::flush_now() {
     }
     if (!b.steps.empty()) {
       hsize_t n = b.steps.size(), start = s.rows, total = s.rows + n;
-      hsize_t per = b.values.size() / n;  // layers * delays
-      hsize_t nl = static_cast<hsize_t>(m.sens[k].num_layers), nd = per / nl;
+      hsize_t nl = static_cast<hsize_t>(b.num_layers), nd = b.values.size() / n / nl;
       hsize_t dims[3] = {total, nl, nd};
       h5check_status(H5Dset_extent(s.cosine, dims), "H5Dset_extent cosine");
       Hid fspace(h5check(H5Dget_space(s.cosine), "H5Dget_space"));

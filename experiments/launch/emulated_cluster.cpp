@@ -89,6 +89,8 @@ void EmulatedCluster::add_rank(int rank) {
   must_run({"ip", "link", "set", "dev", hv, "master", bridge_});
   must_run({"ip", "link", "set", "dev", hv, "up"});
   must_run({"ip", "-n", ns, "link", "set", "dev", "lo", "up"});
+  // IPv4 only: without an IPv6 link-local address Gloo cannot pick an unroutable fe80:: for the interface.
+  must_run({"ip", "-n", ns, "link", "set", "dev", ns_iface_, "addrgenmode", "none"});
   must_run({"ip", "-n", ns, "addr", "add", address(rank) + "/24", "dev", ns_iface_});
   must_run({"ip", "-n", ns, "link", "set", "dev", ns_iface_, "up"});
   // Egress of the namespace end = the rank's uplink; egress of the bridge end = its downlink. Delay and loss

@@ -108,6 +108,7 @@ void RankGroup::reap() {
     }
     if (!stopping_) {
       stopping_ = true;
+      stop_signal_ = SIGTERM;
       signal_all(SIGTERM);
     }
   }
@@ -130,8 +131,8 @@ int RankGroup::supervise(double grace_s) {
       std::string left;
       for (size_t r = 0; r < children_.size(); ++r)
         if (children_[r].running) left += " " + std::to_string(r);
-      std::fprintf(stderr, "dreamddp launch: rank(s)%s still running %.0f s after SIGTERM; sending SIGKILL\n",
-                   left.c_str(), grace_s);
+      std::fprintf(stderr, "dreamddp launch: rank(s)%s still running %g s after SIG%s; sending SIGKILL\n",
+                   left.c_str(), grace_s, sigabbrev_np(stop_signal_));
       signal_all(SIGKILL);
       killed = true;
       abandon_at = now + 5;
@@ -154,8 +155,9 @@ int RankGroup::supervise(double grace_s) {
         launcher_signal_ = sig;
         int running = 0;
         for (const auto& c : children_) running += c.running ? 1 : 0;
-        std::fprintf(stderr, "dreamddp launch: got %s; forwarding it to %d rank(s)\n", strsignal(sig), running);
+        std::fprintf(stderr, "dreamddp launch: got SIG%s; forwarding it to %d rank(s)\n", sigabbrev_np(sig), running);
         signal_all(sig);
+        if (!stopping_) stop_signal_ = sig;
         stopping_ = true;
       } else if (!killed) {
         // A second interrupt means "now": skip the grace period.

@@ -46,6 +46,7 @@ class RankGroup {
   int first_failure_ = -1;   // rank
   int launcher_signal_ = 0;  // first SIGINT/SIGTERM/SIGHUP received
   bool stopping_ = false;
+  int stop_signal_ = SIGTERM;  // what the ranks were asked to stop with (for messages)
 };
 
 }  // namespace dd::launch

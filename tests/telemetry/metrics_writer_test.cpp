@@ -265,8 +265,9 @@ TEST(MetricsWriter, AppendIsCheapWhileFlushing) {
   double per_row_us = (dd::now_s() - t0) / n * 1e6;
   w.close();
   EXPECT_EQ(w.stats().steps, n);
-  // A mutex + vector push_back; the bound is loose so a loaded CI box does not flake, HDF5 calls would blow it.
-  EXPECT_LT(per_row_us, 3.0);
+  // A mutex + vector push_back (~0.05 us); the bound is loose so a loaded or sanitized build does not flake,
+  // while an HDF5 write per row (tens of us) would still break it.
+  EXPECT_LT(per_row_us, 10.0);
 }
 
 TEST(MetricsWriter, RejectsMisuseOfSensitivity) {

@@ -1,0 +1,271 @@
+// The sync engine on N ranks run as threads over Gloo's HashStore: DDP equals one process with N x the batch,
+// averaged layers are bitwise equal right after their sync, every policy ends bitwise equal, the same collectives
+// in the same order on every rank (and a loud failure, not a hang, when they differ).
+#include <gloo/rendezvous/hash_store.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#include "backends/gloo/gloo_backend.h"
+#include "core/models/model.h"
+#include "core/ops/ops.h"
+#include "core/optim/optimizer.h"
+#include "core/sync/layer_sync.h"
+#include "core/sync/policy.h"
+#include "core/tensor/rng.h"
+
+using namespace dd;
+
+namespace {
+
+// Runs fn(rank, backend) on `world` threads; rethrows the first failure after all threads ended.
+void run_ranks(int world, const std::function<void(int, Backend&)>& fn, double timeout_s = 20) {
+  auto store = std::make_shared<gloo::rendezvous::HashStore>();
+  static std::atomic<int> job{0};
+  const std::string prefix = "t" + std::to_string(job++);
+  std::vector<std::thread> th;
+  std::vector<std::exception_ptr> err(world);
+  for (int r = 0; r < world; ++r)
+    th.emplace_back([&, r] {
+      try {
+        BackendOptions o;
+        o.rank = r;
+        o.world = world;
+        o.timeout_s = timeout_s;
+        o.prefix = prefix;
+        auto b = make_gloo_backend(r, world, store, o);
+        fn(r, *b);
+      } catch (...) {
+        err[r] = std::current_exception();
+      }
+    });
+  for (auto& t : th) t.join();
+  for (auto& e : err)
+    if (e) std::rethrow_exception(e);
+}
+
+// A global batch of random samples; rank r of `world` takes the r-th contiguous slice of b (CONTRACT.md).
+struct GlobalBatch {
+  std::vector<float> x;
+  std::vector<int32_t> tok, y;
+  int64_t per_sample, targets;
+  bool tokens;
+  GlobalBatch(models::Model& m, int64_t n, uint64_t seed) {
+    Rng r(seed);
+    per_sample = 1;
+    for (auto s : m.input_shape()) per_sample *= s;
+    tokens = m.takes_tokens();
+    targets = m.targets_per_sample();
+    if (tokens) {
+      tok.resize(n * per_sample);
+      for (auto& t : tok) t = int32_t(r.next() % m.num_classes());
+    } else {
+      x.resize(n * per_sample);
+      for (auto& v : x) v = r.normal();
+    }
+    y.resize(n * targets);
+    for (auto& t : y) t = int32_t(r.next() % m.num_classes());
+  }
+  models::Input slice(int64_t first, int64_t n) const {
+    models::Input in;
+    in.n = n;
+    if (tokens) in.tokens = tok.data() + first * per_sample;
+    else in.x = x.data() + first * per_sample;
+    in.y = y.data() + first * targets;
+    return in;
+  }
+};
+
+// One training step through the engine, as the trainer does it.
+void engine_step(models::Model& m, optim::Optimizer& opt, sync::SyncEngine& e, const models::Input& in,
+                 int64_t step, float lr) {
+  e.begin_step(step);
+  m.forward(in, true);
+  e.begin_backward();
+  m.backward(&e);
+  e.finish_backward();
+  for (int l = m.num_layers() - 1; l >= 0; --l) opt.update_layer(l, lr * e.lr_factor(l));
+  e.after_update();
+}
+
+std::vector<float> snapshot(models::Model& m) {
+  std::vector<float> v(m.params().data(), m.params().data() + m.params().size());
+  v.insert(v.end(), m.buffers().data(), m.buffers().data() + m.buffers().size());
+  return v;
+}
+
+sync::EngineOptions engine_options(const std::string& policy) {
+  sync::EngineOptions o;
+  o.policy = policy;
+  o.verbose = false;
+  o.first_bucket_bytes = 64 << 10;  // several buckets even for small models
+  o.bucket_cap_bytes = 1 << 20;
+  return o;
+}
+
+}  // namespace
+
+class DdpEquivalence : public ::testing::TestWithParam<std::string> {};
+
+// DDP on N ranks with batch b equals one process with batch N*b (models without BatchNorm), to float tolerance.
+TEST_P(DdpEquivalence, NRanksEqualOneProcessWithNTimesTheBatch) {
+  ops::set_threads(1);
+  const std::string model = GetParam();
+  const int world = 2, steps = 3;
+  const int64_t b = model == "gpt-mini" ? 2 : 8;
+  auto ref = models::make_model(model, 5);
+  GlobalBatch data(*ref, world * b * steps, 9);
+  {
+    optim::Optimizer opt({}, *ref);
+    for (int s = 0; s < steps; ++s) {
+      ref->forward(data.slice(s * world * b, world * b), true);
+      ref->backward(nullptr);
+      for (int l = ref->num_layers() - 1; l >= 0; --l) opt.update_layer(l, 0.05f);
+    }
+  }
+  std::vector<std::vector<float>> got(world);
+  run_ranks(world, [&](int r, Backend& be) {
+    auto m = models::make_model(model, 5);
+    optim::Optimizer opt({}, *m);
+    auto e = sync::make_layer_sync(engine_options("ddp"), *m, opt, be);
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.slice(s * world * b + r * b, b), s, 0.05f);
+    got[r] = snapshot(*m);
+  });
+  auto want = snapshot(*ref);
+  EXPECT_EQ(0, std::memcmp(got[0].data(), got[1].data(), 4 * got[0].size())) << "ranks differ";
+  double max_err = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    max_err = std::max(max_err, double(std::fabs(got[0][i] - want[i])) / (1e-3 + std::fabs(want[i])));
+  EXPECT_LT(max_err, 1e-3) << "N-rank DDP drifted from the single-process reference";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, DdpEquivalence, ::testing::Values("mlp", "gpt-mini"), [](const auto& i) {
+  return i.param == "mlp" ? std::string("mlp") : std::string("gpt_mini");
+});
+
+// Local layers: right after finish_backward of a step where a layer is averaged, its parameters (and BatchNorm
+// buffers) are bitwise identical on all ranks; layers that were not synced differ (each rank saw other data).
+TEST(LayerSync, AveragedLayersAreBitwiseEqualRightAfterTheirSync) {
+  ops::set_threads(1);
+  const int world = 3, H = 3;
+  const std::string spec = "plsgd:h=" + std::to_string(H);
+  std::vector<std::vector<std::vector<float>>> after(world);  // [rank][step] params+buffers after sync
+  auto proto = models::make_model("cnn", 1);
+  GlobalBatch data(*proto, world * 4 * H, 3);
+  run_ranks(world, [&](int r, Backend& be) {
+    auto m = models::make_model("cnn", 1);
+    optim::Optimizer opt({}, *m);
+    auto e = sync::make_layer_sync(engine_options(spec), *m, opt, be);
+    for (int s = 0; s < H; ++s) {
+      e->begin_step(s);
+      m->forward(data.slice((s * world + r) * 4, 4), true);
+      e->begin_backward();
+      m->backward(e.get());
+      e->finish_backward();
+      after[r].push_back(snapshot(*m));
+      for (int l = m->num_layers() - 1; l >= 0; --l) opt.update_layer(l, 0.05f);
+      e->after_update();
+    }
+  });
+  auto policy = sync::make_policy(sync::PolicySpec::parse(spec));
+  std::vector<sync::LayerMeta> meta;
+  for (auto* l : proto->layers()) meta.push_back({l->name, l->kind(), l->num_params(), 4 * (l->num_params() + l->num_buffers())});
+  policy->setup(meta, world);
+  int averaged = 0, local = 0;
+  for (int s = 0; s < H; ++s) {
+    for (auto* l : proto->layers()) {
+      auto same = [&](int64_t off, int64_t n) {
+        for (int r = 1; r < world; ++r)
+          if (std::memcmp(after[0][s].data() + off, after[r][s].data() + off, 4 * n)) return false;
+        return true;
+      };
+      bool eq = same(l->param_offset(), l->num_params());
+      if (l->num_buffers()) eq = eq && same(proto->num_params() + l->buffer_offset(), l->num_buffers());
+      if (policy->decide(l->index(), s) == sync::Action::AverageParams) {
+        EXPECT_TRUE(eq) << l->name << " step " << s << " was averaged but differs across ranks";
+        ++averaged;
+      } else if (s > 0) {  // at step 0 unsynced layers still hold the identical initial values
+        EXPECT_FALSE(eq) << l->name << " step " << s << " was not synced yet is equal across ranks";
+        ++local;
+      }
+    }
+  }
+  EXPECT_EQ(averaged, proto->num_layers());  // every layer once per H steps
+  EXPECT_GT(local, 0);
+}
+
+class EveryPolicy : public ::testing::TestWithParam<std::string> {};
+
+// After finalize() every rank holds the same model, bit for bit, whatever the policy (3 ranks: rounding matters).
+TEST_P(EveryPolicy, FinalModelBitwiseEqualAcrossRanks) {
+  ops::set_threads(1);
+  const int world = 3, steps = 5;
+  auto proto = models::make_model("cnn", 2);
+  GlobalBatch data(*proto, world * 4 * steps, 4);
+  std::vector<std::vector<float>> got(world);
+  std::vector<double> lr_factor_sum(world, 0);
+  run_ranks(world, [&](int r, Backend& be) {
+    auto m = models::make_model("cnn", 2);
+    optim::Optimizer opt({}, *m);
+    auto o = engine_options(GetParam());
+    o.check_collectives = true;  // also: identical collectives in identical order on every rank
+    auto e = sync::make_layer_sync(o, *m, opt, be);
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.slice((s * world + r) * 4, 4), s, 0.05f);
+    e->finalize();
+    got[r] = snapshot(*m);
+  });
+  for (int r = 1; r < world; ++r) EXPECT_EQ(0, std::memcmp(got[0].data(), got[r].data(), 4 * got[0].size())) << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, EveryPolicy,
+                         ::testing::Values("ddp", "localsgd:k=2", "plsgd:h=2", "dreamddp:h=2,profile_steps=2",
+                                           "dreamddp:h=3,profile_steps=2,fillin=1"),
+                         [](const auto& i) {
+                           std::string s;
+                           for (char c : i.param) s += std::isalnum(uint8_t(c)) ? c : '_';
+                           return s;
+                         });
+
+// Ranks that would launch different collectives fail loudly with --check-collectives instead of hanging.
+TEST(LayerSync, CollectiveMismatchFailsLoudly) {
+  ops::set_threads(1);
+  auto proto = models::make_model("mlp", 0);
+  GlobalBatch data(*proto, 8, 1);
+  std::atomic<int> mismatches{0};
+  EXPECT_ANY_THROW(run_ranks(2, [&](int r, Backend& be) {
+    auto m = models::make_model("mlp", 0);
+    optim::Optimizer opt({}, *m);
+    auto o = engine_options(r == 0 ? "ddp" : "localsgd:k=1");
+    o.check_collectives = true;
+    auto e = sync::make_layer_sync(o, *m, opt, be);
+    try {
+      engine_step(*m, opt, *e, data.slice(r * 4, 4), 0, 0.05f);
+    } catch (const std::exception& ex) {
+      if (std::string(ex.what()).find("mismatch") != std::string::npos) ++mismatches;
+      throw;
+    }
+  }, 5));
+  EXPECT_EQ(mismatches.load(), 2);
+}
+
+// Evaluation on the consensus model leaves the training state untouched, bit for bit.
+TEST(LayerSync, ConsensusRestoresTrainingState) {
+  ops::set_threads(1);
+  auto proto = models::make_model("cnn", 0);
+  GlobalBatch data(*proto, 8, 1);
+  run_ranks(2, [&](int r, Backend& be) {
+    auto m = models::make_model("cnn", 0);
+    optim::Optimizer opt({}, *m);
+    auto e = sync::make_layer_sync(engine_options("localsgd:k=100"), *m, opt, be);
+    engine_step(*m, opt, *e, data.slice(r * 4, 4), 0, 0.05f);
+    auto before = snapshot(*m);
+    bool differed = false;
+    e->with_consensus([&] { differed = snapshot(*m) != before; });
+    EXPECT_TRUE(differed);  // ranks trained on different data, so the average is a different model
+    EXPECT_EQ(snapshot(*m), before);
+  });
+}

@@ -1,0 +1,56 @@
+// Policy specs: parsing, key checks, and the baseline policies' decisions.
+#include <gtest/gtest.h>
+
+#include "core/common/error.h"
+#include "core/sync/policy.h"
+
+using namespace dd::sync;
+
+TEST(PolicySpec, ParsesKeyValues) {
+  auto s = PolicySpec::parse("dreamddp:h=8,fillin=1");
+  EXPECT_EQ(s.name, "dreamddp");
+  EXPECT_EQ(s.get_int("h", 0, 1, 100), 8);
+  EXPECT_TRUE(s.get_bool("fillin", false));
+}
+
+TEST(PolicySpec, BadSpecsAreUsageErrors) {
+  for (const char* bad : {"", ":h=1", "localsgd:k", "localsgd:k=", "localsgd:=3", "localsgd:k=1,,", "localsgd:k=1,k=2"})
+    EXPECT_THROW(PolicySpec::parse(bad), dd::UsageError) << bad;
+  EXPECT_THROW(make_policy(PolicySpec::parse("nosuch")), dd::UsageError);
+  EXPECT_THROW(make_policy(PolicySpec::parse("localsgd:q=1")), dd::UsageError);
+  EXPECT_THROW(make_policy(PolicySpec::parse("localsgd:k=0")), dd::UsageError);
+  EXPECT_THROW(make_policy(PolicySpec::parse("plsgd:h=x")), dd::UsageError);
+  EXPECT_THROW(make_policy(PolicySpec::parse("ddp:k=1")), dd::UsageError);
+  EXPECT_THROW(make_policy(PolicySpec::parse("dreamddp:profile=/nonexistent")), dd::UsageError);
+}
+
+TEST(Policies, BaselineDecisions) {
+  std::vector<LayerMeta> layers;
+  for (int i = 0; i < 8; ++i) layers.push_back({"l" + std::to_string(i), "linear", 100, 400});
+  auto ddp = make_policy(PolicySpec::parse("ddp"));
+  ddp->setup(layers, 4);
+  EXPECT_EQ(ddp->decide(3, 17), Action::AllreduceGrads);
+  auto ls = make_policy(PolicySpec::parse("localsgd:k=4"));
+  ls->setup(layers, 4);
+  EXPECT_EQ(ls->decide(0, 3), Action::None);
+  EXPECT_TRUE(ls->full_average_after(3));
+  EXPECT_FALSE(ls->full_average_after(4));
+  auto pl = make_policy(PolicySpec::parse("plsgd:h=4"));
+  pl->setup(layers, 4);
+  // Equal layers: groups of two contiguous layers; every layer exactly once per period.
+  for (int l = 0; l < 8; ++l) {
+    int syncs = 0;
+    for (int s = 0; s < 4; ++s) syncs += pl->decide(l, s) == Action::AverageParams;
+    EXPECT_EQ(syncs, 1) << l;
+    EXPECT_EQ(pl->decide(l, 0), pl->decide(l, 4));
+  }
+  EXPECT_EQ(pl->decide(0, 0), Action::AverageParams);
+  EXPECT_EQ(pl->decide(7, 3), Action::AverageParams);
+}
+
+TEST(Policies, DreamDdpFromSharedProfileNeedsMatchingLayers) {
+  // A profile whose layer names are not this model's is refused with a clear error.
+  auto p = make_policy(PolicySpec::parse(std::string("dreamddp:h=10,profile=") + DD_PROFILES + "/gpt2_16_1gbit"));
+  std::vector<LayerMeta> layers{{"fc1", "linear", 10, 40}};
+  EXPECT_THROW(p->setup(layers, 4), dd::UsageError);
+}
