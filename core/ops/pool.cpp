@@ -1,32 +1,50 @@
 // 2x2/stride-2 max pooling (argmax saved as 0..3) and global average pooling over NCHW planes.
 #include <cstring>
+#include <vector>
 
 #include "core/ops/ops.h"
 
 namespace dd::ops {
 
+namespace {
+// Stage 1: vertical max of a row pair (contiguous). k records which row won (0 top, 2 bottom).
+void pool_vertical(float* __restrict m, uint8_t* __restrict k, const float* __restrict r0,
+                   const float* __restrict r1, int64_t n) {
+  for (int64_t w = 0; w < n; ++w) {
+    const bool lo = r1[w] > r0[w];  // strict: the top row wins ties
+    m[w] = lo ? r1[w] : r0[w];
+    k[w] = lo ? 2 : 0;
+  }
+}
+
+// Stage 2: stride-2 horizontal pick over a whole plane at once, so the scalar loop remainder (which GCC
+// compiles with data-dependent branches) runs once per plane instead of once per row.
+void pool_horizontal(float* __restrict y, uint8_t* __restrict ip, const float* __restrict m,
+                     const uint8_t* __restrict k, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    // Window order 0 1 / 2 3; the first maximum wins on ties, as in PyTorch. Bitwise ops keep it branch-free.
+    const float a = m[2 * j], b = m[2 * j + 1];
+    const uint8_t ka = k[2 * j], kb = static_cast<uint8_t>(k[2 * j + 1] + 1);
+    const bool right = (b > a) | ((b == a) & (kb < ka));
+    y[j] = right ? b : a;
+    ip[j] = right ? kb : ka;
+  }
+}
+}  // namespace
+
 void maxpool2_forward(float* y, uint8_t* idx, const float* x, int64_t N, int64_t C, int64_t H, int64_t W) {
   const int64_t Ho = H / 2, Wo = W / 2, planes = N * C;
-#pragma omp parallel for schedule(static) if (planes * H * W >= (1 << 16))
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* xp = x + p * H * W;
-    float* yp = y + p * Ho * Wo;
-    uint8_t* ip = idx + p * Ho * Wo;
-    for (int64_t oh = 0; oh < Ho; ++oh) {
-      const float* r0 = xp + (2 * oh) * W;
-      const float* r1 = r0 + W;
-      for (int64_t ow = 0; ow < Wo; ++ow) {
-        // Branch-free selects (random data defeats branch prediction); first maximum wins on ties, as PyTorch.
-        const float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
-        const bool hb = b > a, hd = d > c;
-        const float m0 = hb ? b : a, m1 = hd ? d : c;
-        const int k0 = hb ? 1 : 0, k1 = hd ? 3 : 2;
-        const bool lo = m1 > m0;
-        const float m = lo ? m1 : m0;
-        const uint8_t k = static_cast<uint8_t>(lo ? k1 : k0);
-        yp[oh * Wo + ow] = m;
-        ip[oh * Wo + ow] = k;
+#pragma omp parallel if (planes * H * W >= (1 << 16))
+  {
+    std::vector<float> vm(static_cast<size_t>(Ho * 2 * Wo));  // per-thread plane of vertical maxima
+    std::vector<uint8_t> vk(vm.size());
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < planes; ++p) {
+      for (int64_t oh = 0; oh < Ho; ++oh) {
+        const float* r0 = x + p * H * W + (2 * oh) * W;
+        pool_vertical(vm.data() + oh * 2 * Wo, vk.data() + oh * 2 * Wo, r0, r0 + W, 2 * Wo);
       }
+      pool_horizontal(y + p * Ho * Wo, idx + p * Ho * Wo, vm.data(), vk.data(), Ho * Wo);
     }
   }
 }
@@ -38,20 +56,15 @@ void maxpool2_backward(float* dx, const float* dy, const uint8_t* idx, int64_t N
     float* xp = dx + p * H * W;
     const float* dp = dy + p * Ho * Wo;
     const uint8_t* ip = idx + p * Ho * Wo;
+    // Zero the plane (also covers the unpooled last row/column of odd sizes), then scatter without branches.
+    std::memset(xp, 0, sizeof(float) * H * W);
     for (int64_t oh = 0; oh < Ho; ++oh) {
       float* r0 = xp + (2 * oh) * W;
-      float* r1 = r0 + W;
       for (int64_t ow = 0; ow < Wo; ++ow) {
-        const float g = dp[oh * Wo + ow];
-        const uint8_t k = ip[oh * Wo + ow];
-        r0[2 * ow] = k == 0 ? g : 0.f;
-        r0[2 * ow + 1] = k == 1 ? g : 0.f;
-        r1[2 * ow] = k == 2 ? g : 0.f;
-        r1[2 * ow + 1] = k == 3 ? g : 0.f;
+        const int k = ip[oh * Wo + ow];
+        r0[(k >> 1) * W + 2 * ow + (k & 1)] = dp[oh * Wo + ow];
       }
-      if (W & 1) r0[W - 1] = r1[W - 1] = 0.f;  // odd width: last column never pooled
     }
-    if (H & 1) std::memset(xp + (H - 1) * W, 0, sizeof(float) * W);  // odd height: last row never pooled
   }
 }
 

@@ -15,6 +15,7 @@ struct UsageCase {
   std::vector<std::string> args;  // "@T" is replaced by the test's temporary directory
   std::string must_name;          // the error line must contain this (it names the problem)
 };
+void PrintTo(const UsageCase& c, std::ostream* os) { *os << c.name; }
 
 // Options every train case gets unless it sets them itself, so that a wrongly accepted case ends quickly.
 const std::vector<std::pair<std::string, std::string>> kQuickDefaults = {

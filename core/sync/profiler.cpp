@@ -1,0 +1,67 @@
+// measure_profile: hook timestamps for backward times, timed blocking all-reduces for communication times.
+#include "core/sync/profiler.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/backend.h"
+#include "core/common/clock.h"
+
+namespace dd::sync {
+namespace {
+
+struct ReadyClock : nn::BackwardHook {
+  std::vector<double> t;
+  void on_layer_ready(int i) override { t[i] = now_s(); }
+};
+
+}  // namespace
+
+LayerProfile measure_profile(models::Model& m, const std::function<models::Input(int)>& batch, Backend* b,
+                             const ProfileOptions& o) {
+  const int L = m.num_layers();
+  ReadyClock clock;
+  clock.t.assign(L, 0);
+  std::vector<std::vector<double>> bp(L);
+  for (int i = 0; i <= o.steps; ++i) {
+    m.forward(batch(i), true);
+    const double t0 = now_s();
+    m.backward(&clock);
+    m.grads().zero();
+    if (i == 0) continue;  // warm-up: first-touch allocations, primitive creation
+    for (int l = L - 1; l >= 0; --l) bp[l].push_back(clock.t[l] - (l == L - 1 ? t0 : clock.t[l + 1]));
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  LayerProfile p;
+  p.comm.assign(L, 0);
+  for (int l = 0; l < L; ++l) {
+    p.names.push_back(m.layers()[l]->name);
+    p.bp.push_back(median(bp[l]));
+  }
+  if (b && b->size() > 1) {
+    for (int l = 0; l < L; ++l) {
+      auto* layer = m.layers()[l];
+      FloatBuffer buf(size_t(layer->num_params() + layer->num_buffers()));
+      std::vector<double> ts;
+      for (int r = 0; r <= o.comm_reps; ++r) {
+        b->barrier();
+        const double t0 = now_s();
+        b->allreduce(buf.data(), buf.size(), ReduceOp::Avg)->wait();
+        if (r > 0) ts.push_back(now_s() - t0);
+      }
+      p.comm[l] = median(ts);
+    }
+    // One profile for all ranks: average, then rank 0's bits everywhere.
+    std::vector<float> v(2 * L);
+    for (int l = 0; l < L; ++l) v[l] = float(p.bp[l]), v[L + l] = float(p.comm[l]);
+    b->allreduce(v.data(), v.size(), ReduceOp::Avg)->wait();
+    b->broadcast(v.data(), v.size(), 0)->wait();
+    for (int l = 0; l < L; ++l) p.bp[l] = v[l], p.comm[l] = v[L + l];
+  }
+  return p;
+}
+
+}  // namespace dd::sync

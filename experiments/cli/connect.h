@@ -1,0 +1,14 @@
+// Connects this rank to its peers (gloo/mpi/nccl) and checks that every rank runs the same configuration.
+#pragma once
+#include <memory>
+
+#include "backends/backend.h"
+#include "core/train/config.h"
+
+namespace dd::cli {
+
+// Null for a single process. Throws dd::UsageError when ranks disagree (naming the fields), dd::PeerLost when
+// peers do not show up within the timeout.
+std::unique_ptr<Backend> connect(const train::TrainConfig& cfg);
+
+}  // namespace dd::cli

@@ -1,0 +1,65 @@
+// `dreamddp profile`: measures per-layer backward and all-reduce times of this model, backend and network, and
+// writes bp.json / comm.json (the artifact's format) for `dreamddp schedule` and `dreamddp:profile=DIR`.
+#include <cstdio>
+
+#include "backends/backend.h"
+#include "core/common/error.h"
+#include "core/data/dataset.h"
+#include "core/data/sharder.h"
+#include "core/models/model.h"
+#include "core/ops/ops.h"
+#include "core/sync/profiler.h"
+#include "core/train/trainer.h"
+#include "experiments/cli/connect.h"
+#include "experiments/cli/train_options.h"
+#include "experiments/commands.h"
+
+namespace dd::cli {
+
+int cmd_profile(int argc, char** argv) {
+  train::TrainConfig cfg;
+  cfg.steps = 10;           // profiling needs a few passes, not a training run
+  cfg.data = "synthetic";   // timing does not depend on the data
+  if (!parse_train_options(argc, argv, cfg)) return 0;
+  if (cfg.out.empty()) throw UsageError("profile: --out DIR is required (bp.json and comm.json go there)");
+  place_rank(cfg);
+  train::resolve_and_validate(cfg);
+  auto backend = connect(cfg);
+  ops::set_threads(cfg.threads);
+  auto model = models::make_model(cfg.model, cfg.seed);
+  const int64_t T = model->takes_tokens() ? model->input_shape()[0] : 0;
+  auto ds = data::open_dataset(cfg.data, cfg.data_dir, true, model->takes_tokens(), T, cfg.seed);
+  data::Sharder sharder(ds.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
+  data::Batch b;
+  std::vector<int64_t> idx(cfg.batch);
+  auto batch = [&](int step) {
+    sharder.indices(step, idx.data());
+    data::gather(ds, idx.data(), cfg.batch, &b);
+    models::Input in;
+    in.n = b.n;
+    in.x = b.xf.empty() ? nullptr : b.xf.data();
+    in.tokens = b.xi.empty() ? nullptr : b.xi.data();
+    in.y = b.y.data();
+    return in;
+  };
+  sync::ProfileOptions po;
+  po.steps = int(std::min<int64_t>(cfg.steps, 1000));
+  auto p = sync::measure_profile(*model, batch, backend.get(), po);
+  if (cfg.rank == 0) {
+    sync::write_profile(cfg.out, p, cfg.overwrite);
+    double B = 0, C = 0;
+    std::printf("%-28s %12s %12s\n", "layer", "backward_ms", "allreduce_ms");
+    for (size_t l = 0; l < p.names.size(); ++l) {
+      std::printf("%-28s %12.4f %12.4f\n", p.names[l].c_str(), p.bp[l] * 1e3, p.comm[l] * 1e3);
+      B += p.bp[l];
+      C += p.comm[l];
+    }
+    std::printf("model %s, batch %lld/rank, %d rank(s), backend %s: B = %.3f ms, C = %.3f ms -> %s/{bp,comm}.json\n",
+                cfg.model.c_str(), (long long)cfg.batch, cfg.world, backend ? backend->name().c_str() : "none",
+                B * 1e3, C * 1e3, cfg.out.c_str());
+  }
+  if (backend) backend->barrier();
+  return 0;
+}
+
+}  // namespace dd::cli

@@ -1,0 +1,119 @@
+// End-to-end: 2-rank runs through `dreamddp launch` end with identical parameters on every rank for each policy,
+// DDP over 2 ranks equals one process with the double batch, and ranks that disagree on the configuration are
+// refused (exit 2) instead of hanging.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "tests/cli/cli_run.h"
+
+namespace dd::cli::test {
+namespace {
+
+std::vector<float> read_floats(const std::string& path) {
+  const std::string b = read_file(path);
+  std::vector<float> v(b.size() / sizeof(float));
+  std::memcpy(v.data(), b.data(), v.size() * sizeof(float));
+  return v;
+}
+
+struct PolicyCase {
+  std::string name, model, policy;
+  int64_t bn_buffers;  // BatchNorm running mean+var floats (CONTRACT.md: saved after each BN layer's params)
+};
+void PrintTo(const PolicyCase& c, std::ostream* os) { *os << c.model << " " << c.policy; }
+
+class SaveParams : public ::testing::TestWithParam<PolicyCase> {};
+
+// Whatever a policy lets diverge during training, the run ends with every rank holding the same model.
+TEST_P(SaveParams, RanksEndByteIdentical) {
+  const auto& c = GetParam();
+  TmpDir tmp;
+  const std::string out = tmp / "run";
+  auto r = run_dreamddp({"launch", "-n", "2", "--", "train", "--model", c.model, "--policy", c.policy, "--steps",
+                         "20", "--batch", c.model == "mlp" ? "64" : "16", "--threads", "1", "--eval-samples",
+                         "500", "--out", out, "--save-params", out + "/p%r.bin"},
+                        120);
+  ASSERT_EQ(r.status, 0) << r.describe();
+  auto s = read_json(out + "/summary.json");
+  EXPECT_EQ(s.at("world"), 2);
+  EXPECT_EQ(s.at("policy"), c.policy);
+  EXPECT_GT(s.at("comm_bytes").get<int64_t>(), 0);
+  const int64_t params = s.at("params");
+  const std::string p0 = read_file(out + "/p0.bin"), p1 = read_file(out + "/p1.bin");
+  EXPECT_EQ(int64_t(p0.size()), 4 * (params + c.bn_buffers)) << "float32 parameters plus BatchNorm buffers";
+  EXPECT_EQ(p0.size(), p1.size());
+  EXPECT_TRUE(p0 == p1) << "rank 0 and rank 1 parameters differ at the end of " << c.policy;
+  auto f = read_floats(out + "/p0.bin");
+  size_t nonzero = 0;
+  for (float x : f) {
+    ASSERT_TRUE(std::isfinite(x));
+    nonzero += x != 0;
+  }
+  EXPECT_GT(nonzero, f.size() / 2) << "parameters look unset";
+}
+
+INSTANTIATE_TEST_SUITE_P(Cli, SaveParams,
+                         ::testing::Values(PolicyCase{"mlp_ddp", "mlp", "ddp", 0},
+                                           PolicyCase{"mlp_localsgd", "mlp", "localsgd:k=3", 0},
+                                           PolicyCase{"mlp_plsgd", "mlp", "plsgd:h=3", 0},
+                                           PolicyCase{"mlp_dreamddp", "mlp", "dreamddp:h=3", 0},
+                                           // 3 BN layers of 32, 64, 128 channels: (32+64+128)*2 floats
+                                           PolicyCase{"cnn_localsgd", "cnn", "localsgd:k=3", 448}),
+                         [](const auto& info) { return info.param.name; });
+
+// CONTRACT.md data sharding: DDP on 2 ranks with batch b sees the samples of one process with batch 2b.
+TEST(MultiRankE2E, DdpEqualsOneProcessWithTheGlobalBatch) {
+  TmpDir tmp;
+  const std::vector<std::string> common = {"--model", "mlp", "--steps", "20", "--threads", "1",
+                                           "--eval-samples", "100"};
+  std::vector<std::string> two = {"launch", "-n", "2", "--", "train", "--batch", "32", "--out", tmp / "two",
+                                  "--save-params", tmp / "two/p.bin"};
+  two.insert(two.end(), common.begin(), common.end());
+  std::vector<std::string> one = {"train", "--batch", "64", "--out", tmp / "one", "--save-params",
+                                  tmp / "one/p.bin"};
+  one.insert(one.end(), common.begin(), common.end());
+  auto a = run_dreamddp(two, 120);
+  ASSERT_EQ(a.status, 0) << a.describe();
+  auto b = run_dreamddp(one, 120);
+  ASSERT_EQ(b.status, 0) << b.describe();
+  auto pa = read_floats(tmp / "two/p.bin"), pb = read_floats(tmp / "one/p.bin");
+  ASSERT_EQ(pa.size(), pb.size());
+  ASSERT_EQ(pa.size(), 2913290u);
+  double worst = 0;
+  for (size_t i = 0; i < pa.size(); ++i) worst = std::max(worst, double(std::fabs(pa[i] - pb[i])));
+  EXPECT_LT(worst, 1e-5) << "largest parameter difference";
+}
+
+struct MismatchCase {
+  std::string name, field, by_rank;  // by_rank: shell words that differ with $RANK
+};
+void PrintTo(const MismatchCase& c, std::ostream* os) { *os << c.by_rank; }
+
+class ConfigMismatch : public ::testing::TestWithParam<MismatchCase> {};
+
+TEST_P(ConfigMismatch, IsRefusedNamingTheField) {
+  const auto& c = GetParam();
+  TmpDir tmp;
+  // Each rank writes to its own directory so the refusal comes from the handshake, not from the run directory.
+  const std::string cmd = "exec '" + kBin + "' train --steps 5 --threads 1 --eval-samples 50 --out '" +
+                          tmp.path + "/r'$RANK " + c.by_rank;
+  auto r = run_dreamddp({"launch", "-n", "2", "--", "/bin/sh", "-c", cmd}, 60);
+  ASSERT_FALSE(r.timed_out) << "mismatched ranks hung\n" << r.describe();
+  EXPECT_EQ(r.status, 2) << r.describe();
+  EXPECT_NE(r.err.find("disagree"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find(c.field + " (rank 0"), std::string::npos) << "the message should name " << c.field << "\n"
+                                                                 << r.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cli, ConfigMismatch,
+    ::testing::Values(MismatchCase{"seed", "seed", "--seed $RANK"},
+                      MismatchCase{"batch", "batch", "--batch $((32 + RANK))"},
+                      MismatchCase{"policy", "policy", "--policy localsgd:k=$((2 + RANK))"},
+                      MismatchCase{"model", "model", "--model $([ $RANK = 0 ] && echo mlp || echo cnn)"}),
+    [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace dd::cli::test
