@@ -157,16 +157,22 @@ class GlooBackend : public Backend {
   }
   double timeout() const override { return timeout_s_; }
 
+  // The call allreduce() makes, without the queue and the guard (see gloo_bare_allreduce).
+  void bare_allreduce(float* data, size_t n) {
+    if (n == 0 || size_ == 1) return;
+    gloo::AllreduceOptions o(data_);
+    o.setOutput(data, n);
+    o.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
+    o.setAlgorithm(pick(algorithm_, n * sizeof(float)));
+    o.setTimeout(to_ms(timeout_s_));
+    gloo::allreduce(o);
+  }
+
   WorkPtr allreduce(float* data, size_t n, ReduceOp op) override {
     return queue_->submit([this, data, n, op] {
       guarded("allreduce", n * sizeof(float), [&] {
         if (n == 0 || size_ == 1) return;
-        gloo::AllreduceOptions o(data_);
-        o.setOutput(data, n);
-        o.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
-        o.setAlgorithm(pick(algorithm_, n * sizeof(float)));
-        o.setTimeout(to_ms(timeout_s_));
-        gloo::allreduce(o);
+        bare_allreduce(data, n);
         if (op == ReduceOp::Avg) {
           const float inv = 1.0f / static_cast<float>(size_);
           for (size_t i = 0; i < n; ++i) data[i] *= inv;
@@ -373,6 +379,12 @@ std::unique_ptr<Backend> make_gloo_backend(int rank, int world, std::shared_ptr<
 
 std::unique_ptr<Backend> make_gloo_backend(const BackendOptions& opts) {
   return make_gloo_backend(opts.rank, opts.world, make_gloo_store(opts.rendezvous, opts.world), opts);
+}
+
+BareAllreduce gloo_bare_allreduce(Backend& b) {
+  auto* g = dynamic_cast<GlooBackend*>(&b);
+  if (!g) return {};
+  return [g](float* data, size_t n) { g->bare_allreduce(data, n); };
 }
 
 }  // namespace dd

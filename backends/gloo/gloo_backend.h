@@ -1,5 +1,7 @@
 // Gloo (TCP) backend: factory functions. Gloo types appear only as forward declarations here.
 #pragma once
+#include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,5 +24,13 @@ std::shared_ptr<gloo::rendezvous::Store> make_gloo_store(const std::string& url,
 
 // Uses opts.kind/rank/world/rendezvous: make_gloo_store + make_gloo_backend.
 std::unique_ptr<Backend> make_gloo_backend(const BackendOptions& opts);
+
+// For `dreamddp bench allreduce --compare-bare` only: a plain gloo::allreduce (sum, in place) over the backend's
+// own data context, with the algorithm and timeout the backend would pick for that size, run on the calling
+// thread with no queue, no error mapping and no averaging. This is the baseline our Gloo path is measured against.
+// The caller must have no operation of `b` in flight (the data context is not thread-safe). Returns an empty
+// function when `b` is not a Gloo backend.
+using BareAllreduce = std::function<void(float* data, size_t n)>;
+BareAllreduce gloo_bare_allreduce(Backend& b);
 
 }  // namespace dd

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@
 #ifdef DREAMDDP_HAVE_NCCL
 #include "backends/nccl/nccl_backend.h"
 #endif
+#ifdef DREAMDDP_HAVE_GLOO
+#include "backends/gloo/gloo_backend.h"
+#endif
 
 namespace dd::cli {
 namespace {
@@ -24,7 +28,9 @@ namespace {
 const char* kUsage =
     "usage: dreamddp bench allreduce [--backend gloo|mpi|nccl] [--sizes MIN:MAX|SIZE] [--iters N] [--warmup N]\n"
     "                                [--rendezvous file:///dir|redis://host:port] [--iface NAME] [--timeout S]\n"
-    "                                [--device cpu|cuda] [--threads N]\n"
+    "                                [--device cpu|cuda] [--threads N] [--compare-bare]\n"
+    "  --compare-bare (gloo): also time a bare gloo::allreduce on the same buffers and context, interleaved\n"
+    "  with ours, and print its time and our overhead in percent\n"
     "  sizes in bytes with K/M/G suffixes (powers of 1024), doubling from MIN to MAX (default 1K:256M);\n"
     "  rank/world from RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, or SLURM_*; rendezvous default $DREAMDDP_RENDEZVOUS\n";
 
@@ -35,6 +41,7 @@ struct BenchArgs {
   int iters = 20, warmup = 5;
   std::string rendezvous, iface;
   double timeout_s = 60;
+  bool compare_bare = false;
 };
 
 size_t parse_size(const std::string& s) {
@@ -87,6 +94,10 @@ BenchArgs parse(int argc, char** argv) {
     throw UsageError("bench: unknown benchmark '" + std::string(argv[1]) + "' (only 'allreduce')\n" + kUsage);
   for (int i = 2; i < argc; ++i) {
     std::string key = argv[i], val;
+    if (key == "--compare-bare") {
+      a.compare_bare = true;
+      continue;
+    }
     auto eq = key.find('=');
     if (key.rfind("--", 0) == 0 && eq != std::string::npos) {
       val = key.substr(eq + 1);
@@ -127,6 +138,8 @@ BenchArgs parse(int argc, char** argv) {
     }
   }
   if (a.backend == "nccl") a.device = "cuda";
+  if (a.compare_bare && a.backend != "gloo")
+    throw UsageError("bench: --compare-bare compares with a bare gloo::allreduce, so it needs --backend gloo");
   return a;
 }
 
@@ -171,6 +184,21 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
+// The bare gloo::allreduce for --compare-bare, or a UsageError when this build/backend cannot give one.
+std::function<void(float*, size_t)> bare_allreduce_of(Backend& be) {
+#ifdef DREAMDDP_HAVE_GLOO
+  if (auto f = gloo_bare_allreduce(be)) return f;
+#endif
+  throw UsageError("bench: --compare-bare needs the gloo backend (not compiled into this build or not in use)");
+}
+
+long long count_wrong(const std::vector<float>& out, double rank_sum) {
+  long long wrong = 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i] != static_cast<float>(rank_sum * (i % 7 + 1))) ++wrong;
+  return wrong;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
@@ -194,14 +222,23 @@ int cmd_bench(int argc, char** argv) {
   const int n = be->size(), rank = be->rank();
   const bool lead = rank == 0;
 
+  std::function<void(float*, size_t)> bare;
+  if (a.compare_bare) bare = bare_allreduce_of(*be);
+
   if (lead) {
     std::printf("# dreamddp bench allreduce: backend %s, world %d (%s), %s buffers, float32 sum in place\n",
                 be->name().c_str(), n, ri.source.c_str(), a.device == "cuda" ? "device" : "host");
     std::printf("# %d warm-up + %d timed iterations per size; time = median over iterations, max over ranks;\n"
-                "# algbw = bytes/time, busbw = algbw*2(n-1)/n, GB = 1e9 bytes\n#\n",
+                "# algbw = bytes/time, busbw = algbw*2(n-1)/n, GB = 1e9 bytes\n",
                 a.warmup, a.iters);
-    std::printf("# %12s %12s %12s %12s %12s %8s\n", "size(B)", "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
+    if (bare)
+      std::printf("# bare = gloo::allreduce on the same context, algorithm and buffer, called on this thread\n"
+                  "# (no queue); interleaved with ours, order alternating per iteration; overhead = ours/bare - 1;\n"
+                  "# #wrong counts wrong elements of both\n");
+    std::printf("#\n# %12s %12s %12s %12s %12s %8s", "size(B)", "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
                 "#wrong");
+    if (bare) std::printf(" %12s %11s", "bare(us)", "overhead(%)");
+    std::printf("\n");
     std::fflush(stdout);
   }
 
@@ -214,44 +251,76 @@ int cmd_bench(int argc, char** argv) {
     std::vector<float> pattern(count);
     for (size_t i = 0; i < count; ++i) pattern[i] = static_cast<float>((rank + 1) * (i % 7 + 1));
     BenchBuffer buf(count, a.device == "cuda" && a.backend == "nccl");
-    std::vector<double> times;
-    for (int it = 0; it < a.warmup + a.iters; ++it) {
-      buf.load(pattern);  // every iteration reduces the same input, so the last one can be checked exactly
-      be->barrier();      // start together: the time is the collective, not rank skew
+    std::vector<double> times, bare_times;
+    long long bare_wrong = 0;
+    // Every iteration reduces the same input, so the last one can be checked exactly.
+    auto time_ours = [&] {
+      buf.load(pattern);
+      be->barrier();  // start together: the time is the collective, not rank skew
       double t0 = now_s();
       be->allreduce(buf.data(), count, ReduceOp::Sum)->wait();
+      return now_s() - t0;
+    };
+    auto time_bare = [&] {
+      buf.load(pattern);
+      be->barrier();
+      double t0 = now_s();
+      bare(buf.data(), count);
       double t = now_s() - t0;
-      if (it >= a.warmup) times.push_back(t);
+      bare_wrong = count_wrong(buf.fetch(), rank_sum);
+      return t;
+    };
+    for (int it = 0; it < a.warmup + a.iters; ++it) {
+      // With --compare-bare the two alternate which goes first, so drift and cache state hit both alike; ours
+      // always goes last in the final iteration so the buffer checked below is ours.
+      const bool bare_first = bare && (a.warmup + a.iters - 1 - it) % 2 == 0;
+      double tb = 0;
+      if (bare_first) tb = time_bare();
+      double t = time_ours();
+      if (bare && !bare_first) tb = time_bare();
+      if (it >= a.warmup) {
+        times.push_back(t);
+        if (bare) bare_times.push_back(tb);
+      }
     }
-    const auto& out = buf.fetch();
-    long long wrong = 0;
-    for (size_t i = 0; i < count; ++i)
-      if (out[i] != static_cast<float>(rank_sum * (i % 7 + 1))) ++wrong;
-    char line[64];
-    std::snprintf(line, sizeof(line), "%.9e %lld", median(times), wrong);
-    double t = 0;
-    long long total_wrong = 0;
+    const long long wrong = count_wrong(buf.fetch(), rank_sum);
+    char line[96];
+    std::snprintf(line, sizeof(line), "%.9e %lld %.9e %lld", median(times), wrong,
+                  bare ? median(bare_times) : 0.0, bare_wrong);
+    double t = 0, tb = 0;
+    long long total_wrong = 0, total_bare_wrong = 0;
     for (const auto& s : be->allgather(line)) {
-      double tr = 0;
-      long long w = 0;
-      if (std::sscanf(s.c_str(), "%lf %lld", &tr, &w) != 2) throw std::runtime_error("bench: bad rank report");
+      double tr = 0, tbr = 0;
+      long long w = 0, wb = 0;
+      if (std::sscanf(s.c_str(), "%lf %lld %lf %lld", &tr, &w, &tbr, &wb) != 4)
+        throw std::runtime_error("bench: bad rank report");
       t = std::max(t, tr);
+      tb = std::max(tb, tbr);
       total_wrong += w;
+      total_bare_wrong += wb;
     }
     const double algbw = t > 0 ? static_cast<double>(count * sizeof(float)) / t / 1e9 : 0.0;
     const double busbw = n > 1 ? algbw * 2.0 * (n - 1) / n : 0.0;
-    const bool ok = total_wrong == 0;
+    const double overhead_pct = tb > 0 ? (t / tb - 1.0) * 100.0 : 0.0;
+    const bool ok = total_wrong == 0 && total_bare_wrong == 0;
     all_ok = all_ok && ok;
     if (lead) {
-      std::printf("  %12zu %12zu %12.1f %12.3f %12.3f %8lld\n", count * sizeof(float), count, t * 1e6, algbw,
-                  busbw, total_wrong);
+      std::printf("  %12zu %12zu %12.1f %12.3f %12.3f %8lld", count * sizeof(float), count, t * 1e6, algbw, busbw,
+                  total_wrong + total_bare_wrong);
+      if (bare) std::printf(" %12.1f %11.1f", tb * 1e6, overhead_pct);
+      std::printf("\n");
       std::fflush(stdout);
     }
-    results.push_back({{"bytes", count * sizeof(float)},
-                       {"time_s", t},
-                       {"algbw_GBps", algbw},
-                       {"busbw_GBps", busbw},
-                       {"ok", ok}});
+    nlohmann::json r = {{"bytes", count * sizeof(float)},
+                        {"time_s", t},
+                        {"algbw_GBps", algbw},
+                        {"busbw_GBps", busbw},
+                        {"ok", ok}};
+    if (bare) {
+      r["bare_time_s"] = tb;
+      r["overhead_pct"] = overhead_pct;
+    }
+    results.push_back(r);
     if (bytes > a.max_bytes / 2) break;  // doubling must not overflow past MAX
   }
   if (lead) {

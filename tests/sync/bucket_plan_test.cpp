@@ -59,3 +59,36 @@ TEST(BucketPlan, BuffersTravelWithAveragedLayers) {
   EXPECT_EQ(b[0].buffer_n, 8);
   EXPECT_EQ(b[0].bytes(), 4 * 24);
 }
+
+// Random action patterns: the buckets cover exactly the layers that sync, once each, with their own action,
+// in launch (reverse) order, and never exceed the cap unless a single layer does.
+TEST(BucketPlan, CoverExactlyTheSyncingLayers) {
+  uint64_t s = 12345;
+  auto next = [&] { s = s * 6364136223846793005ull + 1442695040888963407ull; return s >> 33; };
+  for (int trial = 0; trial < 200; ++trial) {
+    const int L = 1 + int(next() % 30);
+    std::vector<int64_t> sizes;
+    for (int l = 0; l < L; ++l) sizes.push_back(1 + int64_t(next() % 5000));
+    auto r = ranges(sizes);
+    std::vector<Action> a;
+    for (int l = 0; l < L; ++l) a.push_back(Action(next() % 3));
+    const int64_t first = 4 * 2000, cap = 4 * 6000;
+    auto b = plan_buckets(a, r, first, cap);
+    std::vector<int> covered(L, 0);
+    int prev_lo = L;
+    for (size_t i = 0; i < b.size(); ++i) {
+      EXPECT_LT(b[i].hi, prev_lo);
+      prev_lo = b[i].lo;
+      int64_t n = 0;
+      for (int l = b[i].lo; l <= b[i].hi; ++l) {
+        ++covered[l];
+        EXPECT_EQ(a[l], b[i].action);
+        n += sizes[l];
+      }
+      EXPECT_EQ(n, b[i].param_n);
+      EXPECT_EQ(r[b[i].lo].param_off, b[i].param_off);
+      if (b[i].lo != b[i].hi) EXPECT_LE(4 * n, i == 0 ? first : cap);
+    }
+    for (int l = 0; l < L; ++l) EXPECT_EQ(covered[l], a[l] == Action::None ? 0 : 1) << "layer " << l;
+  }
+}

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "backends/gloo/gloo_backend.h"
@@ -109,13 +111,13 @@ sync::EngineOptions engine_options(const std::string& policy) {
 
 }  // namespace
 
-class DdpEquivalence : public ::testing::TestWithParam<std::string> {};
+class DdpEquivalence : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
 // DDP on N ranks with batch b equals one process with batch N*b (models without BatchNorm), to float tolerance.
 TEST_P(DdpEquivalence, NRanksEqualOneProcessWithNTimesTheBatch) {
   ops::set_threads(1);
-  const std::string model = GetParam();
-  const int world = 2, steps = 3;
+  const std::string model = std::get<0>(GetParam());
+  const int world = std::get<1>(GetParam()), steps = model == "gpt-mini" ? 6 : 24;
   const int64_t b = model == "gpt-mini" ? 2 : 8;
   auto ref = models::make_model(model, 5);
   GlobalBatch data(*ref, world * b * steps, 9);
@@ -136,16 +138,50 @@ TEST_P(DdpEquivalence, NRanksEqualOneProcessWithNTimesTheBatch) {
     got[r] = snapshot(*m);
   });
   auto want = snapshot(*ref);
-  EXPECT_EQ(0, std::memcmp(got[0].data(), got[1].data(), 4 * got[0].size())) << "ranks differ";
+  for (int r = 1; r < world; ++r)
+    EXPECT_EQ(0, std::memcmp(got[0].data(), got[r].data(), 4 * got[0].size())) << "rank " << r << " differs";
   double max_err = 0;
   for (size_t i = 0; i < want.size(); ++i)
     max_err = std::max(max_err, double(std::fabs(got[0][i] - want[i])) / (1e-3 + std::fabs(want[i])));
   EXPECT_LT(max_err, 1e-3) << "N-rank DDP drifted from the single-process reference";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, DdpEquivalence, ::testing::Values("mlp", "gpt-mini"), [](const auto& i) {
-  return i.param == "mlp" ? std::string("mlp") : std::string("gpt_mini");
-});
+INSTANTIATE_TEST_SUITE_P(Models, DdpEquivalence,
+                         ::testing::Combine(::testing::Values("mlp", "gpt-mini"), ::testing::Values(2, 4)),
+                         [](const auto& i) {
+                           return (std::get<0>(i.param) == "mlp" ? std::string("mlp") : std::string("gpt_mini")) +
+                                  "_" + std::to_string(std::get<1>(i.param)) + "ranks";
+                         });
+
+// localsgd:k=1 (average parameters after every update) equals ddp (average gradients) with plain SGD:
+// mean(theta - lr g_r) = theta - lr mean(g_r), to float rounding.
+TEST(LayerSync, LocalSgdK1EqualsDdpWithPlainSgd) {
+  ops::set_threads(1);
+  const int world = 2, steps = 4;
+  auto proto = models::make_model("mlp", 3);
+  GlobalBatch data(*proto, world * 8 * steps, 6);
+  std::map<std::string, std::vector<float>> got;
+  std::mutex mu;
+  for (std::string policy : {"ddp", "localsgd:k=1"}) {
+    run_ranks(world, [&](int r, Backend& be) {
+      auto m = models::make_model("mlp", 3);
+      optim::OptimConfig oc;
+      oc.momentum = 0;
+      optim::Optimizer opt(oc, *m);
+      auto e = sync::make_layer_sync(engine_options(policy), *m, opt, be);
+      for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.slice((s * world + r) * 8, 8), s, 0.1f);
+      std::lock_guard<std::mutex> g(mu);
+      if (r == 0) got[policy] = snapshot(*m);
+    });
+  }
+  auto& a = got["ddp"];
+  auto& b = got["localsgd:k=1"];
+  ASSERT_EQ(a.size(), b.size());
+  double max_err = 0;
+  for (size_t i = 0; i < a.size(); ++i) max_err = std::max(max_err, double(std::fabs(a[i] - b[i])));
+  EXPECT_LT(max_err, 1e-5);
+  EXPECT_NE(0, std::memcmp(a.data(), proto->params().data(), 4 * proto->num_params()));  // it trained
+}
 
 // Local layers: right after finish_backward of a step where a layer is averaged, its parameters (and BatchNorm
 // buffers) are bitwise identical on all ranks; layers that were not synced differ (each rank saw other data).
