@@ -23,6 +23,10 @@ class SyncEngine : public nn::BackwardHook {
   // nn::BackwardHook::on_layer_ready(int) is called from the model's backward.
   // Waits for every collective whose result an update of this step needs.
   virtual void finish_backward() = 0;
+  // Per-layer immediate update: calls update(l) for every layer as soon as layer l may be updated — layers that do
+  // not sync this step at once, synced layers as their bucket completes (in launch order) — overlapping the
+  // optimizer with the communication still in flight. Replaces finish_backward() + a loop of updates.
+  virtual void finish_backward_and_update(const std::function<void(int)>& update) = 0;
   // Learning-rate factor of layer l this step (staleness scaling gamma^stale; 1 when off).
   virtual float lr_factor(int layer) const = 0;
   // After the optimizer update (e.g. the blocking whole-model averaging of plain Local SGD).

@@ -81,6 +81,8 @@ class LayerSync : public SyncEngine {
     for (int l = 0; l < m_.num_layers(); ++l) {
       actions_[l] = profiling ? Action::AllreduceGrads : policy_->decide(l, step);
       lockstep_[l] = actions_[l] == Action::AllreduceGrads;
+      // Local updates since the layer's last sync, counting this step's (lr_l = lr * gamma^stale_l).
+      stale_[l] = actions_[l] == Action::None ? stale_[l] + 1 : 0;
     }
     buckets_ = plan_buckets(actions_, ranges_, o_.first_bucket_bytes, o_.bucket_cap_bytes);
     std::fill(trigger_.begin(), trigger_.end(), -1);
@@ -103,11 +105,30 @@ class LayerSync : public SyncEngine {
       for (auto& w : f.works) w->wait();
     const double t1 = now_s();
     stats_.exposed_ms += (t1 - t0) * 1e3;
+    end_of_backward(t1);
+  }
+
+  void finish_backward_and_update(const std::function<void(int)>& update) override {
+    for (int l = m_.num_layers() - 1; l >= 0; --l)
+      if (actions_[l] == Action::None) update(l);
+    double waited = 0;
+    for (auto& f : inflight_) {
+      const double t0 = now_s();
+      for (auto& w : f.works) w->wait();
+      waited += now_s() - t0;
+      for (int l = f.bucket.hi; l >= f.bucket.lo; --l) update(l);
+    }
+    stats_.exposed_ms += waited * 1e3;
+    end_of_backward(now_s());
+  }
+
+ private:
+  void end_of_backward(double t1) {
     record_timeline(t1);
-    for (int l = 0; l < m_.num_layers(); ++l) stale_[l] = actions_[l] == Action::None ? stale_[l] + 1 : 0;
     if (step_ < policy_->profile_steps()) accumulate_profile();
   }
 
+ public:
   float lr_factor(int l) const override {
     return o_.staleness_gamma > 0 ? float(std::pow(o_.staleness_gamma, double(stale_[l]))) : 1.0f;
   }

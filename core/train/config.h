@@ -40,6 +40,7 @@ struct TrainConfig {
   bool check_collectives = false;
   double staleness_gamma = 0;           // >0: lr_l = lr * gamma^stale_l
   bool average_optimizer_state = false;
+  bool immediate_update = false;        // update each layer as soon as its sync is done
   int64_t bucket_cap_mb = 25;
   double first_bucket_mb = 1;
   std::string config_file;

@@ -126,11 +126,17 @@ nlohmann::json Trainer::run() {
     if (I.engine) I.engine->begin_backward();
     model.backward(I.engine.get());
     double t3 = now_s();
-    if (I.engine) I.engine->finish_backward();
-    double t4 = now_s();
     const float lr = I.sched.at(step);
-    for (int l = model.num_layers() - 1; l >= 0; --l)
-      I.opt->update_layer(l, I.engine ? lr * I.engine->lr_factor(l) : lr);
+    double t4;
+    if (I.engine && cfg.immediate_update) {
+      t4 = now_s();
+      I.engine->finish_backward_and_update([&](int l) { I.opt->update_layer(l, lr * I.engine->lr_factor(l)); });
+    } else {
+      if (I.engine) I.engine->finish_backward();
+      t4 = now_s();
+      for (int l = model.num_layers() - 1; l >= 0; --l)
+        I.opt->update_layer(l, I.engine ? lr * I.engine->lr_factor(l) : lr);
+    }
     if (I.engine) I.engine->after_update();
     double t5 = now_s();
     loss = fr.loss;

@@ -233,11 +233,12 @@ int cmd_bench(int argc, char** argv) {
                 a.warmup, a.iters);
     if (bare)
       std::printf("# bare = gloo::allreduce on the same context, algorithm and buffer, called on this thread\n"
-                  "# (no queue); interleaved with ours, order alternating per iteration; overhead = ours/bare - 1;\n"
-                  "# #wrong counts wrong elements of both\n");
+                  "# (no queue); interleaved with ours, order alternating per iteration; overhead = ours/bare - 1\n"
+                  "# on the medians, ovh-min the same on the fastest iteration of each (robust to preemption on a\n"
+                  "# loaded machine); #wrong counts wrong elements of both\n");
     std::printf("#\n# %12s %12s %12s %12s %12s %8s", "size(B)", "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
                 "#wrong");
-    if (bare) std::printf(" %12s %11s", "bare(us)", "overhead(%)");
+    if (bare) std::printf(" %12s %11s %11s", "bare(us)", "overhead(%)", "ovh-min(%)");
     std::printf("\n");
     std::fflush(stdout);
   }
@@ -284,30 +285,34 @@ int cmd_bench(int argc, char** argv) {
       }
     }
     const long long wrong = count_wrong(buf.fetch(), rank_sum);
-    char line[96];
-    std::snprintf(line, sizeof(line), "%.9e %lld %.9e %lld", median(times), wrong,
-                  bare ? median(bare_times) : 0.0, bare_wrong);
-    double t = 0, tb = 0;
+    auto min_of = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end()); };
+    char line[160];
+    std::snprintf(line, sizeof(line), "%.9e %lld %.9e %lld %.9e %.9e", median(times), wrong,
+                  bare ? median(bare_times) : 0.0, bare_wrong, min_of(times), min_of(bare_times));
+    double t = 0, tb = 0, tmin = 0, tbmin = 0;
     long long total_wrong = 0, total_bare_wrong = 0;
     for (const auto& s : be->allgather(line)) {
-      double tr = 0, tbr = 0;
+      double tr = 0, tbr = 0, tminr = 0, tbminr = 0;
       long long w = 0, wb = 0;
-      if (std::sscanf(s.c_str(), "%lf %lld %lf %lld", &tr, &w, &tbr, &wb) != 4)
+      if (std::sscanf(s.c_str(), "%lf %lld %lf %lld %lf %lf", &tr, &w, &tbr, &wb, &tminr, &tbminr) != 6)
         throw std::runtime_error("bench: bad rank report");
       t = std::max(t, tr);
       tb = std::max(tb, tbr);
+      tmin = std::max(tmin, tminr);
+      tbmin = std::max(tbmin, tbminr);
       total_wrong += w;
       total_bare_wrong += wb;
     }
     const double algbw = t > 0 ? static_cast<double>(count * sizeof(float)) / t / 1e9 : 0.0;
     const double busbw = n > 1 ? algbw * 2.0 * (n - 1) / n : 0.0;
     const double overhead_pct = tb > 0 ? (t / tb - 1.0) * 100.0 : 0.0;
+    const double overhead_min_pct = tbmin > 0 ? (tmin / tbmin - 1.0) * 100.0 : 0.0;
     const bool ok = total_wrong == 0 && total_bare_wrong == 0;
     all_ok = all_ok && ok;
     if (lead) {
       std::printf("  %12zu %12zu %12.1f %12.3f %12.3f %8lld", count * sizeof(float), count, t * 1e6, algbw, busbw,
                   total_wrong + total_bare_wrong);
-      if (bare) std::printf(" %12.1f %11.1f", tb * 1e6, overhead_pct);
+      if (bare) std::printf(" %12.1f %11.1f %11.1f", tb * 1e6, overhead_pct, overhead_min_pct);
       std::printf("\n");
       std::fflush(stdout);
     }
@@ -319,6 +324,9 @@ int cmd_bench(int argc, char** argv) {
     if (bare) {
       r["bare_time_s"] = tb;
       r["overhead_pct"] = overhead_pct;
+      r["min_time_s"] = tmin;
+      r["bare_min_time_s"] = tbmin;
+      r["overhead_min_pct"] = overhead_min_pct;
     }
     results.push_back(r);
     if (bytes > a.max_bytes / 2) break;  // doubling must not overflow past MAX

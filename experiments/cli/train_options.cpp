@@ -51,6 +51,7 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     ("log-every", po::value(&c.log_every)->default_value(c.log_every), "progress line every N steps (0: auto)")
     ("check-collectives", po::bool_switch(&c.check_collectives), "fingerprint every collective across ranks")
     ("staleness-lr", po::value(&c.staleness_gamma)->implicit_value(0.9), "scale lr_l by GAMMA^stale_l (default 0.9)")
+    ("immediate-update", po::bool_switch(&c.immediate_update), "update each layer as soon as its sync is done")
     ("avg-optimizer-state", po::bool_switch(&c.average_optimizer_state), "average optimizer state with parameters")
     ("bucket-cap-mb", po::value(&c.bucket_cap_mb)->default_value(c.bucket_cap_mb), "bucket cap, MiB")
     ("first-bucket-mb", po::value(&c.first_bucket_mb)->default_value(c.first_bucket_mb), "first bucket cap, MiB");

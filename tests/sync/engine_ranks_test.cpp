@@ -305,3 +305,36 @@ TEST(LayerSync, ConsensusRestoresTrainingState) {
     EXPECT_EQ(snapshot(*m), before);
   });
 }
+
+// Per-layer immediate update (each layer updated as soon as its sync is done) gives the same model, bit for bit,
+// as waiting for everything and then updating.
+TEST(LayerSync, ImmediateUpdateMatchesDeferredUpdate) {
+  ops::set_threads(1);
+  const int world = 2, steps = 4;
+  auto proto = models::make_model("cnn", 4);
+  GlobalBatch data(*proto, world * 4 * steps, 8);
+  std::vector<std::vector<float>> got(2);
+  for (int immediate = 0; immediate < 2; ++immediate) {
+    run_ranks(world, [&](int r, Backend& be) {
+      auto m = models::make_model("cnn", 4);
+      optim::Optimizer opt({}, *m);
+      auto o = engine_options("plsgd:h=2");
+      o.staleness_gamma = 0.9;
+      auto e = sync::make_layer_sync(o, *m, opt, be);
+      for (int s = 0; s < steps; ++s) {
+        if (!immediate) {
+          engine_step(*m, opt, *e, data.slice((s * world + r) * 4, 4), s, 0.05f);
+          continue;
+        }
+        e->begin_step(s);
+        m->forward(data.slice((s * world + r) * 4, 4), true);
+        e->begin_backward();
+        m->backward(e.get());
+        e->finish_backward_and_update([&](int l) { opt.update_layer(l, 0.05f * e->lr_factor(l)); });
+        e->after_update();
+      }
+      if (r == 0) got[immediate] = snapshot(*m);
+    });
+  }
+  EXPECT_EQ(got[0], got[1]);
+}
