@@ -67,9 +67,17 @@ class LayerSync : public SyncEngine {
     if (m_.buffers().size()) b_.broadcast(m_.buffers().data(), m_.buffers().size(), 0)->wait();
   }
 
+  ~LayerSync() override {
+    try {
+      if (control_) control_->wait();
+    } catch (...) {
+    }
+  }
+
   void begin_step(int64_t step) override {
     step_ = step;
     stats_ = {};
+    apply_agreed_votes();
     while (next_switch_ < switches_.size() && switches_[next_switch_].step <= step) {
       // A layer that changes regime is first averaged once: averaging everything local is that, in one go.
       average_all(false);
@@ -94,6 +102,7 @@ class LayerSync : public SyncEngine {
 
   void on_layer_ready(int l) override {
     ready_[l] = now_s();
+    if (signals_on_) take_signals(l);
     const int bi = trigger_[l];
     if (bi < 0) return;
     launch(buckets_[bi]);
@@ -125,6 +134,7 @@ class LayerSync : public SyncEngine {
  private:
   void end_of_backward(double t1) {
     record_timeline(t1);
+    cast_votes();
     if (step_ < policy_->profile_steps()) accumulate_profile();
   }
 
@@ -143,7 +153,10 @@ class LayerSync : public SyncEngine {
     if (policy_->profile_steps() > 0 && step_ + 1 == policy_->profile_steps()) finish_profile();
   }
 
-  void finalize() override { average_all(false); }
+  void finalize() override {
+    apply_agreed_votes();
+    average_all(false);
+  }
 
   StepCommStats step_stats() const override { return stats_; }
 
@@ -161,6 +174,16 @@ class LayerSync : public SyncEngine {
   void set_policy(const std::string& spec) {
     policy_ = make_policy(PolicySpec::parse(spec));
     policy_->setup(meta_, b_.size());
+    const int L = m_.num_layers();
+    signals_on_ = policy_->wants_signals();
+    if (signals_on_) {
+      prev_grads_.resize(m_.params().size());
+      signals_.grad_norm.assign(L, 0);
+      signals_.cos_prev.assign(L, 1);
+      signals_.stale.assign(L, 0);
+      has_prev_.assign(L, false);
+    }
+    votes_.resize(size_t(L) * size_t(policy_->votes_per_layer()));
     if (o_.verbose && b_.rank() == 0) {
       std::string plan = policy_->plan();
       std::fprintf(stderr, "sync: policy %s on %d ranks, %d layers%s%s\n", policy_->describe().c_str(), b_.size(),
@@ -249,6 +272,43 @@ class LayerSync : public SyncEngine {
     }
   }
 
+  // Local signals of layer l from its local gradient, before any all-reduce touches it.
+  void take_signals(int l) {
+    const auto& r = ranges_[l];
+    const float* g = m_.grads().data() + r.param_off;
+    float* prev = prev_grads_.data() + r.param_off;
+    double gg = 0, pp = 0, gp = 0;
+    for (int64_t i = 0; i < r.param_n; ++i) {
+      gg += double(g[i]) * g[i];
+      pp += double(prev[i]) * prev[i];
+      gp += double(g[i]) * prev[i];
+      prev[i] = g[i];
+    }
+    signals_.grad_norm[l] = std::sqrt(gg);
+    signals_.cos_prev[l] = has_prev_[l] && gg > 0 && pp > 0 ? gp / std::sqrt(gg * pp) : 1.0;
+    signals_.stale[l] = stale_[l];
+    has_prev_[l] = true;
+  }
+
+  // The control all-reduce: votes of this step, summed over ranks asynchronously, applied at the next step.
+  void cast_votes() {
+    if (votes_.size() == 0) return;
+    policy_->cast_votes(step_, signals_, votes_.data());
+    fingerprint("control", int64_t(votes_.size()));
+    ++seq_;
+    control_ = b_.allreduce(votes_.data(), votes_.size(), ReduceOp::Sum);
+    control_step_ = step_;
+  }
+
+  void apply_agreed_votes() {
+    if (!control_) return;
+    const double t0 = now_s();
+    control_->wait();
+    stats_.exposed_ms += (now_s() - t0) * 1e3;
+    control_.reset();
+    policy_->on_agreed(control_step_, votes_.data(), b_.size());
+  }
+
   // Self-profiling (dreamddp): per-layer backward time from the hook's ready times (the first step is warm-up).
   void accumulate_profile() {
     if (step_ == 0) return;
@@ -316,6 +376,12 @@ class LayerSync : public SyncEngine {
   int64_t step_ = 0, seq_ = 0;
   double t_bwd_ = 0;
   StepCommStats stats_;
+  bool signals_on_ = false;
+  LayerSignals signals_;
+  FloatBuffer prev_grads_, votes_;
+  std::vector<bool> has_prev_;
+  WorkPtr control_;
+  int64_t control_step_ = 0;
 };
 
 }  // namespace

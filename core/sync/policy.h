@@ -34,6 +34,14 @@ struct LayerMeta {
   int64_t bytes = 0;  // parameters + buffers, float32
 };
 
+// Local, per-layer statistics of this rank's step (computed only for policies that ask for them), taken from the
+// local gradient when the layer's backward finishes, before any all-reduce.
+struct LayerSignals {
+  std::vector<double> grad_norm;   // ||g_l||
+  std::vector<double> cos_prev;    // cos(g_l(t), g_l(t-1)) of this rank's local gradients (1 at the first step)
+  std::vector<int64_t> stale;      // local updates since the layer's last sync
+};
+
 // Measured per-layer backward and communication times (seconds), agreed across ranks.
 struct LayerTimes {
   std::vector<double> backward_s;
@@ -52,6 +60,14 @@ class Policy {
   // Policies that schedule from a profile ask for one during their first steps (lock-step meanwhile).
   virtual int64_t profile_steps() const { return 0; }
   virtual void on_profile(const LayerTimes& t) { (void)t; }
+  // Consensus (DESIGN.md, consistency rule). A policy that decides from local statistics publishes
+  // votes_per_layer() floats per layer after each backward (cast_votes); the engine sums them over the ranks with
+  // one small asynchronous all-reduce and hands the sums to on_agreed() before the next step's decide() calls:
+  // every rank then decides from the same numbers, one step later, without stalling compute.
+  virtual int votes_per_layer() const { return 0; }
+  virtual bool wants_signals() const { return votes_per_layer() > 0; }
+  virtual void cast_votes(int64_t step, const LayerSignals& s, float* votes) { (void)step; (void)s; (void)votes; }
+  virtual void on_agreed(int64_t step, const float* vote_sums, int world) { (void)step; (void)vote_sums; (void)world; }
   // Human-readable plan printed by rank 0 at start (or after profiling).
   virtual std::string plan() const { return ""; }
 
@@ -60,7 +76,12 @@ class Policy {
   int world_ = 1;
 };
 
-// ddp, localsgd:k=K, plsgd:h=H, dreamddp:h=H[,profile=DIR][,fillin=1][,profile_steps=N]
+// ddp, localsgd:k=K, plsgd:h=H, dreamddp:h=H[,profile=DIR][,fillin=1][,profile_steps=N], and registered ones.
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec);
+
+// A user's policy is one C++ file: implement Policy and register a factory under a name, e.g.
+//   static bool reg = dd::sync::register_policy("mine", [](const PolicySpec& s) { return std::make_unique<Mine>(s); });
+using PolicyFactory = std::unique_ptr<Policy> (*)(const PolicySpec&);
+bool register_policy(const std::string& name, PolicyFactory factory);
 
 }  // namespace dd::sync

@@ -58,8 +58,10 @@ class UsageErrors : public ::testing::TestWithParam<UsageCase> {
     const std::string fm = "/usr/share/datasets/fashion-mnist/";
     for (auto f : {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
       std::filesystem::create_symlink(fm + f, tmp_ / "corrupt_data" + "/" + f);
-    write_file(tmp_ / "corrupt_data/train-images-idx3-ubyte.gz",
-               read_file(fm + "train-images-idx3-ubyte.gz").substr(0, 4096));
+    std::ifstream images(fm + "train-images-idx3-ubyte.gz", std::ios::binary);
+    std::string head(4096, '\0');
+    ASSERT_TRUE(images.read(head.data(), std::streamsize(head.size()))) << "dataset-fashion-mnist is not installed";
+    write_file(tmp_ / "corrupt_data/train-images-idx3-ubyte.gz", head);
   }
   std::vector<std::string> args_for(const UsageCase& c) {
     auto a = with_quick_defaults(c.args);

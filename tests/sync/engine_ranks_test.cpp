@@ -338,3 +338,66 @@ TEST(LayerSync, ImmediateUpdateMatchesDeferredUpdate) {
   }
   EXPECT_EQ(got[0], got[1]);
 }
+
+namespace {
+
+// A user policy in one file, decided from LOCAL statistics through the control all-reduce: a layer averages its
+// parameters when the rank-summed gradient norms, agreed one step late, say so. Records its decisions.
+class VotePolicy : public sync::Policy {
+ public:
+  explicit VotePolicy(const sync::PolicySpec& s) { s.allow_only({}); }
+  std::string describe() const override { return "test-vote"; }
+  int votes_per_layer() const override { return 1; }
+  void cast_votes(int64_t, const sync::LayerSignals& s, float* v) override {
+    for (size_t l = 0; l < s.grad_norm.size(); ++l) v[l] = float(s.grad_norm[l] * (1 + s.cos_prev[l]));
+  }
+  void on_agreed(int64_t, const float* sums, int) override { agreed_.assign(sums, sums + layers_.size()); }
+  sync::Action decide(int l, int64_t step) override {
+    if (agreed_.empty()) return sync::Action::None;
+    // Any deterministic function of the agreed numbers; depends on every rank's local gradient.
+    auto a = (int64_t(agreed_[l] * 1e4) + step) % 3 == 0 ? sync::Action::AverageParams : sync::Action::None;
+    log.push_back(int(a));
+    return a;
+  }
+  std::vector<float> agreed_;
+  static thread_local std::vector<int> log;
+};
+thread_local std::vector<int> VotePolicy::log;
+
+const bool registered = sync::register_policy(
+    "test-vote", [](const sync::PolicySpec& s) -> std::unique_ptr<sync::Policy> { return std::make_unique<VotePolicy>(s); });
+
+}  // namespace
+
+// Decisions from local statistics agree on every rank (the control all-reduce), so collectives match
+// (--check-collectives would throw otherwise) and the final model is bitwise equal.
+TEST(LayerSync, LocalStatisticsDecideThroughTheControlAllreduce) {
+  ASSERT_TRUE(registered);
+  ops::set_threads(1);
+  const int world = 3, steps = 8;
+  auto proto = models::make_model("cnn", 5);
+  GlobalBatch data(*proto, world * 4 * steps, 2);
+  std::vector<std::vector<int>> logs(world);
+  std::vector<std::vector<float>> got(world);
+  run_ranks(world, [&](int r, Backend& be) {
+    auto m = models::make_model("cnn", 5);
+    optim::Optimizer opt({}, *m);
+    auto o = engine_options("test-vote");
+    o.check_collectives = true;
+    auto e = sync::make_layer_sync(o, *m, opt, be);
+    VotePolicy::log.clear();
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.slice((s * world + r) * 4, 4), s, 0.05f);
+    e->finalize();
+    logs[r] = VotePolicy::log;
+    got[r] = snapshot(*m);
+  });
+  ASSERT_EQ(logs[0].size(), size_t((steps - 1) * proto->num_layers()));
+  int syncs = 0;
+  for (int a : logs[0]) syncs += a == int(sync::Action::AverageParams);
+  EXPECT_GT(syncs, 0);
+  EXPECT_LT(syncs, int(logs[0].size()));
+  for (int r = 1; r < world; ++r) {
+    EXPECT_EQ(logs[r], logs[0]) << "rank " << r << " decided differently";
+    EXPECT_EQ(got[r], got[0]);
+  }
+}

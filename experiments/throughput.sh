@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# Throughput study: ours (ddp, localsgd:k=8, plsgd:h=8, dreamddp:h=8) against the PyTorch peer (ddp, localsgd k=8),
+# 4 ranks on the emulated cluster, one sitting per network, systems alternated; table + throughput.json + figures.
+#
+#   experiments/throughput.sh [--steps N] [--nets "1gbit 10gbit"] [--models mlp] [--out runs/throughput]
+#                             [--repeats R] [--ranks N] [--batch B] [--bin build/dreamddp] [--peer-blas auto|system|DIR]
+#                             [--policies "ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8"]
+#
+# Our runs: OUT/<net>/<policy>/ (policy with ':' and '=' made path-safe, e.g. dreamddp-h8; repeat r>1 adds .r<r>);
+# the peer's JSON line and log: OUT/<net>/torch-<algo>/. A run folder that already exists is moved to
+# OUT/previous-<time>/ first (nothing is overwritten). With several --models, OUT/<model>/ takes the place of OUT/.
+# Peer BLAS: Debian's python3-torch does its Linear layers in whatever libblas.so.3 the system provides; the
+# reference BLAS makes the peer ~5x slower than OpenBLAS, which would flatter us. `auto` (default) uses the
+# system BLAS if it is OpenBLAS, else an OpenBLAS unpacked (not installed) under ~/.cache/dreamddp/openblas,
+# fetching it with `apt-get download libopenblas0-pthread` if needed; `system` forces the system's BLAS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+STEPS=200 NETS="1gbit 10gbit" MODELS=mlp OUT=runs/throughput REPEATS=1 RANKS=4 BATCH=64
+POLICIES="ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8"
+BIN=${DREAMDDP_BIN:-build/dreamddp} PEER_BLAS=auto
+PY=/usr/bin/python3 PEER=/work/shared/peers/torch_ddp.py
+[ -f "$PEER" ] || PEER=../shared/peers/torch_ddp.py
+die() { echo "throughput.sh: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --steps) STEPS=$2; shift 2 ;;
+    --nets) NETS=$2; shift 2 ;;
+    --models) MODELS=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --repeats) REPEATS=$2; shift 2 ;;
+    --ranks) RANKS=$2; shift 2 ;;
+    --batch) BATCH=$2; shift 2 ;;
+    --bin) BIN=$2; shift 2 ;;
+    --peer) PEER=$2; shift 2 ;;
+    --peer-blas) PEER_BLAS=$2; shift 2 ;;
+    --policies) POLICIES=$2; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+for v in STEPS REPEATS RANKS BATCH; do [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"; done
+[ -x "$BIN" ] || die "no dreamddp binary at $BIN (build it: make build, or pass --bin / DREAMDDP_BIN)"
+[ -f "$PEER" ] || die "no PyTorch peer at $PEER (pass --peer)"
+$PY -c 'import torch' 2>/dev/null || die "the peer needs python3-torch (make deps-peer)"
+
+# Emulated cluster when we may build one; otherwise loopback, said in the table header.
+NETEM=1
+if [ "$(id -u)" != 0 ] || ! command -v tc >/dev/null || ! ip netns list >/dev/null 2>&1; then
+  NETEM=0
+  echo "throughput.sh: --netem unavailable (needs root, ip and tc): measuring on LOOPBACK, not a shaped network" >&2
+  NETS=loopback
+fi
+
+# The peer's BLAS (see the header comment). PEER_ENV goes in front of the peer's command line.
+sys_blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo unknown)
+PEER_ENV=(/usr/bin/env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1)
+case $PEER_BLAS in
+  system) BLAS_NOTE="system ($sys_blas)" ;;
+  auto)
+    if [[ "$sys_blas" == *openblas* ]]; then
+      BLAS_NOTE="system OpenBLAS ($sys_blas)"
+    else
+      cache=${XDG_CACHE_HOME:-$HOME/.cache}/dreamddp/openblas
+      lib=$cache/usr/lib/x86_64-linux-gnu/openblas-pthread
+      if [ ! -f "$lib/libblas.so.3" ] && command -v apt-get >/dev/null; then
+        echo "throughput.sh: system BLAS is $sys_blas; unpacking OpenBLAS for the peer into $cache" >&2
+        tmp=$(mktemp -d)
+        if (cd "$tmp" && apt-get download libopenblas0-pthread >/dev/null 2>&1); then
+          mkdir -p "$cache" && dpkg -x "$tmp"/libopenblas0-pthread_*.deb "$cache"
+        fi
+        rm -rf "$tmp"
+      fi
+      if [ -f "$lib/libblas.so.3" ]; then
+        PEER_ENV+=(LD_LIBRARY_PATH="$lib")
+        BLAS_NOTE="OpenBLAS ($lib, 1 thread)"
+      else
+        BLAS_NOTE="system ($sys_blas) - OpenBLAS not available, the peer is handicapped"
+        echo "throughput.sh: WARNING: $BLAS_NOTE" >&2
+      fi
+    fi ;;
+  *)
+    [ -f "$PEER_BLAS/libblas.so.3" ] || die "--peer-blas $PEER_BLAS: no libblas.so.3 there"
+    PEER_ENV+=(LD_LIBRARY_PATH="$(cd "$PEER_BLAS" && pwd)")
+    BLAS_NOTE="$PEER_BLAS" ;;
+esac
+
+STAMP=$(date +%Y%m%d-%H%M%S)
+safe() { local s=${1//:/-}; s=${s//=/}; echo "${s//,/-}"; }
+# move_aside DIR ROOT: an existing DIR goes to ROOT/previous-STAMP/<its path below ROOT>.
+move_aside() {
+  local dir=$1 root=$2
+  [ -e "$dir" ] || return 0
+  local dest=$root/previous-$STAMP/${dir#"$root"/}
+  mkdir -p "$(dirname "$dest")"
+  mv "$dir" "$dest"
+  echo "  (kept the earlier $dir as $dest)"
+}
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
+NET_ARGS() { if [ "$NETEM" = 1 ]; then echo "--netem $1"; fi; }
+
+for MODEL in $MODELS; do
+  root=$OUT
+  if [ "$(wc -w <<<"$MODELS")" -gt 1 ]; then root=$OUT/$MODEL; fi
+  mkdir -p "$root"
+  records=$root/records.jsonl  # one line per measured run of this sitting; the table is made from it
+  move_aside "$records" "$root"
+  move_aside "$root/throughput.json" "$root"
+  {
+    echo "# throughput sitting $STAMP on $(hostname): $(nproc) cores, load at start $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "# model $MODEL, $RANKS ranks x batch $BATCH, 1 thread per rank, synthetic data, $STEPS timed steps, repeats $REPEATS"
+    echo "# peer BLAS: $BLAS_NOTE; netem: $NETEM"
+  } > "$root/sitting.txt"
+  cat "$root/sitting.txt"
+
+  for NET in $NETS; do
+    mkdir -p "$root/$NET"
+    # The peer's algorithms (ddp, localsgd k=8) are interleaved with ours, and even rounds run in reverse order,
+    # so slow drifts of the machine (other jobs) fall on both systems alike.
+    order=()
+    read -ra pol <<<"$POLICIES"
+    peers=("ddp" "localsgd --k 8")
+    for ((i = 0; i < ${#pol[@]} || i < ${#peers[@]}; i++)); do
+      if [ $i -lt ${#pol[@]} ]; then order+=("ours|${pol[$i]}"); fi
+      if [ $i -lt ${#peers[@]} ]; then order+=("peer|${peers[$i]}"); fi
+    done
+    for ((rep = 1; rep <= REPEATS; rep++)); do
+      seq_=("${order[@]}")
+      if ((rep % 2 == 0)); then seq_=(); for ((i = ${#order[@]} - 1; i >= 0; i--)); do seq_+=("${order[$i]}"); done; fi
+      for item in "${seq_[@]}"; do
+        sys=${item%%|*} what=${item#*|}
+        suffix=""; if [ "$rep" -gt 1 ]; then suffix=".r$rep"; fi
+        ld=$(load1)
+        if [ "$sys" = ours ]; then
+          dir=$root/$NET/$(safe "$what")$suffix
+          move_aside "$dir" "$root"
+          log=$(mktemp)
+          echo "== $NET ours $what ($STEPS steps + 5 warm-up, load $ld)"
+          t0=$(date +%s.%N)
+          # shellcheck disable=SC2046
+          "$BIN" launch -n "$RANKS" $(NET_ARGS "$NET") -- train --model "$MODEL" --data synthetic --batch "$BATCH" \
+            --threads 1 --steps $((STEPS + 5)) --policy "$what" --out "$dir" --log-every 50 >"$log" 2>&1 ||
+            { cat "$log" >&2; die "our $what run failed on $NET (log above)"; }
+          t1=$(date +%s.%N)
+          mv "$log" "$dir/launch.log"
+          $PY - "$records" "$dir/summary.json" "$what" "$NET" "$MODEL" "$dir" "$ld" "$t0" "$t1" <<'PYEOF'
+import json, sys
+records, path, policy, net, model, d, ld, t0, t1 = sys.argv[1:]
+s = json.load(open(path))
+r = {"system": "dreamddp", "policy": policy, "network": net, "model": model,
+     "samples_per_s": s["samples_per_s"], "exposed_comm_fraction": s["exposed_comm_fraction"],
+     "step_ms": s["step_ms"], "run_dir": d, "load_1m": float(ld), "run_s": float(t1) - float(t0)}
+open(records, "a").write(json.dumps(r) + "\n")
+print(f"   {r['samples_per_s']:.0f} samples/s, exposed comm {100 * r['exposed_comm_fraction']:.1f}%, {r['run_s']:.0f} s")
+PYEOF
+        else
+          algo=${what%% *}
+          dir=$root/$NET/torch-$algo$suffix
+          move_aside "$dir" "$root"
+          mkdir -p "$dir"
+          store=$(mktemp -u /tmp/dd-peer-store.XXXXXX)
+          echo "== $NET peer --algo $what ($STEPS steps + 5 warm-up, load $ld)"
+          t0=$(date +%s.%N)
+          # shellcheck disable=SC2046,SC2086
+          "$BIN" launch -n "$RANKS" $(NET_ARGS "$NET") -- "${PEER_ENV[@]}" THREADS=1 "$PY" "$PEER" --model "$MODEL" \
+            --algo $what --batch "$BATCH" --steps "$STEPS" --warmup 5 --store "$store" >"$dir/launch.log" 2>&1 ||
+            { cat "$dir/launch.log" >&2; die "peer --algo $what failed on $NET (log above)"; }
+          t1=$(date +%s.%N)
+          rm -f "$store"
+          grep '^{' "$dir/launch.log" | tail -n 1 >"$dir/result.json"
+          $PY - "$records" "$dir/result.json" "$algo" "$NET" "$MODEL" "$dir" "$ld" "$t0" "$t1" "$BLAS_NOTE" <<'PYEOF'
+import json, sys
+records, path, algo, net, model, d, ld, t0, t1, blas = sys.argv[1:]
+s = json.load(open(path))
+policy = "ddp" if algo == "ddp" else f"localsgd:k={s['k']}"
+r = {"system": "torch", "policy": policy, "network": net, "model": model,
+     "samples_per_s": s["samples_per_s"], "exposed_comm_fraction": None, "step_ms": s["step_ms"],
+     "run_dir": d, "load_1m": float(ld), "run_s": float(t1) - float(t0), "peer": s["peer"], "peer_blas": blas}
+open(records, "a").write(json.dumps(r) + "\n")
+print(f"   {r['samples_per_s']:.0f} samples/s, {r['run_s']:.0f} s")
+PYEOF
+        fi
+      done
+    done
+  done
+  echo "# load at end $(cut -d' ' -f1-3 /proc/loadavg)" >>"$root/sitting.txt"
+
+  # Table (median over repeats), throughput.json (the analysis/fig_throughput.py format, one per network in
+  # OUT/<net>/ too, so `make_figures.py OUT` draws it beside that network's curves and timelines).
+  $PY - "$root" "$NETEM" "$BLAS_NOTE" <<'PYEOF'
+import json, os, statistics, sys
+root, netem, blas = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+recs = [json.loads(l) for l in open(os.path.join(root, "records.jsonl")) if l.strip()]
+rows = {}
+for r in recs:
+    rows.setdefault((r["network"], r["system"], r["policy"]), []).append(r)
+out = []
+for (net, system, policy), rs in rows.items():
+    sps = [r["samples_per_s"] for r in rs]
+    exp = [r["exposed_comm_fraction"] for r in rs if r["exposed_comm_fraction"] is not None]
+    out.append({"system": system, "policy": policy, "network": net, "model": rs[0]["model"],
+                "samples_per_s": statistics.median(sps), "exposed_comm_fraction": statistics.median(exp) if exp else None,
+                "samples_per_s_runs": sps, "load_1m_runs": [r["load_1m"] for r in rs],
+                "run_dirs": [r["run_dir"] for r in rs], **({"peer_blas": blas} if system == "torch" else {})})
+json.dump(out, open(os.path.join(root, "throughput.json"), "w"), indent=1)
+for net in dict.fromkeys(e["network"] for e in out):
+    json.dump([e for e in out if e["network"] == net], open(os.path.join(root, net, "throughput.json"), "w"), indent=1)
+
+head = open(os.path.join(root, "sitting.txt")).read()
+print()
+print(head.rstrip())
+if not netem:
+    print("# NOTE: no emulated cluster (not root / no tc): every run used LOOPBACK")
+print(f"{'network':<9} {'system':<9} {'policy':<14} {'samples/s':>10} {'exposed comm':>13} {'vs peer ddp':>12} {'vs peer lsgd':>13}")
+val = {(e["network"], e["system"], e["policy"]): e["samples_per_s"] for e in out}
+for e in out:
+    pd, pl = val.get((e["network"], "torch", "ddp")), val.get((e["network"], "torch", "localsgd:k=8"))
+    exp = "-" if e["exposed_comm_fraction"] is None else f"{100 * e['exposed_comm_fraction']:.1f}%"
+    spread = "" if len(e["samples_per_s_runs"]) < 2 else f" ({min(e['samples_per_s_runs']):.0f}-{max(e['samples_per_s_runs']):.0f})"
+    print(f"{e['network']:<9} {e['system']:<9} {e['policy']:<14} {e['samples_per_s']:>10.0f} {exp:>13} "
+          f"{e['samples_per_s'] / pd if pd else float('nan'):>11.2f}x {e['samples_per_s'] / pl if pl else float('nan'):>12.2f}x{spread}")
+print("\nacceptance (issue 4):")
+for net in dict.fromkeys(e["network"] for e in out):
+    pd, pl = val.get((net, "torch", "ddp")), val.get((net, "torch", "localsgd:k=8"))
+    od, dr = val.get((net, "dreamddp", "ddp")), val.get((net, "dreamddp", "dreamddp:h=8"))
+    for name, a, b, target in (("ours ddp / peer ddp", od, pd, 1.0), ("ours dreamddp:h=8 / peer ddp", dr, pd, 2.5),
+                               ("ours dreamddp:h=8 / peer localsgd k=8", dr, pl, 1.1)):
+        if a and b:
+            print(f"  {net:<9} {name:<40} {a / b:5.2f}  (target >= {target})  {'PASS' if a / b >= target else 'MISS'}")
+PYEOF
+  $PY analysis/make_figures.py "$root" | sed 's/^/  /'
+  $PY analysis/make_figures.py throughput "$root/throughput.json" --out "$root/figures" | sed 's/^/  /'
+  echo "throughput.sh: results $root/throughput.json, figures $root/figures/ and $root/<net>/figures/"
+done
