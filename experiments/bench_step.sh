@@ -110,19 +110,21 @@ for m in "${models[@]}"; do
   lt "${target[$m]}" "$ratio" && verdict=FAIL
   printf '%-9s %11.2f %11.2f %7.2f %7s %7s   %s\n' "$m" "$best_ours" "$best_peer" "$ratio" "<=${target[$m]}" \
     "$verdict" "$breakdown"
-  rows+=("$m ${batch[$m]} $best_ours $best_peer $ratio ${target[$m]} $verdict $breakdown ${all_ours[*]// /,} ${all_peer[*]// /,}")
+  rows+=("$m ${batch[$m]} $best_ours $best_peer $ratio ${target[$m]} $verdict $breakdown $(IFS=,; echo "${all_ours[*]},${all_peer[*]}")")
 done
 
 summary=$(printf '%s\n' "${rows[@]}" | $py -c '
 import json, sys
 res = []
 for line in sys.stdin:
-    m, b, o, p, r, t, v, br, ao, ap = line.split()
+    m, b, o, p, r, t, v, br, runs = line.split()
+    runs = [float(x) for x in runs.split(",")]
+    ao, ap = runs[:len(runs) // 2], runs[len(runs) // 2:]
     f, bw, u = (float(x) for x in br.split("/"))
     res.append({"model": m, "batch": int(b), "ours_step_ms": float(o), "torch_step_ms": float(p),
                 "ratio": float(r), "target": float(t), "pass": v == "PASS",
                 "ours_breakdown_ms": {"forward": f, "backward": bw, "update": u},
-                "ours_runs_ms": [float(x) for x in ao.split(",")], "torch_runs_ms": [float(x) for x in ap.split(",")]})
+                "ours_runs_ms": ao, "torch_runs_ms": ap})
 print(json.dumps({"bench": "step_time", "threads": 1, "world": 1, "reps": int(sys.argv[1]),
                   "peer_blas": sys.argv[2], "results": res, "pass": all(r["pass"] for r in res)}))
 ' "$reps" "$peer_blas")

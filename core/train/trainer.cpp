@@ -21,6 +21,7 @@
 #include "core/sync/engine.h"
 #include "core/train/progress.h"
 #include "core/train/run_dir.h"
+#include "core/train/sensitivity.h"
 #include "core/train/trainer_parts.h"
 
 namespace dd::train {
@@ -55,6 +56,7 @@ void resolve_and_validate(TrainConfig& c) {
     int hw = int(std::max(1u, std::thread::hardware_concurrency()));
     c.threads = c.local_world > 1 ? 1 : hw;
   }
+  if (!c.sensitivity.empty()) parse_sensitivity(c.sensitivity, c.steps);
   if (c.bucket_cap_mb < 1) throw UsageError("--bucket-cap-mb must be >= 1");
   if (!(c.first_bucket_mb > 0)) throw UsageError("--first-bucket-mb must be > 0");
 }
@@ -105,6 +107,10 @@ nlohmann::json Trainer::run() {
   Progress progress(cfg.steps, cfg.log_every);
   RunRecorder rec(cfg, model, I.backend);  // metrics.h5 rows, timing accumulators
   if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics());
+  std::unique_ptr<SensitivityProbe> probe;
+  if (!cfg.sensitivity.empty())
+    probe = std::make_unique<SensitivityProbe>(parse_sensitivity(cfg.sensitivity, cfg.steps), model, I.train,
+                                               cfg.seed, cfg.steps, I.backend, rec.metrics());
   std::vector<int64_t> idx(cfg.batch);
   const int warm = int(std::min<int64_t>(5, cfg.steps / 10));
   double t_start = now_s(), t_warm = t_start;
@@ -119,6 +125,7 @@ nlohmann::json Trainer::run() {
     I.sharder->indices(step, idx.data());
     data::gather(I.train, idx.data(), cfg.batch, &I.batch);
     models::Input in = make_input(I.batch);
+    if (probe) probe->before_step(step, in);
     if (I.engine) I.engine->begin_step(step);
     double t1 = now_s();
     auto fr = model.forward(in, true);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -233,18 +234,20 @@ int cmd_bench(int argc, char** argv) {
                 a.warmup, a.iters);
     if (bare)
       std::printf("# bare = gloo::allreduce on the same context, algorithm and buffer, called on this thread\n"
-                  "# (no queue); interleaved with ours, order alternating per iteration; overhead = ours/bare - 1\n"
-                  "# on the medians, ovh-min the same on the fastest iteration of each (robust to preemption on a\n"
-                  "# loaded machine); #wrong counts wrong elements of both\n");
+                  "# (no queue); interleaved with ours, order alternating per iteration. overhead = ours/bare - 1 on\n"
+                  "# the medians; ovh-pair = median over iterations of ours_i/bare_i - 1 (each time max over ranks;\n"
+                  "# the pair ran back to back, so slow load drift cancels); ovh-min on the fastest iteration of\n"
+                  "# each. #wrong counts wrong elements of both\n");
     std::printf("#\n# %12s %12s %12s %12s %12s %8s", "size(B)", "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
                 "#wrong");
-    if (bare) std::printf(" %12s %11s %11s", "bare(us)", "overhead(%)", "ovh-min(%)");
+    if (bare) std::printf(" %12s %11s %11s %11s", "bare(us)", "overhead(%)", "ovh-pair(%)", "ovh-min(%)");
     std::printf("\n");
     std::fflush(stdout);
   }
 
   nlohmann::json results = nlohmann::json::array();
   bool all_ok = true;
+  double sum_ours = 0, sum_bare = 0;  // medians summed over sizes, for --compare-bare's one-number summary
   // Expected sums stay exact in float32 (below 2^24) for worlds up to ~2000 ranks.
   const double rank_sum = 0.5 * n * (n + 1);
   for (size_t bytes = a.min_bytes; bytes <= a.max_bytes; bytes *= 2) {
@@ -285,34 +288,58 @@ int cmd_bench(int argc, char** argv) {
       }
     }
     const long long wrong = count_wrong(buf.fetch(), rank_sum);
-    auto min_of = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end()); };
-    char line[160];
-    std::snprintf(line, sizeof(line), "%.9e %lld %.9e %lld %.9e %.9e", median(times), wrong,
-                  bare ? median(bare_times) : 0.0, bare_wrong, min_of(times), min_of(bare_times));
+    // Every rank reports its per-iteration times; the figures are taken over ranks as documented in the header.
+    std::string report = std::to_string(wrong) + " " + std::to_string(bare_wrong) + " " + std::to_string(times.size());
+    char num[32];
+    for (const auto* v : {&times, &bare_times})
+      for (double x : *v) {
+        std::snprintf(num, sizeof(num), " %.9e", x);
+        report += num;
+      }
     double t = 0, tb = 0, tmin = 0, tbmin = 0;
     long long total_wrong = 0, total_bare_wrong = 0;
-    for (const auto& s : be->allgather(line)) {
-      double tr = 0, tbr = 0, tminr = 0, tbminr = 0;
-      long long w = 0, wb = 0;
-      if (std::sscanf(s.c_str(), "%lf %lld %lf %lld %lf %lf", &tr, &w, &tbr, &wb, &tminr, &tbminr) != 6)
-        throw std::runtime_error("bench: bad rank report");
-      t = std::max(t, tr);
-      tb = std::max(tb, tbr);
-      tmin = std::max(tmin, tminr);
-      tbmin = std::max(tbmin, tbminr);
+    std::vector<double> pair_ours(times.size(), 0.0), pair_bare(bare_times.size(), 0.0);
+    for (const auto& s : be->allgather(report)) {
+      std::istringstream in(s);
+      long long w = -1, wb = -1;
+      size_t k = 0;
+      in >> w >> wb >> k;
+      std::vector<double> tr(k), br(bare ? k : 0);
+      for (auto& x : tr) in >> x;
+      for (auto& x : br) in >> x;
+      if (!in || k != times.size()) throw std::runtime_error("bench: bad rank report");
+      t = std::max(t, median(tr));
+      tmin = std::max(tmin, *std::min_element(tr.begin(), tr.end()));
+      for (size_t i = 0; i < k; ++i) pair_ours[i] = std::max(pair_ours[i], tr[i]);
+      if (bare) {
+        tb = std::max(tb, median(br));
+        tbmin = std::max(tbmin, *std::min_element(br.begin(), br.end()));
+        for (size_t i = 0; i < k; ++i) pair_bare[i] = std::max(pair_bare[i], br[i]);
+      }
       total_wrong += w;
       total_bare_wrong += wb;
+    }
+    // Paired estimate: ours and bare of the same iteration ran back to back, so load that drifts over seconds
+    // (other processes on the machine) cancels in their ratio.
+    double overhead_pair_pct = 0;
+    if (bare) {
+      std::vector<double> ratio;
+      for (size_t i = 0; i < pair_ours.size(); ++i)
+        if (pair_bare[i] > 0) ratio.push_back(pair_ours[i] / pair_bare[i]);
+      if (!ratio.empty()) overhead_pair_pct = (median(ratio) - 1.0) * 100.0;
     }
     const double algbw = t > 0 ? static_cast<double>(count * sizeof(float)) / t / 1e9 : 0.0;
     const double busbw = n > 1 ? algbw * 2.0 * (n - 1) / n : 0.0;
     const double overhead_pct = tb > 0 ? (t / tb - 1.0) * 100.0 : 0.0;
     const double overhead_min_pct = tbmin > 0 ? (tmin / tbmin - 1.0) * 100.0 : 0.0;
     const bool ok = total_wrong == 0 && total_bare_wrong == 0;
+    sum_ours += t;
+    sum_bare += tb;
     all_ok = all_ok && ok;
     if (lead) {
       std::printf("  %12zu %12zu %12.1f %12.3f %12.3f %8lld", count * sizeof(float), count, t * 1e6, algbw, busbw,
                   total_wrong + total_bare_wrong);
-      if (bare) std::printf(" %12.1f %11.1f %11.1f", tb * 1e6, overhead_pct, overhead_min_pct);
+      if (bare) std::printf(" %12.1f %11.1f %11.1f %11.1f", tb * 1e6, overhead_pct, overhead_pair_pct, overhead_min_pct);
       std::printf("\n");
       std::fflush(stdout);
     }
@@ -327,12 +354,19 @@ int cmd_bench(int argc, char** argv) {
       r["min_time_s"] = tmin;
       r["bare_min_time_s"] = tbmin;
       r["overhead_min_pct"] = overhead_min_pct;
+      r["overhead_pair_pct"] = overhead_pair_pct;
     }
     results.push_back(r);
     if (bytes > a.max_bytes / 2) break;  // doubling must not overflow past MAX
   }
   if (lead) {
     nlohmann::json summary = {{"backend", be->name()}, {"world", n}, {"results", results}};
+    if (bare && sum_bare > 0) {
+      const double total_pct = (sum_ours / sum_bare - 1.0) * 100.0;
+      std::printf("# all sizes: ours %.1f us, bare %.1f us (sums of the medians): overhead %.1f%%\n", sum_ours * 1e6,
+                  sum_bare * 1e6, total_pct);
+      summary["overhead_total_pct"] = total_pct;
+    }
     std::printf("%s\n", summary.dump().c_str());
     std::fflush(stdout);
   }

@@ -1,0 +1,171 @@
+// SensitivityProbe: probe gradients on the side (grads arena borrowed and zeroed again, BN buffers restored).
+#include "core/train/sensitivity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "backends/backend.h"
+#include "core/common/error.h"
+#include "core/data/shuffle.h"
+#include "core/telemetry/metrics_writer.h"
+#include "core/train/trainer_parts.h"
+
+namespace dd::train {
+
+std::vector<int64_t> SensitivityConfig::probe_steps(int64_t steps) const {
+  std::vector<int64_t> out;
+  const int maxd = *std::max_element(delays.begin(), delays.end());
+  const int64_t ev = every > 0 ? every : std::max<int64_t>(maxd + 1, steps / 8);
+  for (int64_t t = first; t + maxd < steps; t += ev) out.push_back(t);
+  return out;
+}
+
+SensitivityConfig parse_sensitivity(const std::string& spec, int64_t steps) {
+  SensitivityConfig c;
+  c.on = true;
+  if (spec.empty() || spec == "on") return c;
+  auto num = [&](const std::string& k, const std::string& v, int64_t lo) {
+    char* end = nullptr;
+    long long x = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end || x < lo) throw UsageError("--sensitivity: " + k + "=" + v + " must be an integer >= " + std::to_string(lo));
+    return int64_t(x);
+  };
+  std::vector<std::string> items;
+  std::stringstream ss(spec);
+  for (std::string it; std::getline(ss, it, ',');) items.push_back(it);
+  std::string key;
+  bool delays_given = false;
+  for (auto& it : items) {
+    auto eq = it.find('=');
+    if (eq == std::string::npos) {
+      if (key != "delays") throw UsageError("--sensitivity: expected key=value, got '" + it + "'");
+      c.delays.push_back(int(num("delays", it, 1)));  // delays=1,2,4,8: the bare numbers after delays=
+      continue;
+    }
+    key = it.substr(0, eq);
+    std::string v = it.substr(eq + 1);
+    if (key == "delays") {
+      c.delays.clear();
+      delays_given = true;
+      std::stringstream ds(v);
+      for (std::string d; std::getline(ds, d, '/');) c.delays.push_back(int(num("delays", d, 1)));
+    } else if (key == "every") c.every = num(key, v, 1);
+    else if (key == "first") c.first = num(key, v, 0);
+    else if (key == "batch") c.batch = num(key, v, 1);
+    else if (key == "probe") {
+      if (v != "fixed" && v != "minibatch") throw UsageError("--sensitivity: probe=" + v + " (expected fixed or minibatch)");
+      c.minibatch = v == "minibatch";
+    } else {
+      throw UsageError("--sensitivity: unknown key '" + key + "' (known: delays, every, first, probe, batch)");
+    }
+  }
+  (void)delays_given;
+  if (c.every > 0 && c.every <= *std::max_element(c.delays.begin(), c.delays.end()))
+    throw UsageError("--sensitivity: every=" + std::to_string(c.every) + " must exceed the largest delay");
+  if (c.delays.empty()) throw UsageError("--sensitivity: delays must not be empty");
+  std::sort(c.delays.begin(), c.delays.end());
+  c.delays.erase(std::unique(c.delays.begin(), c.delays.end()), c.delays.end());
+  if (c.probe_steps(steps).empty())
+    throw UsageError("--sensitivity: no probe fits in " + std::to_string(steps) + " steps (largest delay " +
+                     std::to_string(c.delays.back()) + ", first=" + std::to_string(c.first) + ")");
+  return c;
+}
+
+struct SensitivityProbe::Impl {
+  SensitivityConfig cfg;
+  models::Model& m;
+  Backend* b;
+  telemetry::MetricsWriter* w;
+  std::vector<int64_t> starts;
+  data::Batch probe;            // the fixed probe batch
+  FloatBuffer ref;              // g(t0) of the open probe
+  int64_t open_t0 = -1;
+  FloatBuffer buffers_backup;
+
+  Impl(const SensitivityConfig& c, models::Model& m, Backend* b, telemetry::MetricsWriter* w)
+      : cfg(c), m(m), b(b), w(w) {}
+
+  // Gradient of the mean loss over `in` (in chunks), left in m.grads(); BN buffers restored afterwards.
+  void gradient(const models::Input& in) {
+    const size_t nb = m.buffers().size();
+    if (nb) {
+      buffers_backup.ensure(nb);
+      std::memcpy(buffers_backup.data(), m.buffers().data(), 4 * nb);
+    }
+    const int64_t chunk = m.takes_tokens() ? 16 : 256;
+    const int64_t x_numel = in.x ? [&] { int64_t n = 1; for (auto s : m.input_shape()) n *= s; return n; }() : 0;
+    const int64_t t_numel = in.tokens ? m.input_shape()[0] : 0;
+    for (int64_t first = 0; first < in.n; first += chunk) {
+      models::Input c;
+      c.n = std::min(chunk, in.n - first);
+      c.x = in.x ? in.x + first * x_numel : nullptr;
+      c.tokens = in.tokens ? in.tokens + first * t_numel : nullptr;
+      c.y = in.y + first * m.targets_per_sample();
+      m.forward(c, true);
+      m.backward(nullptr, float(c.n) / float(in.n));
+    }
+    if (nb) std::memcpy(m.buffers().data(), buffers_backup.data(), 4 * nb);
+  }
+
+  std::vector<float> cosines() {
+    std::vector<float> out;
+    for (auto* l : m.layers()) {
+      const float* g = l->grads();
+      const float* r = ref.data() + l->param_offset();
+      double gr = 0, gg = 0, rr = 0;
+      for (int64_t i = 0; i < l->num_params(); ++i) {
+        gr += double(g[i]) * r[i];
+        gg += double(g[i]) * g[i];
+        rr += double(r[i]) * r[i];
+      }
+      out.push_back(gg > 0 && rr > 0 ? float(gr / std::sqrt(gg * rr)) : NAN);
+    }
+    if (b && b->size() > 1) b->allreduce(out.data(), out.size(), ReduceOp::Avg)->wait();
+    return out;
+  }
+};
+
+SensitivityProbe::SensitivityProbe(const SensitivityConfig& cfg, models::Model& m, const data::Dataset& train,
+                                   uint64_t seed, int64_t steps, Backend* b, telemetry::MetricsWriter* w)
+    : impl_(std::make_unique<Impl>(cfg, m, b, w)) {
+  impl_->starts = cfg.probe_steps(steps);
+  if (!cfg.minibatch) {
+    auto idx = data::fixed_subset(train.size, std::min(cfg.batch, train.size), seed ^ 0x5E15u);
+    data::gather(train, idx.data(), int64_t(idx.size()), &impl_->probe);
+  }
+  if (w)
+    w->declare_sensitivity(cfg.minibatch ? telemetry::ProbeKind::kMinibatch : telemetry::ProbeKind::kFixedBatch,
+                           std::vector<int32_t>(cfg.delays.begin(), cfg.delays.end()), m.num_layers());
+}
+
+SensitivityProbe::~SensitivityProbe() = default;
+
+void SensitivityProbe::before_step(int64_t step, const models::Input& minibatch) {
+  auto& I = *impl_;
+  const bool start = std::binary_search(I.starts.begin(), I.starts.end(), step);
+  int delay = -1;
+  if (I.open_t0 >= 0)
+    for (int d : I.cfg.delays)
+      if (step == I.open_t0 + d) delay = d;
+  if (!start && delay < 0) return;
+  const models::Input in = I.cfg.minibatch ? minibatch : make_input(I.probe);
+  // The training step's gradients start at zero (the optimizer zeroes them); the probe borrows the arena.
+  I.gradient(in);
+  if (delay > 0) {
+    auto cos = I.cosines();
+    if (I.w)
+      I.w->record_cosine(I.cfg.minibatch ? telemetry::ProbeKind::kMinibatch : telemetry::ProbeKind::kFixedBatch,
+                         I.open_t0, delay, cos);
+    if (delay == I.cfg.delays.back()) I.open_t0 = -1;
+  }
+  if (start) {
+    I.ref.ensure(I.m.grads().size());
+    std::memcpy(I.ref.data(), I.m.grads().data(), 4 * I.m.grads().size());
+    I.open_t0 = step;
+  }
+  I.m.grads().zero();
+}
+
+}  // namespace dd::train

@@ -1,0 +1,50 @@
+// The layer-sensitivity probe (DESIGN.md "Telemetry", /sensitivity): how fast each layer's gradient goes stale.
+// At probe step t0 every rank computes each layer's gradient on a fixed probe batch; at t0+d (d in delays) it
+// computes it again on the same batch and records cos(g_l(t0), g_l(t0+d)), mean over ranks. probe=minibatch
+// compares the training minibatches' gradients instead (sampling noise included). Probing never touches the
+// training trajectory: its gradients are discarded and BatchNorm buffers restored.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/data/dataset.h"
+#include "core/models/model.h"
+
+namespace dd {
+class Backend;
+namespace telemetry {
+class MetricsWriter;
+}
+}  // namespace dd
+
+namespace dd::train {
+
+struct SensitivityConfig {
+  bool on = false;
+  std::vector<int> delays{1, 2, 4, 8};
+  int64_t every = 0;        // steps between probe starts (0: automatic, steps/8, at least max delay + 1)
+  int64_t first = 0;        // first probe step
+  bool minibatch = false;   // probe=minibatch
+  int64_t batch = 1024;     // fixed probe batch size (training samples)
+  std::vector<int64_t> probe_steps(int64_t steps) const;
+};
+
+// "on" or "delays=1,2,4,8,every=N,first=S,probe=fixed|minibatch,batch=B" (delays separated by '/' or ',' after
+// delays=, e.g. delays=1/2/4/8 or delays=1,2,4,8,every=50). Throws dd::UsageError.
+SensitivityConfig parse_sensitivity(const std::string& spec, int64_t steps);
+
+class SensitivityProbe {
+ public:
+  SensitivityProbe(const SensitivityConfig& cfg, models::Model& m, const data::Dataset& train, uint64_t seed,
+                   int64_t steps, Backend* b, telemetry::MetricsWriter* w);
+  ~SensitivityProbe();
+  // Called at the start of every training step, before its forward. `minibatch` is the step's training batch.
+  void before_step(int64_t step, const models::Input& minibatch);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dd::train

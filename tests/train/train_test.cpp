@@ -1,0 +1,159 @@
+// The training loop end to end, in process: the sensitivity probe never changes the trajectory, and the
+// metrics.h5 of a 2-rank run holds what DESIGN.md's schema promises (checked with h5py).
+#include <gloo/rendezvous/hash_store.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "backends/gloo/gloo_backend.h"
+#include "core/models/model.h"
+#include "core/sync/bucket_plan.h"
+#include "core/train/run_dir.h"
+#include "core/train/trainer.h"
+
+namespace fs = std::filesystem;
+using namespace dd;
+
+namespace {
+
+std::string tmpdir(const std::string& name) {
+  auto p = fs::temp_directory_path() / ("dd_train_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+train::TrainConfig base(const std::string& model, int64_t steps) {
+  train::TrainConfig c;
+  c.model = model;
+  c.data = "synthetic";
+  c.batch = 16;
+  c.steps = steps;
+  c.threads = 1;
+  c.eval_samples = 64;
+  train::resolve_and_validate(c);
+  return c;
+}
+
+// Runs `world` ranks as threads; each rank's Trainer gets its own backend over one HashStore.
+void run_world(int world, const train::TrainConfig& cfg0) {
+  auto store = std::make_shared<gloo::rendezvous::HashStore>();
+  std::vector<std::thread> th;
+  std::vector<std::exception_ptr> err(world);
+  for (int r = 0; r < world; ++r)
+    th.emplace_back([&, r] {
+      try {
+        auto cfg = cfg0;
+        cfg.rank = r;
+        cfg.world = world;
+        cfg.local_world = world;
+        BackendOptions o;
+        o.rank = r;
+        o.world = world;
+        o.timeout_s = 30;
+        auto b = make_gloo_backend(r, world, store, o);
+        train::Trainer(cfg, b.get()).run();
+      } catch (...) {
+        err[r] = std::current_exception();
+      }
+    });
+  for (auto& t : th) t.join();
+  for (auto& e : err)
+    if (e) std::rethrow_exception(e);
+}
+
+int python(const std::string& script) {
+  std::string path = fs::temp_directory_path() / ("dd_check_" + std::to_string(::getpid()) + ".py");
+  std::ofstream(path) << script;
+  return std::system((std::string(PY) + " " + path).c_str());
+}
+
+}  // namespace
+
+// Probing computes extra gradients at probe steps; the trained parameters must be bit-identical to a run
+// without the probe (cnn: BatchNorm running stats must be restored too).
+TEST(Sensitivity, ProbeDoesNotChangeTheTrajectory) {
+  for (const char* model : {"mlp", "cnn"}) {
+    for (const char* spec : {"delays=1/2,every=5,batch=48", "delays=1/3,probe=minibatch,every=4"}) {
+      std::string d = tmpdir("probe");
+      auto a = base(model, 14);
+      a.save_params = d + "/plain.bin";
+      train::Trainer(a, nullptr).run();
+      auto b = a;
+      b.sensitivity = spec;
+      b.save_params = d + "/probed.bin";
+      b.out = d + "/run";
+      train::prepare_run_dir(b.out, false, true);
+      train::Trainer(b, nullptr).run();
+      auto p = slurp(a.save_params), q = slurp(b.save_params);
+      ASSERT_GT(p.size(), 0u);
+      EXPECT_TRUE(p == q) << model << " " << spec << ": the probe changed the trajectory";
+      fs::remove_all(d);
+    }
+  }
+}
+
+TEST(Sensitivity, BadSpecsAreUsageErrors) {
+  auto c = base("mlp", 20);
+  for (const char* bad : {"delays=0", "delays=1/x", "every=0", "probe=weird", "nosuch=1", "delays=30", "delays=4,every=3"}) {
+    c.sensitivity = bad;
+    EXPECT_ANY_THROW(train::resolve_and_validate(c)) << bad;
+  }
+}
+
+// metrics.h5 of a 2-rank dreamddp run with the probe: /steps has one row per step, /sync_events one row per
+// launched bucket, /eval the evaluations, /layers the model's layers, sensitivity [probes, layers, delays] in
+// [-1, 1]; h5dump opens it.
+TEST(Telemetry, SchemaOfATwoRankRun) {
+  std::string d = tmpdir("schema");
+  auto c = base("mlp", 24);
+  c.policy = "plsgd:h=3";
+  c.eval_every = 8;
+  c.sensitivity = "delays=1/2/4,every=6,batch=64";
+  c.out = d + "/run";
+  train::prepare_run_dir(c.out, false, true);
+  run_world(2, c);
+  // Expected buckets: the engine's own planner over plsgd's actions (launched every step for the group due).
+  auto m = models::make_model("mlp", 0);
+  auto policy = sync::make_policy(sync::PolicySpec::parse(c.policy));
+  std::vector<sync::LayerMeta> meta;
+  std::vector<sync::LayerRange> ranges;
+  for (auto* l : m->layers()) {
+    meta.push_back({l->name, l->kind(), l->num_params(), 4 * l->num_params()});
+    ranges.push_back({l->param_offset(), l->num_params(), 0, 0});
+  }
+  policy->setup(meta, 2);
+  int64_t buckets = 0;
+  for (int64_t s = 0; s < c.steps; ++s) {
+    std::vector<sync::Action> a;
+    for (int l = 0; l < m->num_layers(); ++l) a.push_back(policy->decide(l, s));
+    buckets += int64_t(sync::plan_buckets(a, ranges, 1 << 20, 25 << 20).size());
+  }
+  const std::string h5 = c.out + "/metrics.h5";
+  std::string script = "import h5py, numpy as np, sys\nf = h5py.File('" + h5 + "', 'r')\n" +
+                       "assert f['steps'].shape[0] == " + std::to_string(c.steps) + ", f['steps'].shape\n" +
+                       "assert list(f['steps']['step']) == list(range(" + std::to_string(c.steps) + "))\n" +
+                       "assert f['sync_events'].shape[0] == " + std::to_string(buckets) + ", f['sync_events'].shape\n" +
+                       "assert f['eval'].shape[0] == 3, f['eval'].shape\n" +
+                       "assert f['layers'].shape[0] == 4 and f['layers']['name'][0] in (b'fc1', 'fc1')\n" +
+                       "c = f['sensitivity/cosine'][:]\n" +
+                       "assert c.shape == (len(f['sensitivity/probe_steps']), 4, 3), c.shape\n" +
+                       "assert c.shape[0] >= 2 and np.all(np.abs(c) <= 1.0 + 1e-6), c\n" +
+                       "assert list(f['sensitivity/delays'][:]) == [1, 2, 4]\n" +
+                       "assert f.attrs['policy'] == 'plsgd:h=3' and int(f.attrs['world']) == 2\n" +
+                       "ev = f['sync_events'][:]\n" +
+                       "assert np.all(ev['end_s'] >= ev['launch_s']) and np.all(ev['bytes'] > 0)\n";
+  EXPECT_EQ(python(script), 0);
+  EXPECT_EQ(std::system(("h5dump -H " + h5 + " > /dev/null").c_str()), 0);
+  EXPECT_TRUE(fs::exists(c.out + "/summary.json"));
+  fs::remove_all(d);
+}
