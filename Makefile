@@ -6,7 +6,7 @@ PY := /usr/bin/python3
 DEB_PACKAGES := cmake g++ make libgtest-dev libbenchmark-dev zlib1g-dev libgloo-dev libopenmpi-dev openmpi-bin \
   libhdf5-dev hdf5-tools libboost-program-options-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers nlohmann-json3-dev dataset-fashion-mnist \
   iproute2 redis-server python3-h5py python3-matplotlib fortunes
-PEER_PACKAGES := python3-torch
+PEER_PACKAGES := python3-torch libopenblas0-pthread
 
 .PHONY: deps deps-peer build test test-sanitize demo figures clean
 
@@ -16,9 +16,10 @@ deps:
 	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all Debian packages present"; fi
 
+# The peer with OpenBLAS (what PyTorch's CPU matmul uses on Debian when it is installed), not netlib's reference BLAS.
 deps-peer:
-	@dpkg-query -W -f='$${Status}\n' $(PEER_PACKAGES) 2>/dev/null | grep -q 'install ok installed' || \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(PEER_PACKAGES)
+	@missing=$$(for p in $(PEER_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi
 
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null

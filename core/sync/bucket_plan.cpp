@@ -18,7 +18,7 @@ std::vector<Bucket> plan_buckets(const std::vector<Action>& actions, const std::
     const int64_t cap = out.size() == 1 ? first_cap_bytes : cap_bytes;
     if (open) {
       Bucket& b = out.back();
-      const int64_t add = 4 * (r.param_n + (a == Action::AverageParams ? r.buffer_n : 0));
+      const int64_t add = 4 * (r.param_n + (averages_params(a) ? r.buffer_n : 0));
       // Layers are adjacent in the arenas, so extending downwards keeps the ranges contiguous.
       if (b.action == a && b.bytes() + add <= cap && r.param_off + r.param_n == b.param_off) {
         b.lo = l;

@@ -8,12 +8,15 @@
 
 namespace dd::sync {
 
+// Parameter averages carry the layer's buffers (BatchNorm running stats) along.
+inline bool averages_params(Action a) { return a == Action::AverageParams || a == Action::AverageGroup; }
+
 struct Bucket {
   int lo = 0, hi = 0;          // forward layer indices [lo, hi]; launched when layer lo is ready
   Action action = Action::None;
   int64_t param_off = 0, param_n = 0;    // float range in the parameter (or gradient) arena
   int64_t buffer_off = 0, buffer_n = 0;  // float range in the buffer arena (BatchNorm running stats)
-  int64_t bytes() const { return 4 * (param_n + (action == Action::AverageParams ? buffer_n : 0)); }
+  int64_t bytes() const { return 4 * (param_n + (averages_params(action) ? buffer_n : 0)); }
 };
 
 struct LayerRange {

@@ -2,6 +2,8 @@
 // state and launches buckets in the same (reverse layer) order, so collectives always match across ranks.
 #include "core/sync/layer_sync.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,28 +19,6 @@
 
 namespace dd::sync {
 namespace {
-
-struct Switch {
-  int64_t step;
-  std::string spec;
-};
-
-std::vector<Switch> parse_switches(const std::vector<std::string>& v) {
-  std::vector<Switch> out;
-  for (auto& s : v) {
-    auto colon = s.find(':');
-    if (colon == std::string::npos || colon == 0)
-      throw UsageError("--switch '" + s + "': expected STEP:SPEC, e.g. 500:ddp");
-    char* end = nullptr;
-    long long step = std::strtoll(s.substr(0, colon).c_str(), &end, 10);
-    if (!end || *end || step < 0) throw UsageError("--switch '" + s + "': STEP must be a non-negative integer");
-    std::string spec = s.substr(colon + 1);
-    make_policy(PolicySpec::parse(spec));  // validate now, before any work
-    out.push_back({step, spec});
-  }
-  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.step < b.step; });
-  return out;
-}
 
 struct InFlight {
   Bucket bucket;
@@ -61,6 +41,9 @@ class LayerSync : public SyncEngine {
     ready_.assign(L, 0);
     prof_sum_.assign(L, 0);
     lockstep_.assign(L, false);
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    hosts_ = b_.allgather(host);
     set_policy(o.policy);
     // Identical starting point everywhere (PyTorch DDP broadcasts at construction too).
     b_.broadcast(m_.params().data(), m_.params().size(), 0)->wait();
@@ -174,6 +157,7 @@ class LayerSync : public SyncEngine {
   void set_policy(const std::string& spec) {
     policy_ = make_policy(PolicySpec::parse(spec));
     policy_->setup(meta_, b_.size());
+    plan_version_ = policy_->plan_version();
     const int L = m_.num_layers();
     signals_on_ = policy_->wants_signals();
     if (signals_on_) {
@@ -184,6 +168,15 @@ class LayerSync : public SyncEngine {
       has_prev_.assign(L, false);
     }
     votes_.resize(size_t(L) * size_t(policy_->votes_per_layer()));
+    auto groups = policy_->groups(hosts_);
+    if (!groups.empty()) {
+      if (int(groups.size()) != b_.size()) throw UsageError("--policy " + spec + ": topology does not cover the ranks");
+      group_ = groups[b_.rank()];
+      intra_ = b_.split(group_);  // collective: every rank switches policy at the same step
+    } else {
+      intra_.reset();
+      group_ = 0;
+    }
     if (o_.verbose && b_.rank() == 0) {
       std::string plan = policy_->plan();
       std::fprintf(stderr, "sync: policy %s on %d ranks, %d layers%s%s\n", policy_->describe().c_str(), b_.size(),
@@ -203,24 +196,26 @@ class LayerSync : public SyncEngine {
                                  all[r] + "'");
   }
 
-  WorkPtr allreduce(float* p, int64_t n, const char* what) {
+  WorkPtr allreduce(Backend& g, float* p, int64_t n, const char* what) {
     fingerprint(what, n);
     ++seq_;
     stats_.bytes += 4 * n;
     ++stats_.collectives;
-    return b_.allreduce(p, size_t(n), ReduceOp::Avg);
+    return g.allreduce(p, size_t(n), ReduceOp::Avg);
   }
+  WorkPtr allreduce(float* p, int64_t n, const char* what) { return allreduce(b_, p, n, what); }
 
   void launch(const Bucket& bk) {
     InFlight f{bk, {}, now_s()};
     if (bk.action == Action::AllreduceGrads) {
-      f.works.push_back(allreduce(m_.grads().data() + bk.param_off, bk.param_n, "allreduce-grads"));
+      f.works.push_back(allreduce(b_, m_.grads().data() + bk.param_off, bk.param_n, "allreduce-grads"));
     } else {
-      f.works.push_back(allreduce(m_.params().data() + bk.param_off, bk.param_n, "average-params"));
-      if (bk.buffer_n) f.works.push_back(allreduce(m_.buffers().data() + bk.buffer_off, bk.buffer_n, "average-buffers"));
+      Backend& g = bk.action == Action::AverageGroup ? *intra_ : b_;
+      f.works.push_back(allreduce(g, m_.params().data() + bk.param_off, bk.param_n, action_name(bk.action)));
+      if (bk.buffer_n) f.works.push_back(allreduce(g, m_.buffers().data() + bk.buffer_off, bk.buffer_n, "average-buffers"));
       if (o_.average_optimizer_state)
         for (int s = 0; s < opt_.state_slots(); ++s)
-          f.works.push_back(allreduce(opt_.state().data() + s * m_.num_params() + bk.param_off, bk.param_n,
+          f.works.push_back(allreduce(g, opt_.state().data() + s * m_.num_params() + bk.param_off, bk.param_n,
                                       "average-optimizer-state"));
     }
     inflight_.push_back(std::move(f));
@@ -263,7 +258,7 @@ class LayerSync : public SyncEngine {
       r.last_layer = f.bucket.hi;
       r.action = f.bucket.action == Action::AllreduceGrads ? telemetry::SyncAction::kAllreduceGrads
                                                            : telemetry::SyncAction::kAverageParams;
-      r.group = 0;
+      r.group = f.bucket.action == Action::AverageGroup ? 1 + group_ : 0;
       r.rank = b_.rank();
       r.bytes = f.bucket.bytes();
       r.launch_s = f.launch_s - t_bwd_;
@@ -307,6 +302,13 @@ class LayerSync : public SyncEngine {
     stats_.exposed_ms += (now_s() - t0) * 1e3;
     control_.reset();
     policy_->on_agreed(control_step_, votes_.data(), b_.size());
+    print_plan_if_changed();
+  }
+
+  void print_plan_if_changed() {
+    if (policy_->plan_version() == plan_version_) return;
+    plan_version_ = policy_->plan_version();
+    if (o_.verbose && b_.rank() == 0) std::fprintf(stderr, "%s\n", policy_->plan().c_str());
   }
 
   // Self-profiling (dreamddp): per-layer backward time from the hook's ready times (the first step is warm-up).
@@ -330,7 +332,7 @@ class LayerSync : public SyncEngine {
     b_.broadcast(v.data(), v.size(), 0)->wait();
     for (int l = 0; l < L; ++l) t.backward_s[l] = v[l], t.comm_s[l] = v[L + l];
     policy_->on_profile(t);
-    if (o_.verbose && b_.rank() == 0) std::fprintf(stderr, "%s\n", policy_->plan().c_str());
+    print_plan_if_changed();
   }
 
   // Latency-bandwidth model of this backend and network, c(bytes) = alpha + bytes / beta, from timed
@@ -360,7 +362,7 @@ class LayerSync : public SyncEngine {
   models::Model& m_;
   optim::Optimizer& opt_;
   Backend& b_;
-  std::vector<Switch> switches_;
+  std::vector<PolicySwitch> switches_;
   size_t next_switch_ = 0;
   std::unique_ptr<Policy> policy_;
   std::vector<LayerMeta> meta_;
@@ -376,6 +378,10 @@ class LayerSync : public SyncEngine {
   int64_t step_ = 0, seq_ = 0;
   double t_bwd_ = 0;
   StepCommStats stats_;
+  std::vector<std::string> hosts_;
+  int64_t plan_version_ = 0;
+  std::unique_ptr<Backend> intra_;
+  int group_ = 0;
   bool signals_on_ = false;
   LayerSignals signals_;
   FloatBuffer prev_grads_, votes_;

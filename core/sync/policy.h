@@ -9,7 +9,8 @@
 
 namespace dd::sync {
 
-enum class Action : int8_t { None = 0, AverageParams = 1, AllreduceGrads = 2 };
+// AverageGroup averages the layer's parameters inside this rank's group only (two-level topology, `hier`).
+enum class Action : int8_t { None = 0, AverageParams = 1, AllreduceGrads = 2, AverageGroup = 3 };
 const char* action_name(Action a);
 
 // "name:key=value,key=value" parsed; unknown keys are refused by the policy that reads them.
@@ -57,6 +58,9 @@ class Policy {
   virtual Action decide(int layer, int64_t step) = 0;
   // True when the whole model is averaged, blocking, after the update of `step` (plain Local SGD).
   virtual bool full_average_after(int64_t step) const { (void)step; return false; }
+  // Two-level topology: the group of every rank (hosts[r] is rank r's host name); ranks of one group run
+  // Action::AverageGroup among themselves on their own sub-group backend. Empty: no groups.
+  virtual std::vector<int> groups(const std::vector<std::string>& hosts) const { (void)hosts; return {}; }
   // Policies that schedule from a profile ask for one during their first steps (lock-step meanwhile).
   virtual int64_t profile_steps() const { return 0; }
   virtual void on_profile(const LayerTimes& t) { (void)t; }
@@ -68,8 +72,10 @@ class Policy {
   virtual bool wants_signals() const { return votes_per_layer() > 0; }
   virtual void cast_votes(int64_t step, const LayerSignals& s, float* votes) { (void)step; (void)s; (void)votes; }
   virtual void on_agreed(int64_t step, const float* vote_sums, int world) { (void)step; (void)vote_sums; (void)world; }
-  // Human-readable plan printed by rank 0 at start (or after profiling).
+  // Human-readable plan printed by rank 0 at start, and again whenever plan_version() changes (e.g. after a
+  // policy finished measuring and assigned its schedule).
   virtual std::string plan() const { return ""; }
+  virtual int64_t plan_version() const { return 0; }
 
  protected:
   std::vector<LayerMeta> layers_;
@@ -78,6 +84,13 @@ class Policy {
 
 // ddp, localsgd:k=K, plsgd:h=H, dreamddp:h=H[,profile=DIR][,fillin=1][,profile_steps=N], and registered ones.
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec);
+
+// --switch STEP:SPEC values, validated (each SPEC builds a policy) and sorted by step. Throws dd::UsageError.
+struct PolicySwitch {
+  int64_t step;
+  std::string spec;
+};
+std::vector<PolicySwitch> parse_switches(const std::vector<std::string>& args);
 
 // A user's policy is one C++ file: implement Policy and register a factory under a name, e.g.
 //   static bool reg = dd::sync::register_policy("mine", [](const PolicySpec& s) { return std::make_unique<Mine>(s); });

@@ -56,6 +56,8 @@ class DreamDdpPolicy : public Policy {
     if (fillin_) extra_ = fill_in(t.backward_s, t.comm_s, h_, phase_);
   }
 
+  int64_t plan_version() const override { return phase_.empty() ? 0 : 1; }
+
   Action decide(int layer, int64_t step) override {
     const int p = int(step % h_);
     if (phase_[layer] == p) return Action::AverageParams;

@@ -1,7 +1,10 @@
 // make_policy: spec name -> policy object; unknown names are usage errors listing the known ones.
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include "core/common/error.h"
+#include "core/sync/policies_adaptive.h"
 #include "core/sync/policy_factory.h"
 
 namespace dd::sync {
@@ -19,13 +22,33 @@ bool register_policy(const std::string& name, PolicyFactory factory) {
 }
 
 std::unique_ptr<Policy> make_policy(const PolicySpec& s) {
+  if (auto p = make_composite_policy(s)) return p;  // "A+staleness:t=T" before the name is looked at
   if (auto p = make_baseline_policy(s)) return p;
   if (auto p = make_dreamddp_policy(s)) return p;
+  if (auto p = make_adaptive_policy(s)) return p;
+  if (auto p = make_hier_policy(s)) return p;
   auto it = registry().find(s.name);
   if (it != registry().end()) return it->second(s);
-  std::string known = "ddp, localsgd, plsgd, dreamddp";
+  std::string known = "ddp, localsgd, plsgd, dreamddp, hier, fixed, threshold, autothreshold, staleness, hybrid";
   for (auto& [n, f] : registry()) known += ", " + n;
   throw UsageError("--policy: unknown policy '" + s.name + "' (known: " + known + ")");
+}
+
+std::vector<PolicySwitch> parse_switches(const std::vector<std::string>& v) {
+  std::vector<PolicySwitch> out;
+  for (auto& s : v) {
+    auto colon = s.find(':');
+    if (colon == std::string::npos || colon == 0)
+      throw UsageError("--switch '" + s + "': expected STEP:SPEC, e.g. 500:ddp");
+    char* end = nullptr;
+    long long step = std::strtoll(s.substr(0, colon).c_str(), &end, 10);
+    if (!end || *end || step < 0) throw UsageError("--switch '" + s + "': STEP must be a non-negative integer");
+    std::string spec = s.substr(colon + 1);
+    make_policy(PolicySpec::parse(spec));  // validate now, before any work
+    out.push_back({step, spec});
+  }
+  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.step < b.step; });
+  return out;
 }
 
 }  // namespace dd::sync

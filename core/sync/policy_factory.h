@@ -7,4 +7,5 @@
 namespace dd::sync {
 std::unique_ptr<Policy> make_baseline_policy(const PolicySpec& s);   // ddp, localsgd, plsgd
 std::unique_ptr<Policy> make_dreamddp_policy(const PolicySpec& s);   // dreamddp
+std::unique_ptr<Policy> make_hier_policy(const PolicySpec& s);       // hier
 }  // namespace dd::sync

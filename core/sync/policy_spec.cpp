@@ -12,6 +12,7 @@ const char* action_name(Action a) {
     case Action::None: return "none";
     case Action::AverageParams: return "average-params";
     case Action::AllreduceGrads: return "allreduce-grads";
+    case Action::AverageGroup: return "average-group";
   }
   return "?";
 }

@@ -19,6 +19,7 @@
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 #include "core/sync/engine.h"
+#include "core/sync/policy.h"
 #include "core/train/progress.h"
 #include "core/train/run_dir.h"
 #include "core/train/sensitivity.h"
@@ -57,6 +58,8 @@ void resolve_and_validate(TrainConfig& c) {
     c.threads = c.local_world > 1 ? 1 : hw;
   }
   if (!c.sensitivity.empty()) parse_sensitivity(c.sensitivity, c.steps);
+  sync::make_policy(sync::PolicySpec::parse(c.policy));  // a bad spec is refused before any work
+  sync::parse_switches(c.switches);
   if (c.bucket_cap_mb < 1) throw UsageError("--bucket-cap-mb must be >= 1");
   if (!(c.first_bucket_mb > 0)) throw UsageError("--first-bucket-mb must be > 0");
 }

@@ -5,7 +5,6 @@
 
 #include "backends/backend.h"
 #include "core/common/error.h"
-#include "core/sync/policy.h"
 #include "core/train/run_dir.h"
 #include "core/train/trainer.h"
 #include "experiments/cli/connect.h"
@@ -19,7 +18,6 @@ int cmd_train(int argc, char** argv) {
   if (!parse_train_options(argc, argv, cfg)) return 0;
   place_rank(cfg);
   train::resolve_and_validate(cfg);
-  sync::make_policy(sync::PolicySpec::parse(cfg.policy));  // reject a bad spec before any work
   if (!cfg.out.empty()) train::prepare_run_dir(cfg.out, cfg.overwrite, cfg.rank == 0);
   auto backend = connect(cfg);
   if (cfg.rank == 0)

@@ -1,0 +1,126 @@
+// threshold / autothreshold: a layer averages when its gradient-direction signal, agreed over the ranks through
+// the control all-reduce one step late, falls below the trigger line (fixed thr, or adapted per layer with auto=1).
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+#include "core/common/error.h"
+#include "core/sync/policies_adaptive.h"
+
+namespace dd::sync {
+
+namespace {
+constexpr int64_t kNever = std::numeric_limits<int64_t>::min() / 2;
+}
+
+ThresholdPolicy::ThresholdPolicy(const PolicySpec& s)
+    : thr_(s.get_double("thr", 0.8, -1, 1)), ema_(s.get_double("ema", 0.9, 0, 0.9999)),
+      aema_(s.get_double("aema", 0.5, 0, 0.9999)), margin_(s.get_double("margin", 0.25, 0, 100)),
+      slow_(s.get_double("slow", 0.99, 0, 0.99999)), min_(s.get_int("min", 1, 1, 1 << 20)),
+      max_(s.get_int("max", 64, 1, 1 << 20)), auto_(s.get_bool("auto", s.name == "autothreshold")) {
+  s.allow_only({"thr", "ema", "aema", "min", "max", "auto", "margin", "slow", "t"});
+  if (s.kv.count("t")) throw UsageError("--policy " + s.name + ": t= is the staleness cap of hybrid; use max= here");
+  if (min_ > max_)
+    throw UsageError("--policy " + s.name + ": min=" + std::to_string(min_) + " exceeds max=" + std::to_string(max_));
+  if (auto_ && s.kv.count("thr"))
+    throw UsageError("--policy " + s.name + ": auto=1 adapts the trigger line itself; drop thr= or use auto=0");
+  if (!auto_ && (s.kv.count("margin") || s.kv.count("slow")))
+    throw UsageError("--policy " + s.name + ": margin= and slow= tune the auto-tuned line; add auto=1");
+}
+
+std::string ThresholdPolicy::describe() const {
+  std::ostringstream o;
+  o << "threshold:";
+  if (auto_) o << "auto=1,margin=" << margin_ << ",slow=" << slow_;
+  else o << "thr=" << thr_;
+  o << ",ema=" << ema_ << ",aema=" << aema_ << ",min=" << min_ << ",max=" << max_;
+  return o.str();
+}
+
+void ThresholdPolicy::setup(const std::vector<LayerMeta>& layers, int world) {
+  Policy::setup(layers, world);
+  const size_t L = layers.size();
+  local_ema_.assign(L, 1.0);
+  cos_.assign(L, 1.0);
+  disruption_.assign(L, 0.0);
+  baseline_.assign(L, 0.0);
+  last_sync_.assign(L, kNever);
+  decided_step_.assign(L, kNever);
+  decided_.assign(L, Action::None);
+  real_last_.assign(L, kNever);
+  real_prev_.assign(L, kNever);
+}
+
+double ThresholdPolicy::line(int layer) const {
+  return auto_ ? 1.0 - (1.0 + margin_) * baseline_.at(size_t(layer)) : thr_;
+}
+
+bool ThresholdPolicy::synced_at(int layer, int64_t step) const {
+  return real_last_[layer] == step || real_prev_[layer] == step;
+}
+
+Action ThresholdPolicy::decide(int layer, int64_t step) {
+  if (decided_step_[layer] == step) return decided_[layer];
+  // A policy that starts mid-run (a switch) starts from an averaged model: as if every layer synced just before.
+  if (last_sync_[layer] == kNever) last_sync_[layer] = step - 1;
+  const int64_t gap = step - last_sync_[layer];
+  const bool sync = gap >= max_ || (gap >= min_ && has_signal() && signal(layer) < line(layer));
+  Action a = sync ? Action::AverageParams : Action::None;
+  if (sync) {
+    last_sync_[layer] = step;
+    real_prev_[layer] = real_last_[layer];
+    real_last_[layer] = step;
+  }
+  decided_step_[layer] = step;
+  decided_[layer] = a;
+  return a;
+}
+
+void ThresholdPolicy::cast_votes(int64_t step, const LayerSignals& s, float* votes) {
+  const size_t L = layers_.size();
+  for (size_t l = 0; l < L; ++l) {
+    const double c = s.cos_prev[l];
+    // The first cos_prev is the engine's convention (1, no previous gradient yet), not a measurement.
+    if (casts_ == 1) local_ema_[l] = c;
+    else if (casts_ > 1) local_ema_[l] = ema_ * local_ema_[l] + (1 - ema_) * c;
+    votes[2 * l] = float(local_ema_[l]);
+    // The gradient right after an averaging was taken at the averaged point: how far its direction departs from
+    // the layer's usual one measures the jump, i.e. how much the ranks disagreed.
+    votes[2 * l + 1] = casts_ > 0 && synced_at(int(l), step - 1) ? float(c) : 0.0f;
+  }
+  ++casts_;
+}
+
+void ThresholdPolicy::on_agreed(int64_t step, const float* sums, int world) {
+  ++agreed_;
+  if (agreed_ == 1) return;  // the votes of the first step carry no measurement
+  const size_t L = layers_.size();
+  for (size_t l = 0; l < L; ++l) {
+    const double c = double(sums[2 * l]) / world;
+    if (agreed_ > 2 && synced_at(int(l), step - 1)) {
+      const double after = double(sums[2 * l + 1]) / world;
+      disruption_[l] = std::max(0.0, aema_ * disruption_[l] + (1 - aema_) * (cos_[l] - after));
+    }
+    cos_[l] = c;
+    baseline_[l] = agreed_ == 2 ? 1 - c : slow_ * baseline_[l] + (1 - slow_) * (1 - c);
+  }
+  if (getenv("TMP_TRACE") && step % 20 == 0) { // TMPTRACE
+    fprintf(stderr, "step %ld:", long(step));
+    for (size_t l = 0; l < L; ++l) fprintf(stderr, " %s c=%.3f d=%.3f", layers_[l].name.c_str(), cos_[l], disruption_[l]);
+    fprintf(stderr, "\n");
+  }
+}
+
+std::string ThresholdPolicy::plan() const {
+  std::ostringstream o;
+  o << "threshold: a layer averages when its signal (mean over ranks of the EMA of cos(g_t, g_t-1), minus its "
+       "disruption at syncs) < ";
+  if (auto_) o << "1 - " << 1 + margin_ << " x its slow-EMA direction change (auto)";
+  else o << thr_;
+  o << ", at most every " << min_ << " and at least every " << max_
+    << " steps; signals agreed one step late (2 floats/layer)";
+  return o.str();
+}
+
+}  // namespace dd::sync
