@@ -37,8 +37,10 @@ def _json_files(study, runs, pattern):
 
 
 def _stem_suffix(path, base):
+    """'' for BASE.json; otherwise the file stem without BASE, so gpt2_schedule.json draws schedule_gpt2."""
     stem = os.path.splitext(os.path.basename(path))[0]
-    return "" if stem == base else "_" + stem
+    rest = stem.replace(base, "", 1).strip("_-.") if stem != base else ""
+    return "_" + rest if rest else ""
 
 
 def study_figures(study, paths):
@@ -66,9 +68,13 @@ def study_figures(study, paths):
 
 def cmd_all(args):
     studies = find_studies(args.runs_dir)
+    # A study of schedules or throughput results alone (no training run) still gets its figures.
+    root = os.path.abspath(args.runs_dir)
+    if root not in studies and any(glob.glob(os.path.join(root, p)) for p in ("*schedule*.json", "*throughput*.json")):
+        studies[root] = []
     if not studies:
-        print(f"make_figures: no metrics.h5 under {args.runs_dir} (expected RUNS/STUDY/RUN/metrics.h5)",
-              file=sys.stderr)
+        print(f"make_figures: no metrics.h5 under {args.runs_dir} (expected RUNS/STUDY/RUN/metrics.h5) and no "
+              f"schedule/throughput JSON in it", file=sys.stderr)
         return 2
     for study, paths in studies.items():
         written = study_figures(study, paths)

@@ -4,7 +4,10 @@
 #
 #   experiments/throughput.sh [--steps N] [--nets "1gbit 10gbit"] [--models mlp] [--out runs/throughput]
 #                             [--repeats R] [--ranks N] [--batch B] [--bin build/dreamddp] [--peer-blas auto|system|DIR]
-#                             [--policies "ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8"]
+#                             [--policies "ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8"] [--peer-algos "ddp localsgd"]
+#                             [--loopback]
+# Relative paths given as options are taken from the caller's directory; the defaults from the repository root.
+# --peer-algos "" runs ours only. Environment: DREAMDDP_BIN, DREAMDDP_PEER (default ../shared/peers/torch_ddp.py).
 #
 # Our runs: OUT/<net>/<policy>/ (policy with ':' and '=' made path-safe, e.g. dreamddp-h8; repeat r>1 adds .r<r>);
 # the peer's JSON line and log: OUT/<net>/torch-<algo>/. A run folder that already exists is moved to
@@ -14,76 +17,89 @@
 # system BLAS if it is OpenBLAS, else an OpenBLAS unpacked (not installed) under ~/.cache/dreamddp/openblas,
 # fetching it with `apt-get download libopenblas0-pthread` if needed; `system` forces the system's BLAS.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+REPO=$(cd "$(dirname "$0")/.." && pwd)
 
+# Defaults are relative to the repository root; paths given on the command line to the caller's directory.
 STEPS=200 NETS="1gbit 10gbit" MODELS=mlp OUT=runs/throughput REPEATS=1 RANKS=4 BATCH=64
-POLICIES="ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8"
-BIN=${DREAMDDP_BIN:-build/dreamddp} PEER_BLAS=auto
-PY=/usr/bin/python3 PEER=/work/shared/peers/torch_ddp.py
-[ -f "$PEER" ] || PEER=../shared/peers/torch_ddp.py
+POLICIES="ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8" PEER_ALGOS="ddp localsgd" LOOPBACK=0
+BIN=${DREAMDDP_BIN:-build/dreamddp} PEER=${DREAMDDP_PEER:-$REPO/../shared/peers/torch_ddp.py} PEER_BLAS=auto
+PY=/usr/bin/python3
 die() { echo "throughput.sh: $*" >&2; exit 2; }
+abs() { if [[ "$1" = /* ]]; then echo "$1"; else echo "$PWD/$1"; fi; }
 while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || [[ "$1" = --loopback || "$1" = -h || "$1" = --help ]] || die "$1 needs a value"
   case $1 in
     --steps) STEPS=$2; shift 2 ;;
     --nets) NETS=$2; shift 2 ;;
     --models) MODELS=$2; shift 2 ;;
-    --out) OUT=$2; shift 2 ;;
+    --out) OUT=$(abs "$2"); shift 2 ;;
     --repeats) REPEATS=$2; shift 2 ;;
     --ranks) RANKS=$2; shift 2 ;;
     --batch) BATCH=$2; shift 2 ;;
-    --bin) BIN=$2; shift 2 ;;
-    --peer) PEER=$2; shift 2 ;;
-    --peer-blas) PEER_BLAS=$2; shift 2 ;;
+    --bin) BIN=$(abs "$2"); shift 2 ;;
+    --peer) PEER=$(abs "$2"); shift 2 ;;
+    --peer-blas) PEER_BLAS=$2; [[ "$2" = auto || "$2" = system ]] || PEER_BLAS=$(abs "$2"); shift 2 ;;
     --policies) POLICIES=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --peer-algos) PEER_ALGOS=$2; shift 2 ;;
+    --loopback) LOOPBACK=1; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
+cd "$REPO"
+[ -n "$POLICIES" ] || die "--policies is empty"
+for a in $PEER_ALGOS; do [[ "$a" = ddp || "$a" = localsgd ]] || die "--peer-algos: '$a' is not ddp or localsgd"; done
 for v in STEPS REPEATS RANKS BATCH; do [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"; done
 [ -x "$BIN" ] || die "no dreamddp binary at $BIN (build it: make build, or pass --bin / DREAMDDP_BIN)"
-[ -f "$PEER" ] || die "no PyTorch peer at $PEER (pass --peer)"
-$PY -c 'import torch' 2>/dev/null || die "the peer needs python3-torch (make deps-peer)"
+if [ -n "$PEER_ALGOS" ]; then
+  [ -f "$PEER" ] || die "no PyTorch peer at $PEER (pass --peer or DREAMDDP_PEER)"
+  $PY -c 'import torch' 2>/dev/null || die "the peer needs python3-torch (make deps-peer)"
+fi
 
 # Emulated cluster when we may build one; otherwise loopback, said in the table header.
 NETEM=1
-if [ "$(id -u)" != 0 ] || ! command -v tc >/dev/null || ! ip netns list >/dev/null 2>&1; then
-  NETEM=0
+if [ "$LOOPBACK" = 1 ]; then
+  NETEM=0 NETS=loopback
+elif [ "$(id -u)" != 0 ] || ! command -v tc >/dev/null || ! ip netns list >/dev/null 2>&1; then
+  NETEM=0 NETS=loopback
   echo "throughput.sh: --netem unavailable (needs root, ip and tc): measuring on LOOPBACK, not a shaped network" >&2
-  NETS=loopback
 fi
 
 # The peer's BLAS (see the header comment). PEER_ENV goes in front of the peer's command line.
 sys_blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo unknown)
 PEER_ENV=(/usr/bin/env OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1)
-case $PEER_BLAS in
-  system) BLAS_NOTE="system ($sys_blas)" ;;
-  auto)
-    if [[ "$sys_blas" == *openblas* ]]; then
-      BLAS_NOTE="system OpenBLAS ($sys_blas)"
-    else
-      cache=${XDG_CACHE_HOME:-$HOME/.cache}/dreamddp/openblas
-      lib=$cache/usr/lib/x86_64-linux-gnu/openblas-pthread
-      if [ ! -f "$lib/libblas.so.3" ] && command -v apt-get >/dev/null; then
-        echo "throughput.sh: system BLAS is $sys_blas; unpacking OpenBLAS for the peer into $cache" >&2
-        tmp=$(mktemp -d)
-        if (cd "$tmp" && apt-get download libopenblas0-pthread >/dev/null 2>&1); then
-          mkdir -p "$cache" && dpkg -x "$tmp"/libopenblas0-pthread_*.deb "$cache"
-        fi
-        rm -rf "$tmp"
-      fi
-      if [ -f "$lib/libblas.so.3" ]; then
-        PEER_ENV+=(LD_LIBRARY_PATH="$lib")
-        BLAS_NOTE="OpenBLAS ($lib, 1 thread)"
+BLAS_NOTE="no peer runs"
+if [ -n "$PEER_ALGOS" ]; then
+  case $PEER_BLAS in
+    system) BLAS_NOTE="system ($sys_blas)" ;;
+    auto)
+      if [[ "$sys_blas" == *openblas* ]]; then
+        BLAS_NOTE="system OpenBLAS ($sys_blas)"
       else
-        BLAS_NOTE="system ($sys_blas) - OpenBLAS not available, the peer is handicapped"
-        echo "throughput.sh: WARNING: $BLAS_NOTE" >&2
-      fi
-    fi ;;
-  *)
-    [ -f "$PEER_BLAS/libblas.so.3" ] || die "--peer-blas $PEER_BLAS: no libblas.so.3 there"
-    PEER_ENV+=(LD_LIBRARY_PATH="$(cd "$PEER_BLAS" && pwd)")
-    BLAS_NOTE="$PEER_BLAS" ;;
-esac
+        cache=${XDG_CACHE_HOME:-$HOME/.cache}/dreamddp/openblas
+        lib=$cache/usr/lib/x86_64-linux-gnu/openblas-pthread
+        if [ ! -f "$lib/libblas.so.3" ] && command -v apt-get >/dev/null; then
+          echo "throughput.sh: system BLAS is $sys_blas; unpacking OpenBLAS for the peer into $cache" >&2
+          tmp=$(mktemp -d)
+          if (cd "$tmp" && apt-get download libopenblas0-pthread >/dev/null 2>&1); then
+            mkdir -p "$cache" && dpkg -x "$tmp"/libopenblas0-pthread_*.deb "$cache"
+          fi
+          rm -rf "$tmp"
+        fi
+        if [ -f "$lib/libblas.so.3" ]; then
+          PEER_ENV+=(LD_LIBRARY_PATH="$lib")
+          BLAS_NOTE="OpenBLAS ($lib, 1 thread)"
+        else
+          BLAS_NOTE="system ($sys_blas) - OpenBLAS not available, the peer is handicapped"
+          echo "throughput.sh: WARNING: $BLAS_NOTE" >&2
+        fi
+      fi ;;
+    *)
+      [ -f "$PEER_BLAS/libblas.so.3" ] || die "--peer-blas $PEER_BLAS: no libblas.so.3 there"
+      PEER_ENV+=(LD_LIBRARY_PATH="$(cd "$PEER_BLAS" && pwd)")
+      BLAS_NOTE="$PEER_BLAS" ;;
+  esac
+fi
 
 STAMP=$(date +%Y%m%d-%H%M%S)
 safe() { local s=${1//:/-}; s=${s//=/}; echo "${s//,/-}"; }
@@ -120,7 +136,10 @@ for MODEL in $MODELS; do
     # so slow drifts of the machine (other jobs) fall on both systems alike.
     order=()
     read -ra pol <<<"$POLICIES"
-    peers=("ddp" "localsgd --k 8")
+    peers=()
+    for a in $PEER_ALGOS; do
+      if [ "$a" = ddp ]; then peers+=("ddp"); else peers+=("localsgd --k 8"); fi
+    done
     for ((i = 0; i < ${#pol[@]} || i < ${#peers[@]}; i++)); do
       if [ $i -lt ${#pol[@]} ]; then order+=("ours|${pol[$i]}"); fi
       if [ $i -lt ${#peers[@]} ]; then order+=("peer|${peers[$i]}"); fi
@@ -211,7 +230,7 @@ head = open(os.path.join(root, "sitting.txt")).read()
 print()
 print(head.rstrip())
 if not netem:
-    print("# NOTE: no emulated cluster (not root / no tc): every run used LOOPBACK")
+    print("# NOTE: no emulated cluster (--loopback, or not root / no tc): every run used LOOPBACK, unshaped")
 print(f"{'network':<9} {'system':<9} {'policy':<14} {'samples/s':>10} {'exposed comm':>13} {'vs peer ddp':>12} {'vs peer lsgd':>13}")
 val = {(e["network"], e["system"], e["policy"]): e["samples_per_s"] for e in out}
 for e in out:

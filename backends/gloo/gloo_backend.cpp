@@ -138,7 +138,14 @@ class GlooBackend : public Backend {
     // Start-up can be slow on a loaded machine (other ranks still loading data); a short per-op timeout
     // must not make the rendezvous itself fail.
     double connect_s = std::max(opts.timeout_s, 30.0);
-    store_->set(prefix_ + "/hello/" + std::to_string(rank_), {'1'});
+    try {
+      store_->set(prefix_ + "/hello/" + std::to_string(rank_), {'1'});
+    } catch (const gloo::EnforceNotMet& e) {
+      // RedisStore refuses to overwrite a key: an earlier job left its keys in this store.
+      throw UsageError("gloo: the rendezvous store already holds keys of an earlier job (" + std::string(e.what()) +
+                       "); give every job a fresh store: a new file:// directory, redis://host:port/JOB with a "
+                       "new JOB, or FLUSHALL the redis-server");
+    }
     data_ = connect("data", connect_s);
     ctl_ = connect("ctl", connect_s);
     queue_ = std::make_unique<CommQueue>(describe());
@@ -165,7 +172,6 @@ class GlooBackend : public Backend {
     o.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
     o.setAlgorithm(pick(algorithm_, n * sizeof(float)));
     o.setTimeout(to_ms(timeout_s_));
-    if (const char* e = std::getenv("DDSEG")) o.setMaxSegmentSize(std::stoul(e));
     gloo::allreduce(o);
   }
 
@@ -379,7 +385,10 @@ std::unique_ptr<Backend> make_gloo_backend(int rank, int world, std::shared_ptr<
 }
 
 std::unique_ptr<Backend> make_gloo_backend(const BackendOptions& opts) {
-  return make_gloo_backend(opts.rank, opts.world, make_gloo_store(opts.rendezvous, opts.world), opts);
+  BackendOptions o = opts;
+  const std::string job = rendezvous_job(opts.rendezvous);
+  if (!job.empty()) o.prefix = job + "/" + opts.prefix;
+  return make_gloo_backend(o.rank, o.world, make_gloo_store(o.rendezvous, o.world), o);
 }
 
 BareAllreduce gloo_bare_allreduce(Backend& b) {

@@ -18,9 +18,14 @@ namespace dd {
 std::unique_ptr<Backend> make_gloo_backend(int rank, int world, std::shared_ptr<gloo::rendezvous::Store> store,
                                            const BackendOptions& opts);
 
-// Store for a rendezvous URL: file:///dir (FileStore, directory created), redis://host:port (RedisStore),
+// Store for a rendezvous URL: file:///dir (FileStore, directory created), redis://host:port[/JOB] (RedisStore),
 // or "" with world == 1 (in-process HashStore). Throws dd::UsageError for anything else.
 std::shared_ptr<gloo::rendezvous::Store> make_gloo_store(const std::string& url, int world);
+
+// The JOB of redis://host:port/JOB ("" otherwise): the key space of one job on a shared redis-server, because
+// Redis keys outlive the job and a second job under the same keys is refused. make_gloo_backend(opts) prefixes
+// opts.prefix with it.
+std::string rendezvous_job(const std::string& url);
 
 // Uses opts.kind/rank/world/rendezvous: make_gloo_store + make_gloo_backend.
 std::unique_ptr<Backend> make_gloo_backend(const BackendOptions& opts);

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 
 #include <gloo/config.h>
@@ -35,11 +36,30 @@ bool tcp_reachable(const std::string& host, int port) {
   return ok;
 }
 
+// "redis://host:port/JOB" -> ("host:port", "JOB"); no JOB -> ("host:port", "").
+std::pair<std::string, std::string> split_redis_job(const std::string& url) {
+  std::string rest = url.substr(8);
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  auto slash = rest.find('/');
+  if (slash == std::string::npos) return {rest, ""};
+  return {rest.substr(0, slash), rest.substr(slash + 1)};
+}
+
 }  // namespace
+
+std::string rendezvous_job(const std::string& url) {
+  if (url.rfind("redis://", 0) != 0) return "";
+  std::string job = split_redis_job(url).second;
+  for (char c : job)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+      throw UsageError("rendezvous '" + url + "': the job name after host:port/ may only hold letters, digits, "
+                       "'-', '_' and '.'");
+  return job;
+}
 
 std::shared_ptr<gloo::rendezvous::Store> make_gloo_store(const std::string& url, int world) {
   const std::string hint =
-      "; pass --rendezvous file:///a/shared/dir or redis://host:port (or set DREAMDDP_RENDEZVOUS)";
+      "; pass --rendezvous file:///a/shared/dir or redis://host:port[/JOB] (or set DREAMDDP_RENDEZVOUS)";
   if (url.empty()) {
     if (world == 1) return std::make_shared<gloo::rendezvous::HashStore>();
     throw UsageError("gloo with " + std::to_string(world) + " ranks needs a rendezvous" + hint);
@@ -56,8 +76,8 @@ std::shared_ptr<gloo::rendezvous::Store> make_gloo_store(const std::string& url,
   }
   if (url.rfind("redis://", 0) == 0) {
 #if GLOO_USE_REDIS
-    std::string hp = url.substr(8);
-    while (!hp.empty() && hp.back() == '/') hp.pop_back();
+    rendezvous_job(url);  // validates the job part
+    std::string hp = split_redis_job(url).first;
     int port = 6379;
     std::string host = hp;
     auto colon = hp.rfind(':');

@@ -37,6 +37,10 @@ class SyncEngine : public nn::BackwardHook {
   // Runs fn with the model's parameters and buffers replaced by their rank average (the consensus model that
   // evaluation and users see), then restores the training state bit for bit. Collective: all ranks call it.
   virtual void with_consensus(const std::function<void()>& fn) = 0;
+  // Checkpoint support: the engine's and its policy's state after a completed step (waits for pending
+  // control votes). load_state is collective when the saved policy differs from the constructed one.
+  virtual std::string save_state() = 0;
+  virtual void load_state(const std::string& s) = 0;
   virtual ~SyncEngine() = default;
 };
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "backends/backend.h"
+#include "core/common/bytes.h"
 #include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/sync/bucket_plan.h"
@@ -143,6 +144,52 @@ class LayerSync : public SyncEngine {
 
   StepCommStats step_stats() const override { return stats_; }
 
+  std::string save_state() override {
+    if (control_) {  // the votes of the last step: keep their sums to apply at the next step
+      control_->wait();
+      control_.reset();
+      agreed_ready_ = true;
+    }
+    ByteWriter w;
+    w.put_str(policy_spec_);
+    w.put<uint64_t>(next_switch_);
+    w.put<int64_t>(step_);
+    w.put_vec(stale_);
+    w.put<uint8_t>(agreed_ready_);
+    w.put<int64_t>(control_step_);
+    w.put_floats(votes_.data(), votes_.size());
+    w.put_bools(has_prev_);
+    w.put_floats(prev_grads_.data(), signals_on_ ? prev_grads_.size() : 0);
+    w.put_vec(prof_sum_);
+    w.put<int32_t>(prof_n_);
+    w.put<int64_t>(plan_version_);
+    w.put_str(policy_->save_state());
+    return w.bytes();
+  }
+
+  void load_state(const std::string& blob) override {
+    ByteReader r(blob);
+    const std::string spec = r.get_str();
+    if (spec != policy_spec_) set_policy(spec);  // after a switch (collective for hier's sub-groups)
+    next_switch_ = r.get<uint64_t>();
+    step_ = r.get<int64_t>();
+    auto stale = r.get_vec<int64_t>();
+    if (stale.size() != stale_.size()) throw UsageError("checkpoint: engine state is for another model");
+    stale_ = stale;
+    agreed_ready_ = r.get<uint8_t>() != 0;
+    control_step_ = r.get<int64_t>();
+    r.get_floats(votes_.data(), votes_.size());
+    auto has_prev = r.get_bools();
+    if (signals_on_) has_prev_ = has_prev;
+    r.get_floats(prev_grads_.data(), signals_on_ ? prev_grads_.size() : 0);
+    prof_sum_ = r.get_vec<double>();
+    prof_n_ = r.get<int32_t>();
+    plan_version_ = r.get<int64_t>();
+    policy_->load_state(r.get_str());
+    plan_version_ = policy_->plan_version();
+    if (!r.done()) throw UsageError("checkpoint: engine state has trailing bytes");
+  }
+
   void with_consensus(const std::function<void()>& fn) override {
     FloatBuffer p(m_.params().size()), bu(m_.buffers().size());
     std::memcpy(p.data(), m_.params().data(), 4 * p.size());
@@ -156,6 +203,7 @@ class LayerSync : public SyncEngine {
  private:
   void set_policy(const std::string& spec) {
     policy_ = make_policy(PolicySpec::parse(spec));
+    policy_spec_ = spec;
     policy_->setup(meta_, b_.size());
     plan_version_ = policy_->plan_version();
     const int L = m_.num_layers();
@@ -296,11 +344,15 @@ class LayerSync : public SyncEngine {
   }
 
   void apply_agreed_votes() {
-    if (!control_) return;
-    const double t0 = now_s();
-    control_->wait();
-    stats_.exposed_ms += (now_s() - t0) * 1e3;
-    control_.reset();
+    if (control_) {
+      const double t0 = now_s();
+      control_->wait();
+      stats_.exposed_ms += (now_s() - t0) * 1e3;
+      control_.reset();
+      agreed_ready_ = true;
+    }
+    if (!agreed_ready_) return;
+    agreed_ready_ = false;
     policy_->on_agreed(control_step_, votes_.data(), b_.size());
     print_plan_if_changed();
   }
@@ -379,6 +431,8 @@ class LayerSync : public SyncEngine {
   double t_bwd_ = 0;
   StepCommStats stats_;
   std::vector<std::string> hosts_;
+  std::string policy_spec_;
+  bool agreed_ready_ = false;
   int64_t plan_version_ = 0;
   std::unique_ptr<Backend> intra_;
   int group_ = 0;

@@ -40,7 +40,7 @@ std::vector<int> layer_roles(const std::vector<LayerMeta>& layers);
 // steps after its previous sync. Signal = mean over ranks of each rank's EMA of cos(g_t, g_{t-1}) minus the
 // layer's disruption at its syncs (how much that cosine falls across an averaging: the jump from the local to the
 // averaged parameters is large when ranks disagree). Line = thr, or with auto=1 adapted per layer from the slow
-// EMA of its direction change. Two votes per layer, so every input to decide() is rank-identical.
+// EMA of its direction change 1 - cos and its spread: sync when the change exceeds its usual level by z std. Two votes per layer, so every input to decide() is rank-identical.
 class ThresholdPolicy : public Policy {
  public:
   explicit ThresholdPolicy(const PolicySpec& s);
@@ -61,14 +61,14 @@ class ThresholdPolicy : public Policy {
  private:
   bool synced_at(int layer, int64_t step) const;
 
-  double thr_, ema_, aema_, margin_, slow_;
+  double thr_, ema_, aema_, z_, slow_;
   int64_t min_, max_;
   bool auto_;
   // Rank-local: this rank's EMA of its own cos_prev (only ever leaves the rank as a vote).
   std::vector<double> local_ema_;
   int64_t casts_ = 0;
   // Rank-identical: agreed numbers and this policy's own decisions.
-  std::vector<double> cos_, disruption_, baseline_;
+  std::vector<double> cos_, disruption_, change_mean_, change_var_;  // change_*: auto line
   std::vector<int64_t> last_sync_, decided_step_, real_last_, real_prev_;  // real_*: actual syncs, newest two
   std::vector<Action> decided_;
   int64_t agreed_ = 0;

@@ -76,6 +76,10 @@ class Policy {
   // policy finished measuring and assigned its schedule).
   virtual std::string plan() const { return ""; }
   virtual int64_t plan_version() const { return 0; }
+  // Everything decide() depends on beyond the spec and setup() (schedules, EMAs, counters), for checkpoints.
+  // Restoring it must make the policy decide exactly as the saved one would have.
+  virtual std::string save_state() const { return ""; }
+  virtual void load_state(const std::string& s) { (void)s; }
 
  protected:
   std::vector<LayerMeta> layers_;

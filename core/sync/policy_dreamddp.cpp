@@ -3,6 +3,7 @@
 // fill-in syncs of small layers where the channel is idle.
 #include <sstream>
 
+#include "core/common/bytes.h"
 #include "core/common/error.h"
 #include "core/sync/policy.h"
 #include "core/sync/policy_factory.h"
@@ -54,6 +55,21 @@ class DreamDdpPolicy : public Policy {
     bound_ = schedule_lower_bound(t.backward_s, t.comm_s, h_);
     extra_.assign(phase_.size(), {});
     if (fillin_) extra_ = fill_in(t.backward_s, t.comm_s, h_, phase_);
+  }
+
+  std::string save_state() const override {
+    ByteWriter w;
+    w.put_vec(times_.backward_s);
+    w.put_vec(times_.comm_s);
+    return w.bytes();
+  }
+  void load_state(const std::string& s) override {
+    ByteReader r(s);
+    LayerTimes t;
+    t.backward_s = r.get_vec<double>();
+    t.comm_s = r.get_vec<double>();
+    // The schedule is a deterministic function of the agreed profile: re-solving gives the saved phases.
+    if (!t.backward_s.empty()) on_profile(t);
   }
 
   int64_t plan_version() const override { return phase_.empty() ? 0 : 1; }

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "core/common/bytes.h"
 #include "core/common/error.h"
 #include "core/sync/policy.h"
 #include "core/sync/policy_factory.h"
@@ -121,6 +122,21 @@ class HierPolicy : public Policy {
 
  public:
   int64_t plan_version() const override { return assigned_ ? 1 : 0; }
+  std::string save_state() const override {
+    ByteWriter w;
+    w.put_vec(ema_);
+    w.put_bools(fast_tier_);
+    w.put_vec(offset_);
+    w.put<uint8_t>(assigned_);
+    return w.bytes();
+  }
+  void load_state(const std::string& s) override {
+    ByteReader r(s);
+    ema_ = r.get_vec<double>();
+    fast_tier_ = r.get_bools();
+    offset_ = r.get_vec<int64_t>();
+    assigned_ = r.get<uint8_t>() != 0;
+  }
 
  private:
 

@@ -1,6 +1,7 @@
 // threshold / autothreshold: a layer averages when its gradient-direction signal, agreed over the ranks through
 // the control all-reduce one step late, falls below the trigger line (fixed thr, or adapted per layer with auto=1).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <sstream>
@@ -16,23 +17,23 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::min() / 2;
 
 ThresholdPolicy::ThresholdPolicy(const PolicySpec& s)
     : thr_(s.get_double("thr", 0.8, -1, 1)), ema_(s.get_double("ema", 0.9, 0, 0.9999)),
-      aema_(s.get_double("aema", 0.5, 0, 0.9999)), margin_(s.get_double("margin", 0.25, 0, 100)),
+      aema_(s.get_double("aema", 0.5, 0, 0.9999)), z_(s.get_double("z", 1.0, -10, 10)),
       slow_(s.get_double("slow", 0.99, 0, 0.99999)), min_(s.get_int("min", 1, 1, 1 << 20)),
       max_(s.get_int("max", 64, 1, 1 << 20)), auto_(s.get_bool("auto", s.name == "autothreshold")) {
-  s.allow_only({"thr", "ema", "aema", "min", "max", "auto", "margin", "slow", "t"});
+  s.allow_only({"thr", "ema", "aema", "min", "max", "auto", "z", "slow", "t"});
   if (s.kv.count("t")) throw UsageError("--policy " + s.name + ": t= is the staleness cap of hybrid; use max= here");
   if (min_ > max_)
     throw UsageError("--policy " + s.name + ": min=" + std::to_string(min_) + " exceeds max=" + std::to_string(max_));
   if (auto_ && s.kv.count("thr"))
     throw UsageError("--policy " + s.name + ": auto=1 adapts the trigger line itself; drop thr= or use auto=0");
-  if (!auto_ && (s.kv.count("margin") || s.kv.count("slow")))
-    throw UsageError("--policy " + s.name + ": margin= and slow= tune the auto-tuned line; add auto=1");
+  if (!auto_ && (s.kv.count("z") || s.kv.count("slow")))
+    throw UsageError("--policy " + s.name + ": z= and slow= tune the auto-tuned line; add auto=1");
 }
 
 std::string ThresholdPolicy::describe() const {
   std::ostringstream o;
   o << "threshold:";
-  if (auto_) o << "auto=1,margin=" << margin_ << ",slow=" << slow_;
+  if (auto_) o << "auto=1,z=" << z_ << ",slow=" << slow_;
   else o << "thr=" << thr_;
   o << ",ema=" << ema_ << ",aema=" << aema_ << ",min=" << min_ << ",max=" << max_;
   return o.str();
@@ -44,7 +45,8 @@ void ThresholdPolicy::setup(const std::vector<LayerMeta>& layers, int world) {
   local_ema_.assign(L, 1.0);
   cos_.assign(L, 1.0);
   disruption_.assign(L, 0.0);
-  baseline_.assign(L, 0.0);
+  change_mean_.assign(L, 0.0);
+  change_var_.assign(L, 0.0);
   last_sync_.assign(L, kNever);
   decided_step_.assign(L, kNever);
   decided_.assign(L, Action::None);
@@ -53,7 +55,11 @@ void ThresholdPolicy::setup(const std::vector<LayerMeta>& layers, int world) {
 }
 
 double ThresholdPolicy::line(int layer) const {
-  return auto_ ? 1.0 - (1.0 + margin_) * baseline_.at(size_t(layer)) : thr_;
+  if (!auto_) return thr_;
+  // Bias-corrected slow moments of the direction change 1 - cos (Adam-style: they start at 0).
+  const double w = 1 - std::pow(slow_, double(std::max<int64_t>(agreed_ - 1, 1)));
+  const double mean = change_mean_.at(size_t(layer)) / w, var = change_var_.at(size_t(layer)) / w;
+  return 1.0 - (mean + z_ * std::sqrt(std::max(0.0, var)));
 }
 
 bool ThresholdPolicy::synced_at(int layer, int64_t step) const {
@@ -103,7 +109,11 @@ void ThresholdPolicy::on_agreed(int64_t step, const float* sums, int world) {
       disruption_[l] = std::max(0.0, aema_ * disruption_[l] + (1 - aema_) * (cos_[l] - after));
     }
     cos_[l] = c;
-    baseline_[l] = agreed_ == 2 ? 1 - c : slow_ * baseline_[l] + (1 - slow_) * (1 - c);
+    // The auto line's statistics: the usual direction change of this layer and how much it fluctuates.
+    const double w = 1 - std::pow(slow_, double(agreed_ - 2)), change = 1 - c;
+    const double dev = agreed_ > 2 ? change - change_mean_[l] / w : 0;
+    change_mean_[l] = slow_ * change_mean_[l] + (1 - slow_) * change;
+    change_var_[l] = slow_ * change_var_[l] + (1 - slow_) * dev * dev;
   }
   if (getenv("TMP_TRACE") && step % 20 == 0) { // TMPTRACE
     fprintf(stderr, "step %ld:", long(step));
@@ -116,7 +126,7 @@ std::string ThresholdPolicy::plan() const {
   std::ostringstream o;
   o << "threshold: a layer averages when its signal (mean over ranks of the EMA of cos(g_t, g_t-1), minus its "
        "disruption at syncs) < ";
-  if (auto_) o << "1 - " << 1 + margin_ << " x its slow-EMA direction change (auto)";
+  if (auto_) o << "its usual level (slow EMA of the direction change 1 - cos, plus " << z_ << " std; auto)";
   else o << thr_;
   o << ", at most every " << min_ << " and at least every " << max_
     << " steps; signals agreed one step late (2 floats/layer)";

@@ -7,6 +7,9 @@
 
 namespace dd::telemetry {
 
+// Version of the metrics.h5 layout (root attribute telemetry_schema_version); resume refuses other versions.
+constexpr int64_t kSchemaVersion = 1;
+
 // C views of the rows that hold strings: HDF5 variable-length strings are written from const char*.
 struct LayerInfoC {
   int32_t index;

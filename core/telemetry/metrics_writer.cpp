@@ -20,11 +20,11 @@
 #include "core/common/error.h"
 #include "core/telemetry/hdf5_handle.h"
 #include "core/telemetry/hdf5_types.h"
+#include "core/telemetry/metrics_import.h"
 
 namespace dd::telemetry {
 namespace {
 
-constexpr int64_t kSchemaVersion = 1;
 // A flush may take at most this fraction of wall time; larger files get a longer interval.
 constexpr double kMaxFlushDutyCycle = 0.02;
 
@@ -99,6 +99,12 @@ void write_attribute(hid_t obj, const std::string& key, const AttrValue& value) 
 
 const char* probe_suffix(ProbeKind k) { return k == ProbeKind::kMinibatch ? "_minibatch" : ""; }
 
+std::string shape_text(const std::vector<int32_t>& delays, int32_t num_layers) {
+  std::string d;
+  for (int32_t x : delays) d += (d.empty() ? "" : ",") + std::to_string(x);
+  return "delays=" + d + " over " + std::to_string(num_layers) + " layers";
+}
+
 // Writes all bytes to PATH.tmp and renames it over PATH: readers see the old or the new file, never a mix.
 void publish_atomically(const std::string& path, const std::vector<char>& bytes) {
   std::string tmp = path + ".tmp";
@@ -128,6 +134,7 @@ void publish_atomically(const std::string& path, const std::vector<char>& bytes)
 struct SensitivityState {
   bool declared = false;
   bool created = false;
+  std::string imported_from;  // non-empty: declared by the file a resumed writer continues
   std::vector<int32_t> delays;
   int32_t num_layers = 0;
   struct Probe {
@@ -171,10 +178,53 @@ MetricsWriter::MetricsWriter(std::string path, MetricsWriterOptions opts)
   if (!(opts_.flush_interval_s > 0))
     throw dd::UsageError("metrics flush interval must be > 0 s, got " + std::to_string(opts_.flush_interval_s));
   struct stat st {};
-  if (!opts_.overwrite && ::stat(path_.c_str(), &st) == 0)
+  const bool resume = opts_.resume_after_step >= 0;
+  const bool exists = ::stat(path_.c_str(), &st) == 0;
+  if (!opts_.overwrite && !resume && exists)
     throw dd::UsageError("metrics file " + path_ + " already exists; choose another output or allow overwrite");
 
   Impl& m = *impl_;
+  m.attrs["telemetry_schema_version"] = kSchemaVersion;
+  m.attrs["created_unix_s"] = static_cast<double>(std::time(nullptr));
+  if (resume) {
+    // Read everything before the in-memory file is created: a failure leaves the old file untouched.
+    const int64_t s = opts_.resume_after_step;
+    std::string detail = "after step " + std::to_string(s);
+    if (exists) {
+      ImportedRun run = import_metrics(path_, s);
+      for (auto& [k, v] : run.attrs) m.attrs[k] = std::move(v);  // created_unix_s stays the first run's
+      m.layers = std::move(run.layers);
+      m.layers_dirty = !m.layers.empty();
+      m.steps = std::move(run.steps);
+      m.sync_events = std::move(run.sync_events);
+      m.evals = std::move(run.evals);
+      m.layer_ready = std::move(run.layer_ready);
+      m.events = std::move(run.events);
+      for (int k = 0; k < 2; ++k) {
+        ImportedProbes& p = run.probes[k];
+        if (!p.present) continue;
+        SensitivityState& st_k = m.sens[k];
+        st_k.declared = true;
+        st_k.imported_from = path_;
+        st_k.delays = std::move(p.delays);
+        st_k.num_layers = p.num_layers;
+        st_k.done_steps = std::move(p.steps);
+        st_k.done_values = std::move(p.values);
+      }
+      // Rows the old run never flushed cannot be recovered; say so in the file rather than hide the gap.
+      if (run.last_step < s) {
+        std::string gap = "steps " + std::to_string(run.last_step + 1) + ".." + std::to_string(s) +
+                          " missing (never flushed by the interrupted run)";
+        detail += "; " + gap;
+        std::fprintf(stderr, "metrics: resuming %s after step %lld: %s\n", path_.c_str(),
+                     static_cast<long long>(s), gap.c_str());
+      }
+    } else {
+      detail += " (no earlier metrics file)";
+    }
+    m.events.push_back(EventRow{s, "resume", std::move(detail)});
+  }
+
   Hid fapl(h5check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate fapl"));
   // The file lives in memory and is published by snapshot; nothing is written in place (crash safety).
   h5check_status(H5Pset_fapl_core(fapl, 1 << 20, /*backing_store=*/0), "H5Pset_fapl_core");
@@ -191,11 +241,9 @@ MetricsWriter::MetricsWriter(std::string path, MetricsWriterOptions opts)
   write_attribute(m.t_sync.ds, "launch_end_reference", std::string("seconds since the step's backward start"));
   write_attribute(m.t_ready.ds, "ready_reference", std::string("seconds since the step's backward start"));
 
-  m.attrs["telemetry_schema_version"] = kSchemaVersion;
-  m.attrs["created_unix_s"] = static_cast<double>(std::time(nullptr));
   {
     std::lock_guard<std::mutex> lk(hdf5_mutex_);
-    flush_now();  // publishes the empty schema now; also proves the directory is writable
+    flush_now();  // publishes the empty schema (or the merged resumed file) now; proves the dir is writable
   }
   if (opts_.background) thread_ = std::thread([this] { flush_thread_main(); });
 }
@@ -259,9 +307,14 @@ void MetricsWriter::declare_sensitivity(ProbeKind kind, std::vector<int32_t> del
   std::lock_guard<std::mutex> lk(impl_->buf_mutex);
   SensitivityState& s = impl_->sens[static_cast<int>(kind)];
   if (s.declared) {
-    if (s.delays != delays || s.num_layers != num_layers)
-      throw std::invalid_argument("sensitivity already declared with a different [layer, delay] shape");
-    return;
+    if (s.delays == delays && s.num_layers == num_layers) return;
+    if (!s.imported_from.empty())
+      throw dd::UsageError("resumed metrics file " + s.imported_from + " holds " +
+                           std::string(kind == ProbeKind::kMinibatch ? "minibatch" : "fixed-batch") +
+                           " sensitivity probes with " + shape_text(s.delays, s.num_layers) +
+                           ", but this run declares " + shape_text(delays, num_layers) +
+                           "; resume with the same --sensitivity delays and model");
+    throw std::invalid_argument("sensitivity already declared with a different [layer, delay] shape");
   }
   s.declared = true;
   s.delays = std::move(delays);

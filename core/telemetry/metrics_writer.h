@@ -19,6 +19,8 @@ struct MetricsWriterOptions {
   double flush_interval_s = 2.0;  // how often the background thread publishes a snapshot
   bool overwrite = false;         // replace an existing file instead of refusing (dd::UsageError)
   bool background = true;         // false: flush only on flush()/close() (tests, tools)
+  // >= 0: continue the metrics.h5 of a run resumed from a checkpoint taken after this step (see constructor).
+  int64_t resume_after_step = -1;
 };
 
 // What the flusher has done so far; rows_* count rows that are durably in the published file.
@@ -47,6 +49,16 @@ class MetricsWriter {
  public:
   // Creates PATH (and publishes an empty-schema file immediately, so an early crash still leaves a file).
   // Throws dd::UsageError if PATH exists and !opts.overwrite, or if its directory is not writable.
+  //
+  // Resume (opts.resume_after_step = S >= 0) and PATH exists: the file is read and continued instead, whatever
+  // opts.overwrite says. Kept: every root attribute (later set_* calls replace values as usual), /layers, the
+  // rows of /steps, /sync_events, /eval, /layer_ready, /events with step <= S, and the sensitivity probes that
+  // were complete by S (t0 + max(delays) <= S; their kind counts as declared). Rows the interrupted run
+  // published after S are dropped, so the resumed run appends S+1.. without duplicates. An /events row
+  // {S, "resume", "after step S"} is appended (detail gains "; steps A..S missing ..." when the old file
+  // stops before S), and the merged file is published before the constructor returns.
+  // A PATH that is not a readable metrics.h5 of this schema version -> dd::UsageError naming it.
+  // Resume and PATH absent: a fresh file, plus the event {S, "resume", "after step S (no earlier metrics file)"}.
   explicit MetricsWriter(std::string path, MetricsWriterOptions opts = {});
   ~MetricsWriter();  // close(); errors are reported on stderr, never thrown
   MetricsWriter(const MetricsWriter&) = delete;
@@ -65,7 +77,9 @@ class MetricsWriter {
   void append_layer_ready(const LayerReadyRow& row);
   void append_event(int64_t step, std::string kind, std::string detail);
 
-  // Sensitivity probe. declare_sensitivity fixes the [layer, delay] shape of one probe kind (once);
+  // Sensitivity probe. declare_sensitivity fixes the [layer, delay] shape of one probe kind; declaring it again
+  // with the same shape is a no-op (a resumed run re-declares the kinds it imported), a different shape throws
+  // std::invalid_argument, or dd::UsageError when the first declaration came from the resumed file;
   // record_cosine stores cos(g_l(t0), g_l(t0+delay)) for every layer; a probe row is written once all its
   // delays are in (or at close, with NaN for delays that never came).
   void declare_sensitivity(ProbeKind kind, std::vector<int32_t> delays, int32_t num_layers);

@@ -22,11 +22,13 @@ static std::string host_name() {
   return buf;
 }
 
-RunRecorder::RunRecorder(const TrainConfig& cfg, models::Model& m, Backend* b) : impl_(std::make_unique<Impl>()) {
+RunRecorder::RunRecorder(const TrainConfig& cfg, models::Model& m, Backend* b, int64_t resume_after)
+    : impl_(std::make_unique<Impl>()) {
   impl_->out = cfg.out;
   if (cfg.out.empty() || cfg.rank != 0) return;
   telemetry::MetricsWriterOptions o;
   o.overwrite = cfg.overwrite;
+  o.resume_after_step = resume_after;
   impl_->w = std::make_unique<telemetry::MetricsWriter>(cfg.out + "/metrics.h5", o);
   auto& w = *impl_->w;
   std::time_t t = std::time(nullptr);

@@ -20,6 +20,8 @@
 #include "core/optim/optimizer.h"
 #include "core/sync/engine.h"
 #include "core/sync/policy.h"
+#include "core/telemetry/metrics_writer.h"
+#include "core/train/checkpoint.h"
 #include "core/train/progress.h"
 #include "core/train/run_dir.h"
 #include "core/train/sensitivity.h"
@@ -51,6 +53,7 @@ void resolve_and_validate(TrainConfig& c) {
   if (c.eval_every < 0) throw UsageError("--eval-every must be >= 0");
   if (c.eval_samples < 0) throw UsageError("--eval-samples must be >= 0");
   if (c.checkpoint_every < 0) throw UsageError("--checkpoint-every must be >= 0");
+  if (c.checkpoint_every > 0 && c.out.empty()) throw UsageError("--checkpoint-every needs --out (checkpoints go there)");
   if (!(c.timeout_s > 0) || c.timeout_s > 86400) throw UsageError("--timeout must be in (0, 86400] seconds");
   if (c.threads < 0 || c.threads > 1024) throw UsageError("--threads must be between 0 and 1024");
   if (c.threads == 0) {
@@ -108,21 +111,27 @@ nlohmann::json Trainer::run() {
   auto& cfg = I.cfg;
   auto& model = *I.model;
   Progress progress(cfg.steps, cfg.log_every);
-  RunRecorder rec(cfg, model, I.backend);  // metrics.h5 rows, timing accumulators
+  const int64_t resume_after = cfg.resume.empty() ? -1 : checkpoint_step(checkpoint_path(cfg.resume, cfg.rank));
+  RunRecorder rec(cfg, model, I.backend, resume_after);  // metrics.h5 rows (continued when resuming)
   if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics());
   std::unique_ptr<SensitivityProbe> probe;
   if (!cfg.sensitivity.empty())
     probe = std::make_unique<SensitivityProbe>(parse_sensitivity(cfg.sensitivity, cfg.steps), model, I.train,
                                                cfg.seed, cfg.steps, I.backend, rec.metrics());
+  int64_t start = 0;
+  if (!cfg.resume.empty()) {
+    start = read_checkpoint(checkpoint_path(cfg.resume, cfg.rank), cfg, model, *I.opt, I.engine.get()) + 1;
+    if (I.rank0()) progress.message("resumed from " + checkpoint_path(cfg.resume, cfg.rank) + " after step " + std::to_string(start - 1));
+  }
   std::vector<int64_t> idx(cfg.batch);
-  const int warm = int(std::min<int64_t>(5, cfg.steps / 10));
+  const int64_t warm = start + std::min<int64_t>(5, (cfg.steps - start) / 10);
   double t_start = now_s(), t_warm = t_start;
   float loss = NAN;
   double exposed_total = 0, step_total = 0;
   double eval_s = 0;  // evaluation time after warm-up, excluded from throughput
   int64_t comm_bytes = 0;
   nlohmann::json last_eval;
-  for (int64_t step = 0; step < cfg.steps; ++step) {
+  for (int64_t step = start; step < cfg.steps; ++step) {
     if (step == warm) t_warm = now_s();
     double t0 = now_s();
     I.sharder->indices(step, idx.data());
@@ -162,11 +171,19 @@ nlohmann::json Trainer::run() {
     }
     const double elapsed = t5 - t_start;
     const double sps = step >= warm && t5 > t_warm ? double(step + 1 - warm) * cfg.batch * cfg.world / (t5 - t_warm - eval_s)
-                                                   : double(step + 1) * cfg.batch * cfg.world / elapsed;
+                                                   : double(step + 1 - start) * cfg.batch * cfg.world / elapsed;
     telemetry::StepRow row{step, elapsed, loss, lr, (t2 - t1) * 1e3, (t3 - t2) * 1e3,
                            (t5 - t4) * 1e3 + (t1 - t0) * 1e3, cs.exposed_ms, cs.bytes, sps};
     rec.step(row);
     if (I.rank0()) progress.update(step, loss, sps, step_total > 0 ? exposed_total / step_total : 0, elapsed);
+    if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !cfg.out.empty()) {
+      write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step, model, *I.opt, I.engine.get());
+      // Publish the metrics up to this step too: a resume from this checkpoint continues them.
+      if (auto* w = rec.metrics()) {
+        w->append_event(step, "checkpoint", checkpoint_path(cfg.out, cfg.rank));
+        w->flush();
+      }
+    }
     const bool eval_now = (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0) || step + 1 == cfg.steps;
     if (eval_now) {
       if (step + 1 == cfg.steps && I.engine) I.engine->finalize();
@@ -191,9 +208,11 @@ nlohmann::json Trainer::run() {
   s["threads"] = cfg.threads;
   s["seed"] = cfg.seed;
   const int64_t timed_steps = cfg.steps - warm;
+  if (timed_steps <= 0 && cfg.steps - start <= 0) t_warm = t_start;
   s["samples_per_s"] = timed_steps > 0 && t_end > t_warm ? double(timed_steps) * cfg.batch * cfg.world / (t_end - t_warm)
-                                                          : double(cfg.steps) * cfg.batch * cfg.world / (t_end - t_start);
-  s["step_ms"] = timed_steps > 0 ? (t_end - t_warm) / double(timed_steps) * 1e3 : (t_end - t_start) / cfg.steps * 1e3;
+                                                          : double(cfg.steps - start) * cfg.batch * cfg.world / (t_end - t_start);
+  s["step_ms"] = timed_steps > 0 ? (t_end - t_warm) / double(timed_steps) * 1e3
+                                 : (t_end - t_start) / double(std::max<int64_t>(1, cfg.steps - start)) * 1e3;
   s["wall_s"] = t_end - t_start;
   s["final_loss"] = loss;
   for (auto& [k, v] : last_eval.items()) s[k] = v;

@@ -42,7 +42,8 @@ std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models
 // Rank 0 records the run: metrics.h5 (/steps, /eval, /layers, root attributes) and, at the end, summary.json.
 class RunRecorder {
  public:
-  RunRecorder(const TrainConfig& cfg, models::Model& m, Backend* b);
+  // resume_after >= 0: continue OUT/metrics.h5, keeping its rows up to that step.
+  RunRecorder(const TrainConfig& cfg, models::Model& m, Backend* b, int64_t resume_after = -1);
   ~RunRecorder();
   void step(const telemetry::StepRow& r);
   telemetry::MetricsWriter* metrics();  // null on ranks other than 0

@@ -17,8 +17,11 @@ int cmd_train(int argc, char** argv) {
   train::TrainConfig cfg;
   if (!parse_train_options(argc, argv, cfg)) return 0;
   place_rank(cfg);
+  // Resuming continues the run in its own directory unless --out says otherwise.
+  if (!cfg.resume.empty() && cfg.out.empty()) cfg.out = cfg.resume;
   train::resolve_and_validate(cfg);
-  if (!cfg.out.empty()) train::prepare_run_dir(cfg.out, cfg.overwrite, cfg.rank == 0);
+  const bool continuing = !cfg.resume.empty() && cfg.out == cfg.resume;
+  if (!cfg.out.empty()) train::prepare_run_dir(cfg.out, cfg.overwrite, cfg.rank == 0 && !continuing);
   auto backend = connect(cfg);
   if (cfg.rank == 0)
     std::fprintf(stderr, "train: %s on %s, %d rank(s), batch %lld/rank, %lld steps, policy %s, %d thread(s)/rank\n",

@@ -3,6 +3,8 @@
 
   check_schema.py schema FILE steps=N sync_events=N ...   exact names, dtypes and row counts
   check_schema.py prefix FILE N                            /steps is exactly steps 0..N-1 (after a crash)
+  check_schema.py resumed FILE N S                         a file resumed after step S: every table's schema,
+                                                           /steps exactly 0..N-1, one resume event, probes ok
 """
 import sys
 
@@ -86,12 +88,45 @@ def prefix(path, n):
             fail(f"/steps holds {len(steps)} rows, want the gap-free prefix 0..{n - 1}")
 
 
+def resumed(path, n, s):
+    with h5py.File(path, "r") as f:
+        for name, spec in TABLES.items():
+            check_columns(f, name, spec)
+        steps = f["steps"]["step"]
+        if not np.array_equal(steps, np.arange(n)):
+            fail(f"/steps.step is {list(steps)}, want 0..{n - 1} without duplicates")
+        for name in ("sync_events", "eval", "layer_ready"):
+            col = f[name]["step"]
+            if len(col) and (col.max() >= n or np.any(np.diff(col) < 0)):
+                fail(f"/{name}.step not sorted within 0..{n - 1}: {list(col)}")
+        events = f["events"][:]
+        resumes = [(int(e["step"]), e["detail"].decode()) for e in events if e["kind"].decode() == "resume"]
+        if resumes != [(s, f"after step {s}")]:
+            fail(f"resume events {resumes}")
+        if "policy" not in f.attrs or "telemetry_schema_version" not in f.attrs:
+            fail("root attributes lost")
+        for sfx in ("", "_minibatch"):
+            if "sensitivity/cosine" + sfx not in f:
+                continue
+            probes = f["sensitivity/probe_steps" + sfx][:]
+            delays = f["sensitivity/delays" + sfx][:]
+            cos = f["sensitivity/cosine" + sfx]
+            if len(set(probes.tolist())) != len(probes) or cos.shape[0] != len(probes):
+                fail(f"probe_steps{sfx} {list(probes)} vs cosine rows {cos.shape[0]}")
+            # Imported probes must have been complete at the checkpoint; later ones belong to the resumed run.
+            for t0 in probes:
+                if t0 <= s < t0 + delays.max():
+                    fail(f"probe t0={t0}{sfx} was incomplete at step {s} and should have been dropped")
+
+
 if __name__ == "__main__":
     mode, path = sys.argv[1], sys.argv[2]
     if mode == "schema":
         schema(path, {k: int(v) for k, v in (a.split("=") for a in sys.argv[3:])})
     elif mode == "prefix":
         prefix(path, int(sys.argv[3]))
+    elif mode == "resumed":
+        resumed(path, int(sys.argv[3]), int(sys.argv[4]))
     else:
         fail("unknown mode " + mode)
     print("schema check ok:", path)

@@ -1,0 +1,35 @@
+// Checkpoints for exact resume: one file per rank (OUT/checkpoint.rank<R>.bin), written atomically (temporary
+// file, then rename), CRC-checked on read. Holds parameters, BatchNorm buffers, optimizer state, the sync
+// engine's and policy's state, and the step; the data order and LR schedule are functions of the step.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/models/model.h"
+#include "core/optim/optimizer.h"
+#include "core/train/config.h"
+
+namespace dd::sync {
+class SyncEngine;
+}
+
+namespace dd::train {
+
+std::string checkpoint_path(const std::string& dir, int rank);
+
+// The fields a checkpoint must agree on with the run that loads it, as "key=value" lines.
+std::string checkpoint_fingerprint(const TrainConfig& cfg, const models::Model& m);
+
+// Writes the state after completed step `step`.
+void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t step, models::Model& m,
+                      optim::Optimizer& opt, sync::SyncEngine* engine);
+
+// The last completed step recorded in a checkpoint (validates magic and CRC). Throws dd::UsageError.
+int64_t checkpoint_step(const std::string& path);
+
+// Loads a checkpoint into model, optimizer and engine; returns the last completed step. Throws dd::UsageError
+// for a missing, truncated or corrupt file, or one from another model or configuration (naming the fields).
+int64_t read_checkpoint(const std::string& path, const TrainConfig& cfg, models::Model& m, optim::Optimizer& opt,
+                        sync::SyncEngine* engine);
+
+}  // namespace dd::train

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Layer-sensitivity study: how fast each layer's gradient goes stale (cos(g_l(t0), g_l(t0+d)), d = 1, 2, 4, 8) for
+# cnn and resnet20 on Fashion-MNIST and gpt-mini on text, on a fixed probe batch, plus one run probing the
+# training minibatch (cnn); summary table per model and layer group, then the figures.
+#
+#   experiments/sensitivity.sh [--steps N] [--text-steps N] [--every N] [--probe-batch B] [--text-probe-batch B]
+#                              [--models "cnn resnet20 gpt-mini"] [--no-minibatch] [--ranks R] [--threads T]
+#                              [--out runs/sensitivity] [--bin build/dreamddp]
+#
+# Runs: OUT/<model>-fixed/ (and OUT/cnn-minibatch/), each with metrics.h5 (/sensitivity/cosine[probe, layer,
+# delay]) and summary.json; the table is also written to OUT/summary.txt. An existing OUT is moved to
+# OUT.<time> first (nothing is overwritten). Defaults fit two CPU cores (~10-15 min in all on an idle machine):
+# one process with --threads 2 (--ranks R > 1: R ranks under `dreamddp launch`, cosine is then the mean over ranks).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+STEPS=400 TEXT_STEPS=240 EVERY=50 TEXT_EVERY=30 PROBE_BATCH=256 TEXT_PROBE_BATCH=32 MODELS="cnn resnet20 gpt-mini"
+MINIBATCH=1 RANKS=1 THREADS=2 OUT=runs/sensitivity BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
+die() { echo "sensitivity.sh: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --steps) STEPS=$2; shift 2 ;;
+    --text-steps) TEXT_STEPS=$2; shift 2 ;;
+    --every) EVERY=$2; TEXT_EVERY=$2; shift 2 ;;
+    --probe-batch) PROBE_BATCH=$2; shift 2 ;;
+    --text-probe-batch) TEXT_PROBE_BATCH=$2; shift 2 ;;
+    --models) MODELS=$2; shift 2 ;;
+    --no-minibatch) MINIBATCH=0; shift ;;
+    --ranks) RANKS=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --bin) BIN=$2; shift 2 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+for v in STEPS TEXT_STEPS EVERY TEXT_EVERY PROBE_BATCH TEXT_PROBE_BATCH RANKS THREADS; do
+  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "${v,,} must be a positive integer (got '${!v}')"
+done
+for m in $MODELS; do
+  case $m in cnn|resnet20|gpt-mini|mlp) ;; *) die "--models: unknown model '$m' (cnn resnet20 gpt-mini mlp)" ;; esac
+done
+[ -x "$BIN" ] || die "no dreamddp binary at $BIN (build it: make build, or pass --bin / DREAMDDP_BIN)"
+
+if [ -e "$OUT" ]; then
+  keep="$OUT.$(date +%Y%m%d-%H%M%S)"
+  mv "$OUT" "$keep"
+  echo "sensitivity.sh: moved the earlier $OUT to $keep"
+fi
+mkdir -p "$OUT"
+{
+  echo "date: $(date -Is)"
+  echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "command: $0 $*"
+} > "$OUT/sitting.txt"
+
+# One training run with the probe on. $1 run name, $2 model, $3 data, $4 steps, $5 batch, $6 --sensitivity spec.
+run() {
+  local name=$1 model=$2 data=$3 steps=$4 batch=$5 spec=$6
+  local args=(train --model "$model" --data "$data" --steps "$steps" --batch "$batch" --policy ddp
+              --sensitivity "$spec" --out "$OUT/$name" --log-every $((steps / 4)) --threads "$THREADS")
+  echo "== $name: $model on $data, $steps steps x batch $batch, --sensitivity $spec (load $(cut -d' ' -f1 /proc/loadavg))"
+  local t0=$SECONDS
+  if [ "$RANKS" -gt 1 ]; then
+    "$BIN" launch -n "$RANKS" -- "${args[@]}" > "$OUT/$name.log" 2>&1 || { tail -n 20 "$OUT/$name.log" >&2; die "$name failed"; }
+  else
+    "$BIN" "${args[@]}" > "$OUT/$name.log" 2>&1 || { tail -n 20 "$OUT/$name.log" >&2; die "$name failed"; }
+  fi
+  echo "   done in $((SECONDS - t0)) s"
+  echo "$name: $((SECONDS - t0)) s, load after $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/sitting.txt"
+}
+
+for m in $MODELS; do
+  if [ "$m" = gpt-mini ]; then
+    run "$m-fixed" "$m" text "$TEXT_STEPS" 8 "delays=1/2/4/8,every=$TEXT_EVERY,batch=$TEXT_PROBE_BATCH"
+  else
+    run "$m-fixed" "$m" fashion-mnist "$STEPS" 64 "delays=1/2/4/8,every=$EVERY,batch=$PROBE_BATCH"
+  fi
+done
+if [ "$MINIBATCH" = 1 ]; then
+  mb_model=cnn
+  [[ " $MODELS " == *" cnn "* ]] || mb_model=${MODELS%% *}
+  if [ "$mb_model" = gpt-mini ]; then
+    run "$mb_model-minibatch" "$mb_model" text "$TEXT_STEPS" 8 "delays=1/2/4/8,every=$TEXT_EVERY,probe=minibatch"
+  else
+    run "$mb_model-minibatch" "$mb_model" fashion-mnist "$STEPS" 64 "delays=1/2/4/8,every=$EVERY,probe=minibatch"
+  fi
+fi
+
+# Summary: mean cosine over probes per layer group at each delay; the most and least stale-tolerant groups.
+$PY - "$OUT" <<'PYEOF' | tee "$OUT/summary.txt"
+import json, os, re, sys, warnings
+import h5py, numpy as np
+
+out = sys.argv[1]
+
+def group_of(model, name):
+    """Layer name -> the group its row is reported under (one row per layer for the small cnn/mlp)."""
+    if model in ("cnn", "mlp"):
+        return name
+    if model == "resnet20":   # stem, stageS (all its blocks), head
+        m = re.match(r"(layer|stage)(\d+)", name)
+        return f"stage{m.group(2)}" if m else ("stem" if re.match(r"(conv|bn)", name) and "fc" not in name else name)
+    m = re.search(r"(block|h|layer)[._]?(\d+)", name)   # gpt-mini: embeddings, block k, final LN, head
+    if m:
+        return f"block{m.group(2)}" + (".attn" if "attn" in name else ".mlp" if "mlp" in name or "fc" in name else ".ln")
+    return name
+
+print(f"\nLayer sensitivity: cos(g_l(t0), g_l(t0+d)), mean over probes (and ranks); groups: unweighted mean of layers")
+for run in sorted(os.listdir(out)):
+    path = os.path.join(out, run, "metrics.h5")
+    if not os.path.isfile(path):
+        continue
+    with h5py.File(path, "r") as f:
+        model = f.attrs["model"]
+        model = model.decode() if isinstance(model, bytes) else str(model)
+        names = [n.decode() for n in f["layers"]["name"]]
+        key = "sensitivity/cosine_minibatch" if "sensitivity/cosine_minibatch" in f else "sensitivity/cosine"
+        variant = "_minibatch" if key.endswith("minibatch") else ""
+        cos = f[key][:]
+        delays = list(f["sensitivity/delays" + variant][:])
+        probes = list(f["sensitivity/probe_steps" + variant][:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(cos, axis=0)            # [layer, delay]
+    groups = {}
+    for i, n in enumerate(names):
+        groups.setdefault(group_of(model, n), []).append(i)
+    summ = json.load(open(os.path.join(out, run, "summary.json")))
+    print(f"\n{run}: {model}, probe {'training minibatch' if variant else 'fixed batch'}, {len(probes)} probes at "
+          f"steps {probes[0]}..{probes[-1]}, final loss {summ.get('final_loss', float('nan')):.3f}")
+    hdr = "".join(f"{'d=' + str(d):>8}" for d in delays)
+    print(f"  {'layer group':<28}{'layers':>7}{hdr}")
+    rows = []
+    for g, idx in groups.items():
+        vals = [float(np.nanmean(mean[idx, j])) for j in range(len(delays))]
+        rows.append((g, vals))
+        print(f"  {g:<28}{len(idx):>7}" + "".join(f"{v:>8.3f}" for v in vals))
+    j8 = len(delays) - 1
+    ok = [r for r in rows if np.isfinite(r[1][j8])]
+    if ok:
+        lo, hi = min(ok, key=lambda r: r[1][j8]), max(ok, key=lambda r: r[1][j8])
+        print(f"  most sensitive at d={delays[j8]}: {lo[0]} ({lo[1][j8]:.3f}); least: {hi[0]} ({hi[1][j8]:.3f})")
+PYEOF
+
+$PY analysis/make_figures.py "$OUT"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# kill -9 a 2-rank training run at a random step, resume it from its last checkpoint, and require the final
+# parameters of every rank to be bitwise equal to an uninterrupted run, and metrics.h5 /steps to hold each step
+# exactly once. Usage: kill_resume.sh DREAMDDP_BIN POLICY [MODEL]
+set -euo pipefail
+BIN=$1
+POLICY=$2
+MODEL=${3:-mlp}
+STEPS=40
+W=$(mktemp -d /tmp/dd_resume.XXXXXX)
+trap 'pkill -9 -f "$W" 2>/dev/null || true; rm -rf "$W"' EXIT
+# A fixed profile makes dreamddp's schedule independent of timing (self-profiles differ between runs).
+mkdir -p "$W/prof"
+/usr/bin/python3 - "$W/prof" "$BIN" "$MODEL" <<'PY'
+import json, subprocess, sys, os
+d, b, m = sys.argv[1:4]
+names = {"mlp": ["fc1", "fc2", "fc3", "fc4"], "cnn": ["conv1", "bn1", "conv2", "bn2", "conv3", "bn3", "fc1", "fc2"]}[m]
+json.dump({n: 0.001 * (i + 1) for i, n in enumerate(names)}, open(os.path.join(d, "bp.json"), "w"))
+json.dump({n: 0.002 * (len(names) - i) for i, n in enumerate(names)}, open(os.path.join(d, "comm.json"), "w"))
+PY
+POLICY=${POLICY//@PROFILE@/$W/prof}
+ARGS=(train --model "$MODEL" --data synthetic --batch 16 --steps $STEPS --threads 1 --policy "$POLICY"
+      --eval-every 10 --eval-samples 64 --log-every 1 --timeout 30)
+
+"$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/ref" --save-params "$W/ref/p%r.bin" > /dev/null 2>&1
+
+# Interrupted run: kill -9 everything at a random step after the first checkpoint.
+KILL_AT=$(( 12 + RANDOM % 20 ))
+"$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/run" --checkpoint-every 5 > /dev/null 2> "$W/run.log" &
+LPID=$!
+for _ in $(seq 1 600); do
+  if grep -q "^step $KILL_AT/" "$W/run.log" 2>/dev/null; then break; fi
+  if ! kill -0 $LPID 2>/dev/null; then echo "run ended before step $KILL_AT"; cat "$W/run.log"; exit 1; fi
+  sleep 0.1
+done
+pkill -9 -f -- "--out $W/run" || true
+kill -9 $LPID 2>/dev/null || true
+wait $LPID 2>/dev/null || true
+sleep 0.5
+ls "$W/run"/checkpoint.rank0.bin "$W/run"/checkpoint.rank1.bin > /dev/null
+echo "killed at step ~$KILL_AT; resuming"
+"$BIN" launch -n 2 -- "${ARGS[@]}" --resume "$W/run" --save-params "$W/run/p%r.bin" > /dev/null 2> "$W/resume.log" || {
+  cat "$W/resume.log"; exit 1; }
+for r in 0 1; do
+  cmp "$W/ref/p$r.bin" "$W/run/p$r.bin" || { echo "rank $r parameters differ from the uninterrupted run"; exit 1; }
+done
+/usr/bin/python3 - "$W/run/metrics.h5" $STEPS <<'PY'
+import h5py, sys
+f = h5py.File(sys.argv[1], "r")
+steps = list(f["steps"]["step"])
+assert steps == list(range(int(sys.argv[2]))), steps
+PY
+echo "OK: $POLICY resumed bitwise equal"
