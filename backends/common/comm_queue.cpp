@@ -1,6 +1,8 @@
 // CommQueue / QueuedWork: the FIFO communication thread shared by the CPU backends.
 #include "backends/common/comm_queue.h"
 
+#include "core/common/clock.h"
+
 #include "core/common/error.h"
 
 namespace dd {
@@ -17,6 +19,7 @@ bool QueuedWork::test() {
 }
 
 void QueuedWork::finish(std::exception_ptr error) {
+  end_time_.store(now_s());  // the timeline's end of this collective, as the communication thread saw it
   {
     std::lock_guard<std::mutex> lk(m_);
     done_ = true;

@@ -1,5 +1,6 @@
 // A communication thread that runs queued operations strictly in submission order (the Gloo/MPI CPU backends).
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -19,8 +20,10 @@ class QueuedWork : public Work {
   void wait() override;
   bool test() override;
   void finish(std::exception_ptr error);
+  double end_time() const override { return end_time_.load(); }
 
  private:
+  std::atomic<double> end_time_{0};
   std::mutex m_;
   std::condition_variable cv_;
   bool done_ = false;

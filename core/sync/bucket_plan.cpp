@@ -1,4 +1,4 @@
-// plan_buckets: walk layers in backward order, extend the open bucket while the action matches and the cap allows.
+// plan_buckets: walk layers in backward order, extend the open bucket while the action matches and it is under its cap.
 #include "core/sync/bucket_plan.h"
 
 namespace dd::sync {
@@ -18,9 +18,9 @@ std::vector<Bucket> plan_buckets(const std::vector<Action>& actions, const std::
     const int64_t cap = out.size() == 1 ? first_cap_bytes : cap_bytes;
     if (open) {
       Bucket& b = out.back();
-      const int64_t add = 4 * (r.param_n + (averages_params(a) ? r.buffer_n : 0));
-      // Layers are adjacent in the arenas, so extending downwards keeps the ranges contiguous.
-      if (b.action == a && b.bytes() + add <= cap && r.param_off + r.param_n == b.param_off) {
+      // PyTorch's Reducer: a bucket takes layers until it has reached its cap, so the last layer may take it past
+      // the cap (the first bucket then holds the last layer plus enough to start communicating early).
+      if (b.action == a && b.bytes() < cap && r.param_off + r.param_n == b.param_off) {
         b.lo = l;
         b.param_off = r.param_off;
         b.param_n += r.param_n;

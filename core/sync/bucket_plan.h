@@ -1,5 +1,5 @@
 // Fusing adjacent layers with the same action into buckets (contiguous arena ranges, no copies), in backward
-// order, with PyTorch DDP's caps (first bucket 1 MiB, then 25 MiB).
+// order, with PyTorch DDP's caps and rule (first bucket 1 MiB, then 25 MiB; a bucket closes once it reaches its cap).
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -156,7 +156,8 @@ nlohmann::json Trainer::run() {
       for (int l = model.num_layers() - 1; l >= 0; --l)
         I.opt->update_layer(l, I.engine ? lr * I.engine->lr_factor(l) : lr);
     }
-    if (I.engine) I.engine->after_update();
+    const double t_upd = now_s();
+    if (I.engine) I.engine->after_update();  // its waiting (e.g. Local SGD's blocking average) is exposed comm
     double t5 = now_s();
     loss = fr.loss;
     if (!std::isfinite(loss)) throw std::runtime_error("loss became " + std::to_string(loss) + " at step " +
@@ -173,7 +174,7 @@ nlohmann::json Trainer::run() {
     const double sps = step >= warm && t5 > t_warm ? double(step + 1 - warm) * cfg.batch * cfg.world / (t5 - t_warm - eval_s)
                                                    : double(step + 1 - start) * cfg.batch * cfg.world / elapsed;
     telemetry::StepRow row{step, elapsed, loss, lr, (t2 - t1) * 1e3, (t3 - t2) * 1e3,
-                           (t5 - t4) * 1e3 + (t1 - t0) * 1e3, cs.exposed_ms, cs.bytes, sps};
+                           (t_upd - t4) * 1e3, cs.exposed_ms, cs.bytes, sps};
     rec.step(row);
     if (I.rank0()) progress.update(step, loss, sps, step_total > 0 ? exposed_total / step_total : 0, elapsed);
     if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !cfg.out.empty()) {
