@@ -1,5 +1,6 @@
 """A DreamDDP schedule ({"H": H, "schedule": {layer: phase}, "fillin": {layer: [phases]}}) as a layers x phase grid."""
 import json
+import os
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -54,7 +55,8 @@ def plot_schedule(path, out_dir, name="schedule", layer_order=None):
     ax.set_xlabel("phase (step mod H)")
     ax.set_ylabel("layer (forward order)")
     counts = (grid == 2).sum(axis=0)
-    ax.set_title(f"Schedule, H = {h}: phase at which each layer is averaged\n"
+    ax.set_title(f"Schedule {os.path.splitext(os.path.basename(path))[0]}, H = {h}: phase at which each layer is "
+                 f"averaged\n"
                  f"layers per phase: {' '.join(str(int(c)) for c in counts)}", fontsize=10)
     handles = [Patch(facecolor="#08519c", label="scheduled average")]
     if fillin:

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Schedule study: the DreamDDP solver (1) on the authors' three published GPT-2 profiles (H = 10), compared with the
 # modelled time of the authors' own schedule and their published figure, and (2) on a self-profile of our models
-# (`dreamddp profile` under `dreamddp launch`, H = 8); schedule JSONs drawn as layers x phase.
+# (`dreamddp profile` under `dreamddp launch`, H = 8; per-rank batch gpt-mini 8, resnet20 32, else 64 unless
+# --batch); schedule JSONs drawn as layers x phase.
 #
 #   experiments/schedule_study.sh [--profiles "data/dreamddp-profiles/*"] [--h-paper 10] [--h-self 8]
 #                                 [--models "gpt-mini resnet20"] [--ranks 4] [--netem RATE] [--batch B]
-#                                 [--profile-steps 20] [--fillin] [--out runs/schedule] [--bin build/dreamddp]
+#                                 [--profile-steps 10] [--fillin] [--out runs/schedule] [--bin build/dreamddp]
 #
 # Writes OUT/<name>_schedule.json (`dreamddp schedule --out`), OUT/<name>.log (the solver's full table),
 # OUT/profiles/<model>/{bp,comm}.json (self-profiles), OUT/solver_results.json (one row per profile: modelled seconds per
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PROFILES=$(ls -d data/dreamddp-profiles/*/ 2>/dev/null | sed 's:/$::' | tr '\n' ' ')
-H_PAPER=10 H_SELF=8 MODELS="gpt-mini resnet20" RANKS=4 NETEM="" BATCH="" PROFILE_STEPS=20 FILLIN=0
+H_PAPER=10 H_SELF=8 MODELS="gpt-mini resnet20" RANKS=4 NETEM="" BATCH="" PROFILE_STEPS=10 FILLIN=0
 OUT=runs/schedule BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
 die() { echo "schedule_study.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -72,7 +73,8 @@ for p in $PROFILES; do solve "$(basename "$p")" "$p" "$H_PAPER" paper; done
 
 for m in $MODELS; do
   args=(profile --model "$m" --steps "$PROFILE_STEPS" --threads 1 --out "$OUT/profiles/$m")
-  [ -n "$BATCH" ] && args+=(--batch "$BATCH")
+  case $m in gpt-mini) b=8 ;; resnet20) b=32 ;; *) b=64 ;; esac   # the batches of the other studies
+  args+=(--batch "${BATCH:-$b}")
   echo "== profile $m: $RANKS ranks, network $NETNAME (load $(cut -d' ' -f1 /proc/loadavg))"
   "$BIN" launch -n "$RANKS" "${NET[@]}" -- "${args[@]}" > "$OUT/profiles/$m.log" 2>&1 ||
     { tail -n 20 "$OUT/profiles/$m.log" >&2; die "profile of $m failed"; }
@@ -107,7 +109,8 @@ for line in open(os.path.join(out, "rows.txt")):
     solve_s = next((float(re.search(r"([\d.]+) s", l).group(1)) for l in log if l.startswith("solve time")), float("nan"))
     layers = next((int(l.split()[-1]) for l in log if l.startswith("layers")), 0)
     a_model, a_pub = authors(d) if kind == "paper" else (None, None)
-    rows.append(dict(name=name, kind=kind, profile=d, H=int(h), layers=layers, solve_s=solve_s,
+    j["H"] = int(h)
+    rows.append(dict(name=name, kind=kind, profile=d, layers=layers, solve_s=solve_s,
                      authors_modelled=a_model, authors_published=a_pub, **j))
 
 def f(v, w=10, p=4):

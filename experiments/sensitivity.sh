@@ -3,27 +3,30 @@
 # cnn and resnet20 on Fashion-MNIST and gpt-mini on text, on a fixed probe batch, plus one run probing the
 # training minibatch (cnn); summary table per model and layer group, then the figures.
 #
-#   experiments/sensitivity.sh [--steps N] [--text-steps N] [--every N] [--probe-batch B] [--text-probe-batch B]
-#                              [--models "cnn resnet20 gpt-mini"] [--no-minibatch] [--ranks R] [--threads T]
-#                              [--out runs/sensitivity] [--bin build/dreamddp]
+#   experiments/sensitivity.sh [--steps N] [--every N] [--probe-batch B] [--models "cnn resnet20 gpt-mini"]
+#                              [--no-minibatch] [--ranks R] [--threads T] [--out runs/sensitivity] [--bin build/dreamddp]
+#
+# Per model (defaults; --steps/--every/--probe-batch override all models): training steps x batch, probe every N
+# steps (delays 1,2,4,8, so 6-8 probes), probe batch:
+#   cnn       300 x 64 images, every 50, probe batch 256     resnet20  300 x 32 images, every 50, probe batch 128
+#   gpt-mini  240 x 8 sequences of 128 bytes, every 30, probe batch 32 sequences
+# plus cnn with probe=minibatch (the training minibatch's gradient at t0 vs t0+d: sampling noise included).
 #
 # Runs: OUT/<model>-fixed/ (and OUT/cnn-minibatch/), each with metrics.h5 (/sensitivity/cosine[probe, layer,
 # delay]) and summary.json; the table is also written to OUT/summary.txt. An existing OUT is moved to
-# OUT.<time> first (nothing is overwritten). Defaults fit two CPU cores (~10-15 min in all on an idle machine):
+# OUT.<time> first (nothing is overwritten). Defaults fit two CPU cores (~20-25 min in all on a busy machine):
 # one process with --threads 2 (--ranks R > 1: R ranks under `dreamddp launch`, cosine is then the mean over ranks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-STEPS=400 TEXT_STEPS=240 EVERY=50 TEXT_EVERY=30 PROBE_BATCH=256 TEXT_PROBE_BATCH=32 MODELS="cnn resnet20 gpt-mini"
+STEPS="" EVERY="" PROBE_BATCH="" MODELS="cnn resnet20 gpt-mini"
 MINIBATCH=1 RANKS=1 THREADS=2 OUT=runs/sensitivity BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
 die() { echo "sensitivity.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --steps) STEPS=$2; shift 2 ;;
-    --text-steps) TEXT_STEPS=$2; shift 2 ;;
-    --every) EVERY=$2; TEXT_EVERY=$2; shift 2 ;;
+    --every) EVERY=$2; shift 2 ;;
     --probe-batch) PROBE_BATCH=$2; shift 2 ;;
-    --text-probe-batch) TEXT_PROBE_BATCH=$2; shift 2 ;;
     --models) MODELS=$2; shift 2 ;;
     --no-minibatch) MINIBATCH=0; shift ;;
     --ranks) RANKS=$2; shift 2 ;;
@@ -34,8 +37,8 @@ while [ $# -gt 0 ]; do
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
-for v in STEPS TEXT_STEPS EVERY TEXT_EVERY PROBE_BATCH TEXT_PROBE_BATCH RANKS THREADS; do
-  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "${v,,} must be a positive integer (got '${!v}')"
+for v in STEPS EVERY PROBE_BATCH RANKS THREADS; do
+  [ -z "${!v}" ] || [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "${v,,} must be a positive integer (got '${!v}')"
 done
 for m in $MODELS; do
   case $m in cnn|resnet20|gpt-mini|mlp) ;; *) die "--models: unknown model '$m' (cnn resnet20 gpt-mini mlp)" ;; esac
@@ -55,11 +58,25 @@ mkdir -p "$OUT"
   echo "command: $0 $*"
 } > "$OUT/sitting.txt"
 
-# One training run with the probe on. $1 run name, $2 model, $3 data, $4 steps, $5 batch, $6 --sensitivity spec.
+# Per-model defaults: steps batch every probe-batch data eval-samples (evaluation only reports the final accuracy).
+defaults() {
+  case $1 in
+    cnn|mlp) echo "300 64 50 256 fashion-mnist 2000" ;;
+    resnet20) echo "300 32 50 128 fashion-mnist 2000" ;;
+    gpt-mini) echo "240 8 30 32 text 128" ;;
+  esac
+}
+
+# One training run with the probe on. $1 run name, $2 model, $3 probe kind (fixed|minibatch).
 run() {
-  local name=$1 model=$2 data=$3 steps=$4 batch=$5 spec=$6
+  local name=$1 model=$2 kind=$3 steps batch every pbatch data evals
+  read -r steps batch every pbatch data evals <<< "$(defaults "$model")"
+  steps=${STEPS:-$steps} every=${EVERY:-$every} pbatch=${PROBE_BATCH:-$pbatch}
+  local spec="delays=1/2/4/8,every=$every"
+  if [ "$kind" = minibatch ]; then spec+=",probe=minibatch"; else spec+=",batch=$pbatch"; fi
   local args=(train --model "$model" --data "$data" --steps "$steps" --batch "$batch" --policy ddp
-              --sensitivity "$spec" --out "$OUT/$name" --log-every $((steps / 4)) --threads "$THREADS")
+              --sensitivity "$spec" --eval-samples "$evals" --out "$OUT/$name" --log-every $((steps / 4))
+              --threads "$THREADS")
   echo "== $name: $model on $data, $steps steps x batch $batch, --sensitivity $spec (load $(cut -d' ' -f1 /proc/loadavg))"
   local t0=$SECONDS
   if [ "$RANKS" -gt 1 ]; then
@@ -71,21 +88,11 @@ run() {
   echo "$name: $((SECONDS - t0)) s, load after $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/sitting.txt"
 }
 
-for m in $MODELS; do
-  if [ "$m" = gpt-mini ]; then
-    run "$m-fixed" "$m" text "$TEXT_STEPS" 8 "delays=1/2/4/8,every=$TEXT_EVERY,batch=$TEXT_PROBE_BATCH"
-  else
-    run "$m-fixed" "$m" fashion-mnist "$STEPS" 64 "delays=1/2/4/8,every=$EVERY,batch=$PROBE_BATCH"
-  fi
-done
+for m in $MODELS; do run "$m-fixed" "$m" fixed; done
 if [ "$MINIBATCH" = 1 ]; then
   mb_model=cnn
   [[ " $MODELS " == *" cnn "* ]] || mb_model=${MODELS%% *}
-  if [ "$mb_model" = gpt-mini ]; then
-    run "$mb_model-minibatch" "$mb_model" text "$TEXT_STEPS" 8 "delays=1/2/4/8,every=$TEXT_EVERY,probe=minibatch"
-  else
-    run "$mb_model-minibatch" "$mb_model" fashion-mnist "$STEPS" 64 "delays=1/2/4/8,every=$EVERY,probe=minibatch"
-  fi
+  run "$mb_model-minibatch" "$mb_model" minibatch
 fi
 
 # Summary: mean cosine over probes per layer group at each delay; the most and least stale-tolerant groups.
@@ -96,15 +103,14 @@ import h5py, numpy as np
 out = sys.argv[1]
 
 def group_of(model, name):
-    """Layer name -> the group its row is reported under (one row per layer for the small cnn/mlp)."""
-    if model in ("cnn", "mlp"):
-        return name
-    if model == "resnet20":   # stem, stageS (all its blocks), head
-        m = re.match(r"(layer|stage)(\d+)", name)
-        return f"stage{m.group(2)}" if m else ("stem" if re.match(r"(conv|bn)", name) and "fc" not in name else name)
-    m = re.search(r"(block|h|layer)[._]?(\d+)", name)   # gpt-mini: embeddings, block k, final LN, head
-    if m:
-        return f"block{m.group(2)}" + (".attn" if "attn" in name else ".mlp" if "mlp" in name or "fc" in name else ".ln")
+    """Layer name -> the row it is reported under: every layer of cnn/mlp; resnet20 per residual block
+    (stem = conv1+bn1, stageS.B, fc); gpt-mini per block and kind (attn = qkv+proj, mlp = fc+proj, ln = ln1+ln2)."""
+    if model == "resnet20":
+        m = re.match(r"(stage\d+\.\d+)\.", name)
+        return m.group(1) if m else ("stem" if name in ("conv1", "bn1") else name)
+    if model == "gpt-mini":
+        m = re.match(r"(blocks\.\d+)\.(attn|mlp|ln)", name)
+        return f"{m.group(1)}.{m.group(2)}" if m else name
     return name
 
 print(f"\nLayer sensitivity: cos(g_l(t0), g_l(t0+d)), mean over probes (and ranks); groups: unweighted mean of layers")

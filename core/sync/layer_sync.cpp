@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "backends/backend.h"
@@ -61,6 +63,7 @@ class LayerSync : public SyncEngine {
   void begin_step(int64_t step) override {
     step_ = step;
     stats_ = {};
+    agreed_anomalies_ = 0;
     apply_agreed_votes();
     while (next_switch_ < switches_.size() && switches_[next_switch_].step <= step) {
       // A layer that changes regime is first averaged once: averaging everything local is that, in one go.
@@ -69,13 +72,17 @@ class LayerSync : public SyncEngine {
       if (o_.metrics) o_.metrics->append_event(step, "switch", switches_[next_switch_].spec);
       ++next_switch_;
     }
-    const bool profiling = step < policy_->profile_steps();
+    const bool lockstep_all = step < policy_->profile_steps() || step < fallback_until_;
     for (int l = 0; l < m_.num_layers(); ++l) {
-      actions_[l] = profiling ? Action::AllreduceGrads : policy_->decide(l, step);
+      actions_[l] = lockstep_all ? Action::AllreduceGrads : policy_->decide(l, step);
       lockstep_[l] = actions_[l] == Action::AllreduceGrads;
       // Local updates since the layer's last sync, counting this step's (lr_l = lr * gamma^stale_l).
       stale_[l] = actions_[l] == Action::None ? stale_[l] + 1 : 0;
     }
+    plan_launches();
+  }
+
+  void plan_launches() {
     buckets_ = plan_buckets(actions_, ranges_, o_.first_bucket_bytes, o_.bucket_cap_bytes);
     std::fill(trigger_.begin(), trigger_.end(), -1);
     for (size_t i = 0; i < buckets_.size(); ++i) trigger_[buckets_[i].lo] = int(i);
@@ -118,7 +125,6 @@ class LayerSync : public SyncEngine {
  private:
   void end_of_backward(double t1) {
     record_timeline(t1);
-    cast_votes();
     if (step_ < policy_->profile_steps()) accumulate_profile();
   }
 
@@ -128,6 +134,7 @@ class LayerSync : public SyncEngine {
   }
 
   void after_update() override {
+    cast_votes();  // after the update: the trainer's anomaly report of this step rides along
     if (policy_->full_average_after(step_)) {
       const double t0 = now_s();
       average_all(true);
@@ -143,6 +150,20 @@ class LayerSync : public SyncEngine {
   }
 
   StepCommStats step_stats() const override { return stats_; }
+
+  void report_anomaly() override { local_anomaly_ = true; }
+  int agreed_anomalies() const override { return agreed_anomalies_; }
+  void fallback(int64_t steps) override {
+    // Called by every rank at the same step (after agreed_anomalies()): average once, then lock-step.
+    average_all(false);
+    std::fill(stale_.begin(), stale_.end(), 0);
+    fallback_until_ = step_ + 1 + steps;
+    // This step's plan was made before the fallback: it becomes lock-step too.
+    std::fill(actions_.begin(), actions_.end(), Action::AllreduceGrads);
+    std::fill(lockstep_.begin(), lockstep_.end(), true);
+    plan_launches();
+    if (o_.metrics) o_.metrics->append_event(step_, "fallback", "lock-step until step " + std::to_string(fallback_until_));
+  }
 
   std::string save_state() override {
     if (control_) {  // the votes of the last step: keep their sums to apply at the next step
@@ -163,6 +184,7 @@ class LayerSync : public SyncEngine {
     w.put_vec(prof_sum_);
     w.put<int32_t>(prof_n_);
     w.put<int64_t>(plan_version_);
+    w.put<int64_t>(fallback_until_);
     w.put_str(policy_->save_state());
     return w.bytes();
   }
@@ -185,6 +207,7 @@ class LayerSync : public SyncEngine {
     prof_sum_ = r.get_vec<double>();
     prof_n_ = r.get<int32_t>();
     plan_version_ = r.get<int64_t>();
+    fallback_until_ = r.get<int64_t>();
     policy_->load_state(r.get_str());
     plan_version_ = policy_->plan_version();
     if (!r.done()) throw UsageError("checkpoint: engine state has trailing bytes");
@@ -215,7 +238,10 @@ class LayerSync : public SyncEngine {
       signals_.stale.assign(L, 0);
       has_prev_.assign(L, false);
     }
-    votes_.resize(size_t(L) * size_t(policy_->votes_per_layer()));
+    policy_votes_ = size_t(L) * size_t(policy_->votes_per_layer());
+    // Control vector: the policy's votes, then [control-file switch request, anomaly flag] when those are on.
+    extra_votes_ = (o_.control_file.empty() ? 0 : 1) + (o_.anomaly_votes ? 1 : 0);
+    votes_.resize(policy_votes_ + extra_votes_);
     auto groups = policy_->groups(hosts_);
     if (!groups.empty()) {
       if (int(groups.size()) != b_.size()) throw UsageError("--policy " + spec + ": topology does not cover the ranks");
@@ -336,7 +362,11 @@ class LayerSync : public SyncEngine {
   // The control all-reduce: votes of this step, summed over ranks asynchronously, applied at the next step.
   void cast_votes() {
     if (votes_.size() == 0) return;
-    policy_->cast_votes(step_, signals_, votes_.data());
+    if (policy_votes_) policy_->cast_votes(step_, signals_, votes_.data());
+    size_t k = policy_votes_;
+    if (!o_.control_file.empty()) votes_[k++] = b_.rank() == 0 && poll_control_file() ? 1.0f : 0.0f;
+    if (o_.anomaly_votes) votes_[k++] = local_anomaly_ ? 1.0f : 0.0f;
+    local_anomaly_ = false;
     fingerprint("control", int64_t(votes_.size()));
     ++seq_;
     control_ = b_.allreduce(votes_.data(), votes_.size(), ReduceOp::Sum);
@@ -353,8 +383,39 @@ class LayerSync : public SyncEngine {
     }
     if (!agreed_ready_) return;
     agreed_ready_ = false;
-    policy_->on_agreed(control_step_, votes_.data(), b_.size());
+    size_t k = policy_votes_;
+    const bool switch_requested = !o_.control_file.empty() && votes_[k++] > 0.5f;
+    agreed_anomalies_ = o_.anomaly_votes ? int(votes_[k++] + 0.5f) : 0;
+    if (policy_votes_) policy_->on_agreed(control_step_, votes_.data(), b_.size());
     print_plan_if_changed();
+    if (switch_requested) {
+      // Rank 0 read a new spec; everyone learns it (one small blocking allgather) and switches at this step.
+      const std::string spec = b_.allgather(b_.rank() == 0 ? pending_spec_ : std::string())[0];
+      average_all(false);
+      set_policy(spec);
+      if (o_.metrics) o_.metrics->append_event(step_, "switch", spec + " (control file)");
+    }
+  }
+
+  // Rank 0: a new, valid spec in the control file since the last look? (checked every 10 steps; bad specs are
+  // reported and ignored, never fatal for a running job)
+  bool poll_control_file() {
+    if (step_ % 10 != 0) return false;
+    std::ifstream f(o_.control_file);
+    if (!f) return false;
+    std::string spec((std::istreambuf_iterator<char>(f)), {});
+    while (!spec.empty() && std::isspace(uint8_t(spec.back()))) spec.pop_back();
+    while (!spec.empty() && std::isspace(uint8_t(spec.front()))) spec.erase(spec.begin());
+    if (spec.empty() || spec == last_control_spec_) return false;
+    last_control_spec_ = spec;
+    try {
+      make_policy(PolicySpec::parse(spec));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sync: ignoring control file %s: %s\n", o_.control_file.c_str(), e.what());
+      return false;
+    }
+    pending_spec_ = spec;
+    return true;
   }
 
   void print_plan_if_changed() {
@@ -433,6 +494,11 @@ class LayerSync : public SyncEngine {
   std::vector<std::string> hosts_;
   std::string policy_spec_;
   bool agreed_ready_ = false;
+  size_t policy_votes_ = 0, extra_votes_ = 0;
+  bool local_anomaly_ = false;
+  int agreed_anomalies_ = 0;
+  int64_t fallback_until_ = 0;
+  std::string pending_spec_, last_control_spec_;
   int64_t plan_version_ = 0;
   std::unique_ptr<Backend> intra_;
   int group_ = 0;

@@ -28,6 +28,8 @@ struct EngineOptions {
   double staleness_gamma = 0;                // >0: lr_l = lr * gamma^stale_l
   bool average_optimizer_state = false;      // average momentum / Adam moments with the parameters
   telemetry::MetricsWriter* metrics = nullptr;  // rank 0: timeline rows
+  bool anomaly_votes = false;                // carry the anomaly flag in the control all-reduce
+  std::string control_file;                  // rank 0 watches it: a policy spec written there is switched to
   bool verbose = true;                       // rank 0 prints the plan
 };
 

@@ -71,7 +71,7 @@ Action ThresholdPolicy::decide(int layer, int64_t step) {
   // A policy that starts mid-run (a switch) starts from an averaged model: as if every layer synced just before.
   if (last_sync_[layer] == kNever) last_sync_[layer] = step - 1;
   const int64_t gap = step - last_sync_[layer];
-  const bool sync = gap >= max_ || (gap >= min_ && has_signal() && local_ema_[layer] < line(layer));
+  const bool sync = gap >= max_ || (gap >= min_ && has_signal() && signal(layer) < line(layer));
   Action a = sync ? Action::AverageParams : Action::None;
   if (sync) {
     last_sync_[layer] = step;

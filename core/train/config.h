@@ -41,6 +41,11 @@ struct TrainConfig {
   double staleness_gamma = 0;           // >0: lr_l = lr * gamma^stale_l
   bool average_optimizer_state = false;
   bool immediate_update = false;        // update each layer as soon as its sync is done
+  std::string anomaly = "fallback";     // off | fallback | stop
+  double anomaly_spike = 10;            // loss > factor x EMA counts as an anomaly (0: off)
+  int64_t anomaly_window = 50;          // fallback: steps of lock-step sync
+  int64_t inject_nan = -1;              // testing: poison a gradient on rank 0 at this step
+  std::string control_file;             // rank 0 watches it for a policy spec to switch to
   int64_t bucket_cap_mb = 25;
   double first_bucket_mb = 1;
   std::string config_file;

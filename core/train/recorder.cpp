@@ -75,6 +75,10 @@ void RunRecorder::eval(int64_t step, const nlohmann::json& ev) {
   impl_->w->append_eval(r);
 }
 
+void RunRecorder::finish_partial() {
+  if (impl_->w) impl_->w->close();
+}
+
 void RunRecorder::finish(const nlohmann::json& summary) {
   if (!impl_->w) return;
   impl_->w->close();

@@ -21,6 +21,7 @@
 #include "core/sync/engine.h"
 #include "core/sync/policy.h"
 #include "core/telemetry/metrics_writer.h"
+#include "core/train/anomaly.h"
 #include "core/train/checkpoint.h"
 #include "core/train/progress.h"
 #include "core/train/run_dir.h"
@@ -63,6 +64,11 @@ void resolve_and_validate(TrainConfig& c) {
   if (!c.sensitivity.empty()) parse_sensitivity(c.sensitivity, c.steps);
   sync::make_policy(sync::PolicySpec::parse(c.policy));  // a bad spec is refused before any work
   sync::parse_switches(c.switches);
+  if (c.anomaly != "off" && c.anomaly != "fallback" && c.anomaly != "stop")
+    throw UsageError("--anomaly: '" + c.anomaly + "' (expected off, fallback or stop)");
+  if (!(c.anomaly_spike >= 0)) throw UsageError("--anomaly-spike must be >= 0");
+  if (c.anomaly_window < 1) throw UsageError("--anomaly-window must be >= 1");
+  if (c.inject_nan >= 0 && c.model == "gpt-mini") throw UsageError("--inject-nan poisons image inputs; gpt-mini takes tokens");
   if (c.bucket_cap_mb < 1) throw UsageError("--bucket-cap-mb must be >= 1");
   if (!(c.first_bucket_mb > 0)) throw UsageError("--first-bucket-mb must be > 0");
 }
@@ -123,6 +129,9 @@ nlohmann::json Trainer::run() {
     start = read_checkpoint(checkpoint_path(cfg.resume, cfg.rank), cfg, model, *I.opt, I.engine.get()) + 1;
     if (I.rank0()) progress.message("resumed from " + checkpoint_path(cfg.resume, cfg.rank) + " after step " + std::to_string(start - 1));
   }
+  AnomalyGuard guard(cfg.anomaly_spike, 20);
+  std::vector<bool> skip(model.num_layers(), false);
+  bool local_anomaly = false;
   std::vector<int64_t> idx(cfg.batch);
   const int64_t warm = start + std::min<int64_t>(5, (cfg.steps - start) / 10);
   double t_start = now_s(), t_warm = t_start;
@@ -136,9 +145,29 @@ nlohmann::json Trainer::run() {
     double t0 = now_s();
     I.sharder->indices(step, idx.data());
     data::gather(I.train, idx.data(), cfg.batch, &I.batch);
+    if (step == cfg.inject_nan && cfg.rank == 0) I.batch.xf[0] = NAN;  // testing the anomaly guard: bad data
     models::Input in = make_input(I.batch);
     if (probe) probe->before_step(step, in);
     if (I.engine) I.engine->begin_step(step);
+    // An anomaly seen by any rank at the previous step, agreed through the control all-reduce.
+    const int anomalies = I.engine ? I.engine->agreed_anomalies() : (local_anomaly ? 1 : 0);
+    local_anomaly = false;
+    if (anomalies > 0 && cfg.anomaly != "off") {
+      const std::string what = std::to_string(anomalies) + " rank(s) saw an anomaly at step " + std::to_string(step - 1);
+      if (cfg.anomaly == "stop") {
+        std::string where = "no --out, no checkpoint";
+        if (!cfg.out.empty()) {
+          write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step - 1, model, *I.opt, I.engine.get());
+          where = "checkpoint " + checkpoint_path(cfg.out, cfg.rank);
+        }
+        if (auto* w = rec.metrics()) w->append_event(step - 1, "anomaly", what + "; stop (" + where + ")");
+        rec.finish_partial();
+        throw AnomalyStop(what + "; " + where);
+      }
+      if (auto* w = rec.metrics()) w->append_event(step - 1, "anomaly", what + "; fallback to lock-step for " + std::to_string(cfg.anomaly_window) + " steps");
+      if (I.rank0()) progress.message("anomaly: " + what + "; averaging once, then lock-step for " + std::to_string(cfg.anomaly_window) + " steps");
+      if (I.engine) I.engine->fallback(cfg.anomaly_window);
+    }
     double t1 = now_s();
     auto fr = model.forward(in, true);
     double t2 = now_s();
@@ -149,18 +178,31 @@ nlohmann::json Trainer::run() {
     double t4;
     if (I.engine && cfg.immediate_update) {
       t4 = now_s();
+      if (cfg.anomaly != "off" && !guard.check(step, fr.loss, model, skip, false).empty()) {
+        I.engine->report_anomaly();
+        local_anomaly = true;
+      }
       I.engine->finish_backward_and_update([&](int l) { I.opt->update_layer(l, lr * I.engine->lr_factor(l)); });
     } else {
       if (I.engine) I.engine->finish_backward();
       t4 = now_s();
+      if (cfg.anomaly != "off") {
+        const std::string what = guard.check(step, fr.loss, model, skip, true);
+        if (!what.empty()) {
+          if (I.engine) I.engine->report_anomaly();
+          local_anomaly = true;
+          if (auto* w = rec.metrics()) w->append_event(step, "anomaly-local", what);
+          if (I.rank0()) progress.message("anomaly at step " + std::to_string(step) + " on rank 0: " + what);
+        }
+      }
       for (int l = model.num_layers() - 1; l >= 0; --l)
-        I.opt->update_layer(l, I.engine ? lr * I.engine->lr_factor(l) : lr);
+        if (!skip[l]) I.opt->update_layer(l, I.engine ? lr * I.engine->lr_factor(l) : lr);
     }
     const double t_upd = now_s();
     if (I.engine) I.engine->after_update();  // its waiting (e.g. Local SGD's blocking average) is exposed comm
     double t5 = now_s();
     loss = fr.loss;
-    if (!std::isfinite(loss)) throw std::runtime_error("loss became " + std::to_string(loss) + " at step " +
+    if (!std::isfinite(loss) && cfg.anomaly == "off") throw std::runtime_error("loss became " + std::to_string(loss) + " at step " +
                                                        std::to_string(step) + " (try a smaller --lr)");
     sync::StepCommStats cs;
     if (I.engine) cs = I.engine->step_stats();

@@ -49,6 +49,7 @@ class RunRecorder {
   telemetry::MetricsWriter* metrics();  // null on ranks other than 0
   void eval(int64_t step, const nlohmann::json& ev);
   void finish(const nlohmann::json& summary);
+  void finish_partial();  // publish what was recorded (the run stops early)
 
  private:
   struct Impl;

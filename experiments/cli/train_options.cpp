@@ -52,6 +52,11 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     ("check-collectives", po::bool_switch(&c.check_collectives), "fingerprint every collective across ranks")
     ("staleness-lr", po::value(&c.staleness_gamma)->implicit_value(0.9), "scale lr_l by GAMMA^stale_l (default 0.9)")
     ("immediate-update", po::bool_switch(&c.immediate_update), "update each layer as soon as its sync is done")
+    ("anomaly", po::value(&c.anomaly)->default_value(c.anomaly), "off | fallback | stop: on NaN/Inf or a loss spike")
+    ("anomaly-spike", po::value(&c.anomaly_spike)->default_value(c.anomaly_spike), "loss spike factor over its EMA (0: off)")
+    ("anomaly-window", po::value(&c.anomaly_window)->default_value(c.anomaly_window), "fallback: lock-step steps")
+    ("inject-nan", po::value(&c.inject_nan)->default_value(c.inject_nan), "testing: poison a gradient on rank 0 at STEP")
+    ("control-file", po::value(&c.control_file), "rank 0 watches FILE; a policy spec written there is switched to")
     ("avg-optimizer-state", po::bool_switch(&c.average_optimizer_state), "average optimizer state with parameters")
     ("bucket-cap-mb", po::value(&c.bucket_cap_mb)->default_value(c.bucket_cap_mb), "bucket cap, MiB")
     ("first-bucket-mb", po::value(&c.first_bucket_mb)->default_value(c.first_bucket_mb), "first bucket cap, MiB");

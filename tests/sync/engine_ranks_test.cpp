@@ -140,10 +140,17 @@ TEST_P(DdpEquivalence, NRanksEqualOneProcessWithNTimesTheBatch) {
   auto want = snapshot(*ref);
   for (int r = 1; r < world; ++r)
     EXPECT_EQ(0, std::memcmp(got[0].data(), got[r].data(), 4 * got[0].size())) << "rank " << r << " differs";
-  double max_err = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    max_err = std::max(max_err, double(std::fabs(got[0][i] - want[i])) / (1e-3 + std::fabs(want[i])));
-  EXPECT_LT(max_err, 1e-3) << "N-rank DDP drifted from the single-process reference";
+  // Float sums in another order round differently, and training amplifies it a little: compare the whole
+  // parameter vector (relative L2) and bound every entry's absolute deviation.
+  double diff2 = 0, norm2 = 0, max_abs = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = double(got[0][i]) - double(want[i]);
+    diff2 += d * d;
+    norm2 += double(want[i]) * want[i];
+    max_abs = std::max(max_abs, std::fabs(d));
+  }
+  EXPECT_LT(std::sqrt(diff2 / norm2), 1e-4) << "N-rank DDP drifted from the single-process reference";
+  EXPECT_LT(max_abs, 1e-3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, DdpEquivalence,

@@ -13,7 +13,10 @@
 #include "core/models/model.h"
 #include "core/sync/bucket_plan.h"
 #include "core/train/run_dir.h"
+#include "core/common/error.h"
 #include "core/train/trainer.h"
+#include <nlohmann/json.hpp>
+#include <cmath>
 
 namespace fs = std::filesystem;
 using namespace dd;
@@ -155,5 +158,72 @@ TEST(Telemetry, SchemaOfATwoRankRun) {
   EXPECT_EQ(python(script), 0);
   EXPECT_EQ(std::system(("h5dump -H " + h5 + " > /dev/null").c_str()), 0);
   EXPECT_TRUE(fs::exists(c.out + "/summary.json"));
+  fs::remove_all(d);
+}
+
+namespace {
+std::string events_of(const std::string& h5) {
+  std::string out = h5 + ".events.txt";
+  std::string cmd = std::string(PY) + " -c \"import h5py; f=h5py.File('" + h5 +
+                    "','r'); print('\\n'.join(e['kind'].decode() + ' ' + str(e['step']) for e in f['events'][:]))\" > " + out;
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  return slurp(out);
+}
+}  // namespace
+
+// An injected NaN (bad data on rank 0) is caught before the update, agreed through the control all-reduce,
+// triggers the fallback (average once, then lock-step), and the run goes on to converge with equal ranks.
+TEST(Anomaly, InjectedNanTriggersFallbackAndTheRunConverges) {
+  std::string d = tmpdir("anomaly");
+  auto c = base("mlp", 60);
+  c.data = "fashion-mnist";
+  c.batch = 32;
+  c.policy = "plsgd:h=2";
+  c.inject_nan = 20;
+  c.anomaly_window = 10;
+  c.eval_samples = 500;
+  c.out = d + "/run";
+  c.save_params = d + "/p%r.bin";
+  train::prepare_run_dir(c.out, false, true);
+  run_world(2, c);
+  EXPECT_EQ(slurp(d + "/p0.bin"), slurp(d + "/p1.bin"));
+  auto ev = events_of(c.out + "/metrics.h5");
+  EXPECT_NE(ev.find("anomaly-local 20"), std::string::npos) << ev;
+  EXPECT_NE(ev.find("fallback 21"), std::string::npos) << ev;
+  std::ifstream sj(c.out + "/summary.json");
+  auto s = nlohmann::json::parse(sj);
+  EXPECT_TRUE(std::isfinite(s["final_loss"].get<double>()));
+  EXPECT_GT(s["test_accuracy"].get<double>(), 0.5);  // chance is 0.1: it still learns
+  fs::remove_all(d);
+}
+
+// anomaly=stop writes a checkpoint and stops with AnomalyStop (exit 4 in the CLI).
+TEST(Anomaly, StopWritesACheckpoint) {
+  std::string d = tmpdir("anomaly_stop");
+  auto c = base("mlp", 30);
+  c.inject_nan = 5;
+  c.anomaly = "stop";
+  c.out = d + "/run";
+  train::prepare_run_dir(c.out, false, true);
+  EXPECT_THROW(train::Trainer(c, nullptr).run(), AnomalyStop);
+  EXPECT_TRUE(fs::exists(c.out + "/checkpoint.rank0.bin"));
+  EXPECT_NE(events_of(c.out + "/metrics.h5").find("anomaly 5"), std::string::npos);
+  fs::remove_all(d);
+}
+
+// A policy spec written to the control file is picked up by rank 0, agreed, and switched to on every rank at
+// the same step (the final models stay bitwise equal).
+TEST(HotSwitch, ControlFileSwitchesEveryRankAtTheSameStep) {
+  std::string d = tmpdir("control");
+  std::ofstream(d + "/control") << "localsgd:k=3\n";
+  auto c = base("mlp", 25);
+  c.policy = "ddp";
+  c.control_file = d + "/control";
+  c.out = d + "/run";
+  c.save_params = d + "/p%r.bin";
+  train::prepare_run_dir(c.out, false, true);
+  run_world(2, c);
+  EXPECT_EQ(slurp(d + "/p0.bin"), slurp(d + "/p1.bin"));
+  EXPECT_NE(events_of(c.out + "/metrics.h5").find("switch 1"), std::string::npos);
   fs::remove_all(d);
 }

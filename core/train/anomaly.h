@@ -1,0 +1,29 @@
+// Anomaly guard: a NaN or Inf in the loss or in a layer's gradient, or a loss spike (factor over its EMA),
+// detected after backward and before the update. A layer whose gradient is not finite is not updated this step
+// (lock-step layers see the same all-reduced gradient on every rank, so they all skip it alike); the flag then
+// goes through the control all-reduce and every rank applies the configured action at the next step.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/models/model.h"
+
+namespace dd::train {
+
+class AnomalyGuard {
+ public:
+  AnomalyGuard(double spike_factor, int64_t warmup_steps) : spike_(spike_factor), warmup_(warmup_steps) {}
+  // Returns a description of this rank's anomaly ("" if none); marks skip[l] for non-finite layers and zeroes
+  // their gradients. `scan_grads` false checks the loss only (immediate-update mode updates inside the wait).
+  std::string check(int64_t step, float loss, models::Model& m, std::vector<bool>& skip, bool scan_grads);
+  double loss_ema() const { return ema_; }
+
+ private:
+  double spike_;
+  int64_t warmup_;
+  double ema_ = 0;
+  int64_t seen_ = 0;
+};
+
+}  // namespace dd::train
