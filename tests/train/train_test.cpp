@@ -227,3 +227,40 @@ TEST(HotSwitch, ControlFileSwitchesEveryRankAtTheSameStep) {
   EXPECT_NE(events_of(c.out + "/metrics.h5").find("switch 1"), std::string::npos);
   fs::remove_all(d);
 }
+
+// Bad checkpoints are clear usage errors and nothing is loaded: truncated, corrupt, another model, another
+// configuration, missing.
+TEST(Checkpoint, BadCheckpointsAreUsageErrors) {
+  std::string d = tmpdir("ckpt");
+  auto c = base("mlp", 6);
+  c.checkpoint_every = 3;
+  c.out = d + "/run";
+  train::prepare_run_dir(c.out, false, true);
+  train::Trainer(c, nullptr).run();
+  const std::string good = c.out + "/checkpoint.rank0.bin", bytes = slurp(good);
+  ASSERT_GT(bytes.size(), 1000u);
+  auto resume_with = [&](const std::string& content, const std::string& model, uint64_t seed) {
+    std::string rd = d + "/r" + std::to_string(std::rand());
+    fs::create_directories(rd);
+    if (!content.empty()) std::ofstream(rd + "/checkpoint.rank0.bin", std::ios::binary) << content;
+    auto r = base(model, 10);
+    r.seed = seed;
+    r.resume = rd;
+    try {
+      train::Trainer(r, nullptr).run();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(resume_with(bytes.substr(0, bytes.size() / 2), "mlp", 0).find("truncated or corrupt"), std::string::npos);
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] ^= 0x5a;
+  EXPECT_NE(resume_with(flipped, "mlp", 0).find("corrupt"), std::string::npos);
+  EXPECT_NE(resume_with("not a checkpoint at all", "mlp", 0).find("not a dreamddp checkpoint"), std::string::npos);
+  EXPECT_NE(resume_with(bytes, "cnn", 0).find("model"), std::string::npos);
+  EXPECT_NE(resume_with(bytes, "mlp", 7).find("seed"), std::string::npos);
+  EXPECT_NE(resume_with("", "mlp", 0).find("cannot read checkpoint"), std::string::npos);
+  EXPECT_EQ(resume_with(bytes, "mlp", 0), "no error");
+  fs::remove_all(d);
+}
