@@ -52,6 +52,10 @@ class ThresholdPolicy : public Policy {
   void on_agreed(int64_t step, const float* vote_sums, int world) override;
   std::string plan() const override;
 
+  // A sync this policy did not decide (a staleness cap overriding its None): counts for min, max and the
+  // disruption measurement like its own.
+  void note_sync(int layer, int64_t step);
+
   double signal(int layer) const { return cos_.at(size_t(layer)) - disruption_.at(size_t(layer)); }
   double line(int layer) const;
   double agreed_cos(int layer) const { return cos_.at(size_t(layer)); }

@@ -39,7 +39,10 @@ Action StalenessCap::decide(int layer, int64_t step) {
   // Starting mid-run (a switch, or after profiling in lock-step) starts from a synced model.
   if (last_sync_[layer] == kNever) last_sync_[layer] = step - 1;
   Action a = inner_ ? inner_->decide(layer, step) : Action::None;
-  if (a == Action::None && step - last_sync_[layer] >= t_) a = Action::AverageParams;
+  if (a == Action::None && step - last_sync_[layer] >= t_) {
+    a = Action::AverageParams;
+    if (auto* th = dynamic_cast<ThresholdPolicy*>(inner_.get())) th->note_sync(layer, step);
+  }
   if (a != Action::None) last_sync_[layer] = step;
   decided_step_[layer] = step;
   decided_[layer] = a;

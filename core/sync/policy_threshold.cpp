@@ -2,7 +2,6 @@
 // the control all-reduce one step late, falls below the trigger line (fixed thr, or adapted per layer with auto=1).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <sstream>
 
@@ -16,7 +15,7 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::min() / 2;
 }
 
 ThresholdPolicy::ThresholdPolicy(const PolicySpec& s)
-    : thr_(s.get_double("thr", 0.8, -1, 1)), ema_(s.get_double("ema", 0.9, 0, 0.9999)),
+    : thr_(s.get_double("thr", 0.1, -1, 1)), ema_(s.get_double("ema", 0.9, 0, 0.9999)),
       aema_(s.get_double("aema", 0.5, 0, 0.9999)), z_(s.get_double("z", 1.0, -10, 10)),
       slow_(s.get_double("slow", 0.99, 0, 0.99999)), min_(s.get_int("min", 1, 1, 1 << 20)),
       max_(s.get_int("max", 64, 1, 1 << 20)), auto_(s.get_bool("auto", s.name == "autothreshold")) {
@@ -83,6 +82,15 @@ Action ThresholdPolicy::decide(int layer, int64_t step) {
   return a;
 }
 
+void ThresholdPolicy::note_sync(int layer, int64_t step) {
+  if (decided_step_[layer] == step && decided_[layer] != Action::None) return;
+  last_sync_[layer] = step;
+  real_prev_[layer] = real_last_[layer];
+  real_last_[layer] = step;
+  decided_step_[layer] = step;
+  decided_[layer] = Action::AverageParams;
+}
+
 void ThresholdPolicy::cast_votes(int64_t step, const LayerSignals& s, float* votes) {
   const size_t L = layers_.size();
   for (size_t l = 0; l < L; ++l) {
@@ -114,11 +122,6 @@ void ThresholdPolicy::on_agreed(int64_t step, const float* sums, int world) {
     const double dev = agreed_ > 2 ? change - change_mean_[l] / w : 0;
     change_mean_[l] = slow_ * change_mean_[l] + (1 - slow_) * change;
     change_var_[l] = slow_ * change_var_[l] + (1 - slow_) * dev * dev;
-  }
-  if (getenv("TMP_TRACE") && step % 20 == 0) { // TMPTRACE
-    fprintf(stderr, "step %ld:", long(step));
-    for (size_t l = 0; l < L; ++l) fprintf(stderr, " %s c=%.3f d=%.3f", layers_[l].name.c_str(), cos_[l], disruption_[l]);
-    fprintf(stderr, "\n");
   }
 }
 

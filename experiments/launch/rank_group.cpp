@@ -85,7 +85,11 @@ void RankGroup::spawn(const RankSpec& spec) {
 
 void RankGroup::signal_all(int sig) {
   for (const auto& c : children_)
-    if (c.running) kill(-c.pid, sig);
+    if (c.running) {
+      kill(-c.pid, sig);
+      // A stopped (hung) rank only acts on SIGTERM once it runs again; without this it costs the whole grace.
+      if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) kill(-c.pid, SIGCONT);
+    }
 }
 
 void RankGroup::reap() {

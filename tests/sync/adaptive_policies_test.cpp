@@ -274,3 +274,19 @@ TEST(Hybrid, CapOrThresholdWhicheverFiresFirst) {
   EXPECT_EQ(n[1], 10);  // the cap: every 4 steps
   EXPECT_EQ(n[0], 38);  // the threshold: every step from step 2 on
 }
+
+// The cap's forced syncs are syncs for the threshold too: the cosine right after them is measured, so a layer
+// that averaging disturbs (ranks disagree) starts syncing on its own.
+TEST(Hybrid, CapSyncsFeedTheDisruptionMeasurement) {
+  auto p = policy("hybrid:t=4,thr=0.5", kMlp);
+  auto* th = dynamic_cast<ThresholdPolicy*>(dynamic_cast<StalenessCap*>(p.get())->inner());
+  ASSERT_NE(th, nullptr);
+  std::vector<int> n(4, 0);
+  for (int s = 0; s < 40; ++s) {
+    if (s > 0) agree(*p, s - 1, {0.9, 0.9, 0.9, 0.9}, {0.0, 0.9, 0.9, 0.9}, 3);
+    for (int l = 0; l < 4; ++l) n[l] += p->decide(l, s) != Action::None;
+  }
+  EXPECT_GT(th->disruption(0), 0.4);
+  EXPECT_EQ(n[1], 10);
+  EXPECT_GT(n[0], 30);
+}
