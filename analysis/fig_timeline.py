@@ -37,6 +37,10 @@ def choose_step(ready, sync, steps):
     pool = both or list(counts) or sorted(ready_steps) or (steps["step"].tolist() if len(steps) else [])
     if not pool:
         return None
+    # The first step is not representative (first touch of buffers, one-off syncs such as dreamddp's initial
+    # all-reduce): use it only when nothing else was logged.
+    first = min(steps["step"].tolist()) if len(steps) else min(pool)
+    pool = [s for s in pool if s != first] or pool
     return max(pool, key=lambda s: (counts.get(s, 0), s))
 
 

@@ -22,6 +22,8 @@ std::unique_ptr<Policy> make_adaptive_policy(const PolicySpec& s) {
     const int64_t t = staleness_t(s, 8);
     PolicySpec inner = s;
     inner.kv.erase("t");
+    // The recommended default uses the auto-tuned line (measured best; POLICIES.md); thr= selects a fixed line.
+    if (!inner.kv.count("auto") && !inner.kv.count("thr")) inner.kv["auto"] = "1";
     auto th = std::make_unique<ThresholdPolicy>(inner);
     std::string keys = th->describe().substr(std::string("threshold:").size());
     return std::make_unique<StalenessCap>(std::move(th), t, "hybrid:t=" + std::to_string(t) + "," + keys);
