@@ -55,6 +55,8 @@ class ThresholdPolicy : public Policy {
   // A sync this policy did not decide (a staleness cap overriding its None): counts for min, max and the
   // disruption measurement like its own.
   void note_sync(int layer, int64_t step);
+  std::string save_state() const override;
+  void load_state(const std::string& s) override;
 
   double signal(int layer) const { return cos_.at(size_t(layer)) - disruption_.at(size_t(layer)); }
   double line(int layer) const;
@@ -95,6 +97,9 @@ class StalenessCap : public Policy {
   void cast_votes(int64_t step, const LayerSignals& s, float* votes) override;
   void on_agreed(int64_t step, const float* vote_sums, int world) override;
   std::string plan() const override;
+  int64_t plan_version() const override { return inner_ ? inner_->plan_version() : 0; }
+  std::string save_state() const override;
+  void load_state(const std::string& s) override;
   Policy* inner() const { return inner_.get(); }
 
  private:

@@ -22,7 +22,7 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     ("model", po::value(&c.model)->default_value(c.model), "mlp | cnn | resnet20 | gpt-mini")
     ("data", po::value(&c.data)->default_value(c.data), "fashion-mnist | text | synthetic")
     ("data-dir", po::value(&c.data_dir), "dataset location (default: the Debian package's)")
-    ("policy", po::value(&c.policy)->default_value(c.policy), "ddp | localsgd:k=8 | plsgd:h=8 | dreamddp:h=8[,profile=DIR][,fillin=1]")
+    ("policy", po::value(&c.policy)->default_value(c.policy), "ddp | localsgd:k=8 | plsgd:h=8 | dreamddp:h=8[,profile=DIR][,fillin=1] | fixed:... | threshold:... | autothreshold | staleness:t=T | hybrid | hier:nodes=AxB | A+staleness:t=T (core/sync/POLICIES.md)")
     ("switch", po::value(&c.switches)->composing(), "STEP:SPEC, change policy at STEP (repeatable)")
     ("backend", po::value(&c.backend)->default_value(c.backend), "gloo | mpi | nccl")
     ("device", po::value(&c.device)->default_value(c.device), "cpu | cuda")
