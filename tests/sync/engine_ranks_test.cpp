@@ -19,36 +19,12 @@
 #include "core/sync/layer_sync.h"
 #include "core/sync/policy.h"
 #include "core/tensor/rng.h"
+#include "tests/sync/ranks_harness.h"
 
 using namespace dd;
+using namespace dd::testing_harness;
 
 namespace {
-
-// Runs fn(rank, backend) on `world` threads; rethrows the first failure after all threads ended.
-void run_ranks(int world, const std::function<void(int, Backend&)>& fn, double timeout_s = 20) {
-  auto store = std::make_shared<gloo::rendezvous::HashStore>();
-  static std::atomic<int> job{0};
-  const std::string prefix = "t" + std::to_string(job++);
-  std::vector<std::thread> th;
-  std::vector<std::exception_ptr> err(world);
-  for (int r = 0; r < world; ++r)
-    th.emplace_back([&, r] {
-      try {
-        BackendOptions o;
-        o.rank = r;
-        o.world = world;
-        o.timeout_s = timeout_s;
-        o.prefix = prefix;
-        auto b = make_gloo_backend(r, world, store, o);
-        fn(r, *b);
-      } catch (...) {
-        err[r] = std::current_exception();
-      }
-    });
-  for (auto& t : th) t.join();
-  for (auto& e : err)
-    if (e) std::rethrow_exception(e);
-}
 
 // A global batch of random samples; rank r of `world` takes the r-th contiguous slice of b (CONTRACT.md).
 struct GlobalBatch {
@@ -81,33 +57,6 @@ struct GlobalBatch {
     return in;
   }
 };
-
-// One training step through the engine, as the trainer does it.
-void engine_step(models::Model& m, optim::Optimizer& opt, sync::SyncEngine& e, const models::Input& in,
-                 int64_t step, float lr) {
-  e.begin_step(step);
-  m.forward(in, true);
-  e.begin_backward();
-  m.backward(&e);
-  e.finish_backward();
-  for (int l = m.num_layers() - 1; l >= 0; --l) opt.update_layer(l, lr * e.lr_factor(l));
-  e.after_update();
-}
-
-std::vector<float> snapshot(models::Model& m) {
-  std::vector<float> v(m.params().data(), m.params().data() + m.params().size());
-  v.insert(v.end(), m.buffers().data(), m.buffers().data() + m.buffers().size());
-  return v;
-}
-
-sync::EngineOptions engine_options(const std::string& policy) {
-  sync::EngineOptions o;
-  o.policy = policy;
-  o.verbose = false;
-  o.first_bucket_bytes = 64 << 10;  // several buckets even for small models
-  o.bucket_cap_bytes = 1 << 20;
-  return o;
-}
 
 }  // namespace
 

@@ -1,0 +1,75 @@
+// Shared harness of the sync-engine tests: N ranks as threads over one Gloo HashStore, and one training step
+// through the engine exactly as the trainer runs it.
+#pragma once
+#include <gloo/rendezvous/hash_store.h>
+
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/gloo/gloo_backend.h"
+#include "core/models/model.h"
+#include "core/optim/optimizer.h"
+#include "core/sync/layer_sync.h"
+
+namespace dd::testing_harness {
+
+// Runs fn(rank, backend) on `world` threads; rethrows the first failure after all threads ended.
+inline void run_ranks(int world, const std::function<void(int, Backend&)>& fn, double timeout_s = 20) {
+  auto store = std::make_shared<gloo::rendezvous::HashStore>();
+  static std::atomic<int> job{0};
+  const std::string prefix = "t" + std::to_string(job++);
+  std::vector<std::thread> th;
+  std::vector<std::exception_ptr> err(world);
+  for (int r = 0; r < world; ++r)
+    th.emplace_back([&, r] {
+      try {
+        BackendOptions o;
+        o.rank = r;
+        o.world = world;
+        o.timeout_s = timeout_s;
+        o.prefix = prefix;
+        auto b = make_gloo_backend(r, world, store, o);
+        fn(r, *b);
+      } catch (...) {
+        err[r] = std::current_exception();
+      }
+    });
+  for (auto& t : th) t.join();
+  for (auto& e : err)
+    if (e) std::rethrow_exception(e);
+}
+
+// One training step through the engine, as the trainer does it.
+inline void engine_step(models::Model& m, optim::Optimizer& opt, sync::SyncEngine& e, const models::Input& in,
+                        int64_t step, float lr) {
+  e.begin_step(step);
+  m.forward(in, true);
+  e.begin_backward();
+  m.backward(&e);
+  e.finish_backward();
+  for (int l = m.num_layers() - 1; l >= 0; --l) opt.update_layer(l, lr * e.lr_factor(l));
+  e.after_update();
+}
+
+// Parameters then buffers, as one vector.
+inline std::vector<float> snapshot(models::Model& m) {
+  std::vector<float> v(m.params().data(), m.params().data() + m.params().size());
+  v.insert(v.end(), m.buffers().data(), m.buffers().data() + m.buffers().size());
+  return v;
+}
+
+// Small buckets so that even small models launch several collectives per step.
+inline sync::EngineOptions engine_options(const std::string& policy) {
+  sync::EngineOptions o;
+  o.policy = policy;
+  o.verbose = false;
+  o.first_bucket_bytes = 64 << 10;
+  o.bucket_cap_bytes = 1 << 20;
+  return o;
+}
+
+}  // namespace dd::testing_harness
