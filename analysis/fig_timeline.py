@@ -93,7 +93,8 @@ def _panel(ax, run, step, ready, sync, steps, names):
     ax.set_ylim(len(labels) - 0.4, -0.8)
     ax.grid(axis="y", visible=False)
     exposed = f", exposed comm {row['exposed_comm_ms'][0]:.1f} ms" if len(row) else ""
-    more = f" (first {MAX_ROWS} of {len(sync)} collectives)" if len(sync) > MAX_ROWS else ""
+    more = f" (first {MAX_ROWS} of {len(sync)} collectives)" if len(sync) > MAX_ROWS else \
+        "" if len(sync) else " (no collective logged in this step)"
     ax.set_title(f"{run.label} — step {step}: backward {backward_end:.1f} ms{exposed}{more}", fontsize=9, loc="left")
     return max(comm_end, backward_end)
 

@@ -4,7 +4,7 @@
 # order and sample budget for every policy; summary table (final accuracy, gap to ddp, samples/s), then figures.
 #
 #   experiments/convergence.sh [--model cnn] [--steps 500] [--batch 32] [--ranks 4] [--eval-every N]
-#                              [--eval-samples 5000] [--lr LR] [--netem 1gbit] [--out runs/convergence]
+#                              [--eval-samples 5000] [--lr LR] [--seed S] [--netem 1gbit] [--out runs/convergence]
 #                              [--policies "ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8 hybrid:t=8"] [--bin build/dreamddp]
 #
 # Runs: OUT/<policy>/ (':' '=' ',' made path-safe, e.g. dreamddp-h8) with metrics.h5 (/steps, /eval), summary.json
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-MODEL=cnn STEPS=500 BATCH=32 RANKS=4 EVAL_EVERY=0 EVAL_SAMPLES=5000 LR="" NETEM="" OUT=runs/convergence
+MODEL=cnn STEPS=500 BATCH=32 RANKS=4 EVAL_EVERY=0 EVAL_SAMPLES=5000 LR="" SEED=0 NETEM="" OUT=runs/convergence
 POLICIES="ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8 hybrid:t=8" BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
 die() { echo "convergence.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -28,6 +28,7 @@ while [ $# -gt 0 ]; do
     --eval-every) EVAL_EVERY=$2; shift 2 ;;
     --eval-samples) EVAL_SAMPLES=$2; shift 2 ;;
     --lr) LR=$2; shift 2 ;;
+    --seed) SEED=$2; shift 2 ;;
     --netem) NETEM=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --policies) POLICIES=$2; shift 2 ;;
@@ -37,6 +38,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 for v in STEPS BATCH RANKS; do [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"; done
+[[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be a non-negative integer"
 [[ "$EVAL_EVERY" =~ ^[0-9]+$ ]] || die "--eval-every must be a non-negative integer"
 [[ "$EVAL_SAMPLES" =~ ^[0-9]+$ ]] || die "--eval-samples must be a non-negative integer"
 [ "$EVAL_EVERY" = 0 ] && EVAL_EVERY=$(( STEPS / 5 > 0 ? STEPS / 5 : 1 ))
@@ -57,7 +59,7 @@ mkdir -p "$OUT"
   echo "date: $(date -Is)"
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "setup: $MODEL on $DATA, $RANKS ranks x batch $BATCH, $STEPS steps, eval every $EVAL_EVERY on $EVAL_SAMPLES samples, network $NETNAME"
+  echo "setup: $MODEL on $DATA, $RANKS ranks x batch $BATCH, $STEPS steps, eval every $EVAL_EVERY on $EVAL_SAMPLES samples, seed $SEED, network $NETNAME"
 } > "$OUT/sitting.txt"
 echo "convergence: $MODEL on $DATA, $RANKS ranks x batch $BATCH, $STEPS steps ($((STEPS * RANKS * BATCH)) samples)," \
      "eval every $EVAL_EVERY steps, network $NETNAME"
@@ -70,7 +72,7 @@ for policy in $POLICIES; do
   t0=$SECONDS
   set +e
   "$BIN" launch -n "$RANKS" "${NET[@]}" -- train --model "$MODEL" --data "$DATA" --batch "$BATCH" --steps "$STEPS" \
-    --threads 1 --policy "$policy" --eval-every "$EVAL_EVERY" --eval-samples "$EVAL_SAMPLES" "${EXTRA[@]}" \
+    --threads 1 --policy "$policy" --eval-every "$EVAL_EVERY" --eval-samples "$EVAL_SAMPLES" --seed "$SEED" "${EXTRA[@]}" \
     --out "$dir" --log-every $((STEPS / 5 > 0 ? STEPS / 5 : 1)) > "$OUT/$name.log" 2>&1
   rc=$?
   set -e

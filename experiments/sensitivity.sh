@@ -127,6 +127,7 @@ for run in sorted(os.listdir(out)):
         cos = f[key][:]
         delays = list(f["sensitivity/delays" + variant][:])
         probes = list(f["sensitivity/probe_steps" + variant][:])
+        lr = f["steps"]["lr"][:] if "steps" in f else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         mean = np.nanmean(cos, axis=0)            # [layer, delay]
@@ -143,6 +144,10 @@ for run in sorted(os.listdir(out)):
         vals = [float(np.nanmean(mean[idx, j])) for j in range(len(delays))]
         rows.append((g, vals))
         print(f"  {g:<28}{len(idx):>7}" + "".join(f"{v:>8.3f}" for v in vals))
+    if lr is not None and len(lr) > max(probes):   # the learning rate sets how far parameters move per step
+        print(f"  {'per probe: step t0 (lr)':<35}" + "".join(f"{'d=' + str(d):>8}" for d in delays) + "   (mean of layers)")
+        for p, row in zip(probes, cos):
+            print(f"  {f't0={p} (lr {lr[p]:.4f})':<35}" + "".join(f"{float(np.nanmean(row[:, j])):>8.3f}" for j in range(len(delays))))
     j8 = len(delays) - 1
     ok = [r for r in rows if np.isfinite(r[1][j8])]
     if ok:

@@ -43,7 +43,7 @@ class LayerSync : public SyncEngine {
     stale_.assign(L, 0);
     ready_.assign(L, 0);
     prof_sum_.assign(L, 0);
-    lockstep_.assign(L, false);
+    lockstep_.assign(L, true);  // after the initial broadcast every layer is identical everywhere
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
     hosts_ = b_.allgather(host);
@@ -73,13 +73,29 @@ class LayerSync : public SyncEngine {
       ++next_switch_;
     }
     const bool lockstep_all = step < policy_->profile_steps() || step < fallback_until_;
+    const std::vector<bool> was_lockstep = lockstep_;
     for (int l = 0; l < m_.num_layers(); ++l) {
       actions_[l] = lockstep_all ? Action::AllreduceGrads : policy_->decide(l, step);
       lockstep_[l] = actions_[l] == Action::AllreduceGrads;
       // Local updates since the layer's last sync, counting this step's (lr_l = lr * gamma^stale_l).
       stale_[l] = actions_[l] == Action::None ? stale_[l] + 1 : 0;
     }
+    enter_lockstep(was_lockstep);
     plan_launches();
+  }
+
+  // Lock-step means identical parameters AND optimizer state on every rank (the same averaged gradient then
+  // keeps them identical). A layer entering lock-step from a local regime (a switch, a fallback, a policy that
+  // changes its mind) is therefore first averaged once, parameters, buffers and optimizer state. All ranks see
+  // the same transitions, so this blocking average is a collective like any other.
+  void enter_lockstep(const std::vector<bool>& was_lockstep) {
+    std::vector<bool> entering(m_.num_layers(), false);
+    bool any = false;
+    for (int l = 0; l < m_.num_layers(); ++l) {
+      entering[l] = lockstep_[l] && !was_lockstep[l];
+      any |= entering[l];
+    }
+    if (any) average_layers(entering, /*optimizer_state=*/true, /*all_buffers=*/false);
   }
 
   void plan_launches() {
@@ -154,8 +170,11 @@ class LayerSync : public SyncEngine {
   void report_anomaly() override { local_anomaly_ = true; }
   int agreed_anomalies() const override { return agreed_anomalies_; }
   void fallback(int64_t steps) override {
-    // Called by every rank at the same step (after agreed_anomalies()): average once, then lock-step.
-    average_all(false);
+    // Called by every rank at the same step (after agreed_anomalies()): average once — parameters, buffers and,
+    // since the layers enter lock-step, optimizer state — then lock-step.
+    std::vector<bool> local(m_.num_layers());
+    for (int l = 0; l < m_.num_layers(); ++l) local[l] = !lockstep_[l];
+    average_layers(local, /*optimizer_state=*/true, /*all_buffers=*/true);
     std::fill(stale_.begin(), stale_.end(), 0);
     fallback_until_ = step_ + 1 + steps;
     // This step's plan was made before the fallback: it becomes lock-step too.
@@ -185,6 +204,7 @@ class LayerSync : public SyncEngine {
     w.put<int32_t>(prof_n_);
     w.put<int64_t>(plan_version_);
     w.put<int64_t>(fallback_until_);
+    w.put_bools(lockstep_);
     w.put_str(policy_->save_state());
     return w.bytes();
   }
@@ -208,6 +228,9 @@ class LayerSync : public SyncEngine {
     prof_n_ = r.get<int32_t>();
     plan_version_ = r.get<int64_t>();
     fallback_until_ = r.get<int64_t>();
+    auto lockstep = r.get_bools();
+    if (lockstep.size() != lockstep_.size()) throw UsageError("checkpoint: engine state is for another model");
+    lockstep_ = lockstep;
     policy_->load_state(r.get_str());
     plan_version_ = policy_->plan_version();
     if (!r.done()) throw UsageError("checkpoint: engine state has trailing bytes");
@@ -299,21 +322,32 @@ class LayerSync : public SyncEngine {
   // buffers. Lock-step layers are already bitwise identical and are left alone: re-averaging equal values
   // can round (x+x+x != 3x in float).
   void average_all(bool count_stats) {
+    std::vector<bool> local(m_.num_layers());
+    for (int l = 0; l < m_.num_layers(); ++l) local[l] = !lockstep_[l];
+    const int64_t bytes0 = stats_.bytes;
+    average_layers(local, o_.average_optimizer_state, /*all_buffers=*/true);
+    if (!count_stats) stats_.bytes = bytes0;
+  }
+
+  // Blocking average of the parameters of the chosen layers (and, optionally, their optimizer state); buffers
+  // of the chosen layers, or of all layers.
+  void average_layers(const std::vector<bool>& which, bool optimizer_state, bool all_buffers) {
     std::vector<Action> a(m_.num_layers());
-    for (int l = 0; l < m_.num_layers(); ++l) a[l] = lockstep_[l] ? Action::None : Action::AverageParams;
+    for (int l = 0; l < m_.num_layers(); ++l) a[l] = which[l] ? Action::AverageParams : Action::None;
     auto plan = plan_buckets(a, ranges_, o_.bucket_cap_bytes, o_.bucket_cap_bytes);
     std::vector<WorkPtr> works;
-    int64_t bytes0 = stats_.bytes;
     for (auto& bk : plan) {
       works.push_back(allreduce(m_.params().data() + bk.param_off, bk.param_n, "average-params"));
-      if (o_.average_optimizer_state)
+      if (!all_buffers && bk.buffer_n)
+        works.push_back(allreduce(m_.buffers().data() + bk.buffer_off, bk.buffer_n, "average-buffers"));
+      if (optimizer_state)
         for (int s = 0; s < opt_.state_slots(); ++s)
           works.push_back(allreduce(opt_.state().data() + s * m_.num_params() + bk.param_off, bk.param_n,
                                     "average-optimizer-state"));
     }
-    if (m_.buffers().size()) works.push_back(allreduce(m_.buffers().data(), int64_t(m_.buffers().size()), "average-buffers"));
+    if (all_buffers && m_.buffers().size())
+      works.push_back(allreduce(m_.buffers().data(), int64_t(m_.buffers().size()), "average-buffers"));
     for (auto& w : works) w->wait();
-    if (!count_stats) stats_.bytes = bytes0;
   }
 
   void record_timeline(double t_end) {

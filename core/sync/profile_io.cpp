@@ -46,6 +46,11 @@ std::string nan_to_null(const std::string& text) {
   return out;
 }
 
+// A layer name as a JSON string literal: quoted, control characters escaped, so an error message stays one line.
+std::string quoted(const std::string& name) {
+  return nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file) {
@@ -70,11 +75,12 @@ std::vector<std::pair<std::string, double>> read_layer_times(const std::string& 
       v = it.value().get<double>();
       if (std::isnan(v)) v = 0.0;
       if (!std::isfinite(v) || v < 0.0)
-        throw UsageError("profile file " + file + ": layer '" + it.key() + "' has invalid time " +
+        throw UsageError("profile file " + file + ": layer " + quoted(it.key()) + " has invalid time " +
                          it.value().dump() + " (need a finite number of seconds >= 0)");
     } else {
-      throw UsageError("profile file " + file + ": layer '" + it.key() + "' has non-numeric value " +
-                       it.value().dump());
+      // The type, not the value: a value may be nested deeply enough to overflow the stack of a recursive dump.
+      throw UsageError("profile file " + file + ": layer " + quoted(it.key()) + " has a non-numeric value (" +
+                       it.value().type_name() + "; need seconds as a number)");
     }
     out.emplace_back(it.key(), v);
   }
@@ -86,6 +92,8 @@ LayerProfile read_profile(const std::string& dir) {
   auto bp = read_layer_times((fs::path(dir) / "bp.json").string());
   auto comm = read_layer_times((fs::path(dir) / "comm.json").string());
 
+  if (bp.empty() && comm.empty())
+    throw UsageError("profile directory " + dir + " holds no layers (bp.json and comm.json are empty objects)");
   LayerProfile p;
   std::unordered_map<std::string, size_t> index;
   for (auto& [name, t] : bp) {

@@ -123,8 +123,29 @@ NetemSpec parse_netem(const std::string& spec) {
   return out;
 }
 
+void parse_nodes(const std::string& spec, int* nodes, int* ranks_per_node) {
+  const std::string hint = " (expected AxB: A nodes of B ranks each, e.g. --nodes 2x2 or --nodes 2 x 2)";
+  std::string t;  // "2 x 2" given as one quoted argument is fine too
+  for (char c : lower(spec))
+    if (c != ' ') t.push_back(c);
+  const size_t x = t.find('x');
+  const bool digits_only = t.find_first_not_of("0123456789x") == std::string::npos;
+  if (!digits_only || x == std::string::npos || x == 0 || x + 1 == t.size() || t.find('x', x + 1) != std::string::npos)
+    throw UsageError("--nodes: bad value '" + spec + "'" + hint);
+  auto count = [&](const std::string& part, const char* what) {
+    const long v = part.size() > 4 ? 99999 : std::strtol(part.c_str(), nullptr, 10);
+    if (v < 1 || v > 4096)
+      throw UsageError("--nodes: " + std::string(what) + " in '" + spec + "' must be 1..4096" + hint);
+    return static_cast<int>(v);
+  };
+  *nodes = count(t.substr(0, x), "the number of nodes");
+  *ranks_per_node = count(t.substr(x + 1), "the ranks per node");
+  if (static_cast<long>(*nodes) * *ranks_per_node > 4096)
+    throw UsageError("--nodes " + spec + ": at most 4096 ranks in all");
+}
+
 const char* usage() {
-  return "usage: dreamddp launch -n N [--netem RATE[,delay=D][,loss=P]] [--rendezvous URL]\n"
+  return "usage: dreamddp launch (-n N | --nodes AxB) [--netem RATE[,delay=D][,loss=P]] [--rendezvous URL]\n"
          "                        [--iface-prefix P] [--grace SECONDS] [--master-port PORT] -- COMMAND ARGS...\n"
          "\n"
          "Starts N local ranks of COMMAND. COMMAND is a dreamddp sub-command (train, bench, profile, schedule),\n"
@@ -135,10 +156,17 @@ const char* usage() {
          "launcher exits with its status (128+signal when it was killed by a signal).\n"
          "\n"
          "  -n, --nprocs N          number of ranks (also --nproc-per-node)\n"
+         "  --nodes AxB             A emulated nodes of B consecutive ranks (also '--nodes A x B'; -n, if given,\n"
+         "                          must be A*B). Rank r is on node r/B: DREAMDDP_NODE, LOCAL_RANK and\n"
+         "                          LOCAL_WORLD_SIZE say so and its host name is ddnode<node> (root), so\n"
+         "                          --policy hier:nodes=auto groups ranks by node. With --netem the B ranks of a\n"
+         "                          node share one namespace (local traffic unshaped), nodes talk over RATE\n"
+         "                          links. Without --netem only the environment and host names change\n"
          "  --netem RATE[,delay=D][,loss=P]\n"
-         "                          emulated cluster (root only): one network namespace per rank on a private\n"
-         "                          bridge, every link shaped to RATE (e.g. 100mbit, 1gbit, 10gbit) in both\n"
-         "                          directions; D is the added one-way latency between two ranks, P the loss %\n"
+         "                          emulated cluster (root only): one network namespace per node (per rank\n"
+         "                          without --nodes) on a private bridge, every link shaped to RATE (e.g.\n"
+         "                          100mbit, 1gbit, 10gbit) in both directions; D is the added one-way\n"
+         "                          latency between two nodes, P the loss %\n"
          "  --rendezvous URL        DREAMDDP_RENDEZVOUS given to the ranks (file:///dir or redis://host:port)\n"
          "  --iface-prefix P        prefix of the bridge, veth and namespace names created (default dd)\n"
          "  --grace SECONDS         wait between SIGTERM and SIGKILL when stopping ranks (default 10)\n"
@@ -182,6 +210,17 @@ ParsedArgs parse_args(int argc, char** argv) {
     if (arg == "-n" || arg == "--nprocs" || arg == "--nproc" || arg == "--nproc-per-node") {
       out.options.nprocs = parse_int(arg, take(), 1, 4096);
       have_n = true;
+    } else if (arg == "--nodes") {
+      // "2x2", or the spec spread over arguments: "2 x 2", "2 x2", "2x 2".
+      std::string spec = take();
+      const auto starts_with_x = [](const char* a) { return a[0] == 'x' || a[0] == 'X'; };
+      if (!inline_value && i + 1 < argc && !spec.empty() &&
+          spec.find_first_not_of("0123456789") == std::string::npos && starts_with_x(argv[i + 1]))
+        spec += argv[++i];
+      if (!inline_value && i + 1 < argc && !spec.empty() && (spec.back() == 'x' || spec.back() == 'X') &&
+          std::isdigit(static_cast<unsigned char>(argv[i + 1][0])))
+        spec += argv[++i];
+      parse_nodes(spec, &out.options.nodes, &out.options.ranks_per_node);
     } else if (arg == "--netem") {
       out.options.netem = parse_netem(take());
     } else if (arg == "--rendezvous") {
@@ -202,12 +241,22 @@ ParsedArgs parse_args(int argc, char** argv) {
                        "' (options go before '--', the command after it; see dreamddp launch --help)");
     }
   }
-  if (!have_n) throw UsageError("missing -n N (number of ranks)");
+  if (out.options.nodes > 0) {
+    const int total = out.options.nodes * out.options.ranks_per_node;
+    if (have_n && out.options.nprocs != total)
+      throw UsageError("-n " + std::to_string(out.options.nprocs) + " does not match --nodes " +
+                       std::to_string(out.options.nodes) + "x" + std::to_string(out.options.ranks_per_node) + " (" +
+                       std::to_string(total) + " ranks); drop -n or make it A*B");
+    out.options.nprocs = total;
+    have_n = true;
+  }
+  if (!have_n) throw UsageError("missing -n N (number of ranks) or --nodes AxB");
   for (; i < argc; ++i) out.command.emplace_back(argv[i]);
   if (out.command.empty()) throw UsageError("nothing to run; give the command after '--', e.g. -- train --model mlp");
-  if (out.options.netem && out.options.nprocs > 250)
-    throw UsageError("--netem supports at most 250 ranks (one /24 subnet), got " +
-                     std::to_string(out.options.nprocs));
+  const int hosts = out.options.nodes > 0 ? out.options.nodes : out.options.nprocs;
+  if (out.options.netem && hosts > 250)
+    throw UsageError("--netem supports at most 250 nodes (one /24 subnet), got " + std::to_string(hosts) +
+                     (out.options.nodes > 0 ? "" : " (one per rank without --nodes)"));
   return out;
 }
 

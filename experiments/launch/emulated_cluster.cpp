@@ -31,8 +31,8 @@ std::string num(double v) {
 
 }  // namespace
 
-EmulatedCluster::EmulatedCluster(int world, const NetemSpec& spec, const std::string& prefix)
-    : world_(world), spec_(spec), prefix_(prefix), ns_iface_(prefix + "eth0") {
+EmulatedCluster::EmulatedCluster(int hosts, const NetemSpec& spec, const std::string& prefix)
+    : hosts_(hosts), spec_(spec), prefix_(prefix), ns_iface_(prefix + "eth0") {
   if (geteuid() != 0)
     throw UsageError("--netem needs root (it creates network namespaces, veth pairs and tc qdiscs); "
                      "run as root or drop --netem to use plain loopback");
@@ -40,7 +40,7 @@ EmulatedCluster::EmulatedCluster(int world, const NetemSpec& spec, const std::st
     throw UsageError("--netem needs the `ip` and `tc` tools (Debian package iproute2)");
   try {
     claim_bridge();
-    for (int r = 0; r < world_; ++r) add_rank(r);
+    for (int h = 0; h < hosts_; ++h) add_host(h);
   } catch (...) {
     teardown();
     throw;
@@ -49,8 +49,8 @@ EmulatedCluster::EmulatedCluster(int world, const NetemSpec& spec, const std::st
 
 EmulatedCluster::~EmulatedCluster() { teardown(); }
 
-std::string EmulatedCluster::address(int rank) const {
-  return "10.77." + std::to_string(subnet_) + "." + std::to_string(rank + 1);
+std::string EmulatedCluster::address(int host) const {
+  return "10.77." + std::to_string(subnet_) + "." + std::to_string(host + 1);
 }
 
 void EmulatedCluster::claim_bridge() {
@@ -74,10 +74,10 @@ void EmulatedCluster::claim_bridge() {
                            "remove stale ones with experiments/netem_cluster.sh clean");
 }
 
-void EmulatedCluster::add_rank(int rank) {
+void EmulatedCluster::add_host(int host) {
   const std::string id = std::to_string(id_);
-  const std::string ns = prefix_ + "ns" + id + "-" + std::to_string(rank);
-  const std::string hv = prefix_ + "h" + id + "r" + std::to_string(rank);
+  const std::string ns = prefix_ + "ns" + id + "-" + std::to_string(host);
+  const std::string hv = prefix_ + "h" + id + "r" + std::to_string(host);
   // Leftovers with our id belong to a launcher that died (we hold the bridge claim): clear them.
   if (link_exists(hv)) run_command({"ip", "link", "del", "dev", hv});
   if (path_exists("/run/netns/" + ns)) run_command({"ip", "netns", "del", ns});
@@ -91,10 +91,10 @@ void EmulatedCluster::add_rank(int rank) {
   must_run({"ip", "-n", ns, "link", "set", "dev", "lo", "up"});
   // IPv4 only: without an IPv6 link-local address Gloo cannot pick an unroutable fe80:: for the interface.
   must_run({"ip", "-n", ns, "link", "set", "dev", ns_iface_, "addrgenmode", "none"});
-  must_run({"ip", "-n", ns, "addr", "add", address(rank) + "/24", "dev", ns_iface_});
+  must_run({"ip", "-n", ns, "addr", "add", address(host) + "/24", "dev", ns_iface_});
   must_run({"ip", "-n", ns, "link", "set", "dev", ns_iface_, "up"});
-  // Egress of the namespace end = the rank's uplink; egress of the bridge end = its downlink. Delay and loss
-  // go on the uplink only, so a packet between two ranks sees them exactly once (one-way latency = delay).
+  // Egress of the namespace end = the host's uplink; egress of the bridge end = its downlink. Delay and loss
+  // go on the uplink only, so a packet between two hosts sees them exactly once (one-way latency = delay).
   shape({"tc", "-n", ns}, ns_iface_, true);
   shape({"tc"}, hv, false);
 }

@@ -16,7 +16,9 @@ struct NetemSpec {
 };
 
 struct LaunchOptions {
-  int nprocs = 0;                    // number of local ranks (-n)
+  int nprocs = 0;                    // number of local ranks (-n; nodes * ranks_per_node with --nodes)
+  int nodes = 0;                     // --nodes AxB: A emulated nodes (0 = not given) ...
+  int ranks_per_node = 0;            // ... of B consecutive ranks each
   std::optional<NetemSpec> netem;    // emulated cluster when set (needs root)
   std::string rendezvous;            // DREAMDDP_RENDEZVOUS for the ranks; empty = fresh file:// temp dir
   std::string iface_prefix = "dd";   // prefix of the bridge / veth / namespace names we create (1-4 chars)
@@ -36,6 +38,9 @@ struct ParsedArgs {
 // Throws dd::UsageError with a message naming the bad part.
 NetemSpec parse_netem(const std::string& spec);
 
+// Parses "AxB" (A nodes of B ranks, e.g. 2x2; also "2X2"). Throws dd::UsageError naming the bad part.
+void parse_nodes(const std::string& spec, int* nodes, int* ranks_per_node);
+
 // Parses the arguments after "launch" (argv[0] is "launch"). Throws dd::UsageError on bad usage.
 ParsedArgs parse_args(int argc, char** argv);
 
@@ -44,6 +49,8 @@ const char* usage();
 
 // Runs the job and returns the launcher's exit status: 0, the first failing rank's status (128+signal for a
 // rank killed by a signal), or 128+signal when the launcher itself was interrupted and every rank exited 0.
+// With --nodes AxB (or --netem alone: one node per rank) every node is a host of its own: with --netem one
+// network namespace per node, shared by its ranks, and every rank sees the host name ddnode<node>.
 // cmd[0] that is a dreamddp sub-command (train, bench, profile, schedule) runs this binary; anything else is an
 // external program (found on PATH unless it contains a '/'). Throws dd::UsageError for unusable options.
 int run(const LaunchOptions& options, const std::vector<std::string>& cmd);

@@ -71,6 +71,11 @@ void RankGroup::spawn(const RankSpec& spec) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
     if (ns_fd >= 0 && setns(ns_fd, CLONE_NEWNET) != 0) child_fail("setns");
+    // The node's host name, in a UTS namespace of its own: what gethostname() (hier:nodes=auto) groups by.
+    if (!spec.hostname.empty()) {
+      if (unshare(CLONE_NEWUTS) != 0) child_fail("unshare(CLONE_NEWUTS)");
+      if (sethostname(spec.hostname.data(), spec.hostname.size()) != 0) child_fail("sethostname");
+    }
     // Ranks do not read stdin; a background process group reading the terminal would be stopped.
     if (null_fd >= 0) dup2(null_fd, 0);
     sigprocmask(SIG_SETMASK, &child_mask_, nullptr);

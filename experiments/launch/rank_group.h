@@ -15,6 +15,7 @@ struct RankSpec {
   std::vector<std::string> argv;  // argv[0] included
   std::vector<std::string> env;   // complete environment, "KEY=VALUE"
   std::string netns_path;         // network namespace to enter (/run/netns/NAME); empty = the launcher's
+  std::string hostname;           // set in a UTS namespace of the rank's own (root); empty = the host's name
 };
 
 class RankGroup {
@@ -26,7 +27,7 @@ class RankGroup {
   RankGroup(const RankGroup&) = delete;
   RankGroup& operator=(const RankGroup&) = delete;
 
-  void spawn(const RankSpec& spec);  // the next rank; throws std::runtime_error when fork or setns fails
+  void spawn(const RankSpec& spec);  // the next rank; throws std::runtime_error when fork or opening the netns fails
 
   // Waits until every rank has exited. Returns 0, the first failing rank's status (128+signal if it was
   // killed), or 128+signal when the launcher was signalled and every rank exited 0.

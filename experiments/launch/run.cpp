@@ -1,15 +1,19 @@
 // dd::launch::run: resolves the command, prepares the rendezvous directory and (with --netem) the emulated
-// cluster, starts the ranks with their torchrun-style environment and supervises them. Resources are owned by
-// RAII objects declared in set-up order, so they go in reverse order on every exit path: ranks first, then
-// the namespaces, then the rendezvous directory, and last the launcher's signal mask.
+// cluster of one namespace per node, starts the ranks with their torchrun-style environment and supervises
+// them. Resources are owned by RAII objects declared in set-up order, so they go in reverse order on every exit
+// path: ranks first, then the namespaces, then the rendezvous directory, and last the launcher's signal mask.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -107,6 +111,17 @@ int free_loopback_port() {
   return port;
 }
 
+// Whether a child may enter a UTS namespace of its own (root, or CAP_SYS_ADMIN), tried in a throw-away child.
+bool can_set_hostname() {
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) _exit(unshare(CLONE_NEWUTS) == 0 ? 0 : 1);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 std::vector<std::string> rank_env(const std::vector<std::pair<std::string, std::string>>& set) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -125,7 +140,14 @@ std::vector<std::string> rank_env(const std::vector<std::pair<std::string, std::
 int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
   if (o.nprocs < 1) throw UsageError("-n must be at least 1, got " + std::to_string(o.nprocs));
   if (cmd.empty()) throw UsageError("nothing to run; give the command after '--'");
-  if (o.netem && o.nprocs > 250) throw UsageError("--netem supports at most 250 ranks");
+  if (o.nodes > 0 && (o.ranks_per_node < 1 || o.nodes * o.ranks_per_node != o.nprocs))
+    throw UsageError("--nodes " + std::to_string(o.nodes) + "x" + std::to_string(o.ranks_per_node) +
+                     " does not give -n " + std::to_string(o.nprocs) + " ranks");
+  // Hosts of the job: --nodes A, one per rank under a plain --netem (each rank its own machine), else this one.
+  // Rank r runs on host r / per_host, consecutive ranks together (as hier:nodes=AxB groups them).
+  const int hosts = o.nodes > 0 ? o.nodes : (o.netem ? o.nprocs : 1);
+  const int per_host = o.nprocs / hosts;
+  if (o.netem && hosts > 250) throw UsageError("--netem supports at most 250 nodes");
 
   std::string exe;
   std::vector<std::string> argv;
@@ -149,8 +171,15 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
     rendezvous = "file://" + rdzv_dir->path();
   }
   std::unique_ptr<EmulatedCluster> cluster;
-  if (o.netem) cluster = std::make_unique<EmulatedCluster>(o.nprocs, *o.netem, o.iface_prefix);
+  if (o.netem) cluster = std::make_unique<EmulatedCluster>(hosts, *o.netem, o.iface_prefix);
   if (const int sig = signals.take_pending_stop()) return 128 + sig;
+  const bool name_hosts = (o.nodes > 0 || o.netem) && can_set_hostname();
+  if ((o.nodes > 0 || o.netem) && !name_hosts) {
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    std::fprintf(stderr, "dreamddp launch: warning: cannot give the ranks their node's host name (a UTS namespace "
+                 "needs root); all keep '%s', so --policy hier:nodes=auto sees one node: use hier:nodes=AxB\n", host);
+  }
 
   const std::string master_addr = cluster ? cluster->address(0) : "127.0.0.1";
   const int master_port = o.master_port ? o.master_port : (cluster ? 29500 : free_loopback_port());
@@ -158,11 +187,17 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
 
   RankGroup group(signals.old_mask());
   for (int r = 0; r < o.nprocs; ++r) {
+    const int node = r / per_host;
+    // Without --nodes every rank counts as local: the ranks share this machine's cores, and LOCAL_WORLD_SIZE is
+    // what `train` sizes its default thread count by.
+    const bool by_node = o.nodes > 0;
     std::vector<std::pair<std::string, std::string>> set = {
         {"RANK", std::to_string(r)},
         {"WORLD_SIZE", std::to_string(o.nprocs)},
-        {"LOCAL_RANK", std::to_string(r)},
-        {"LOCAL_WORLD_SIZE", std::to_string(o.nprocs)},
+        {"LOCAL_RANK", std::to_string(by_node ? r % per_host : r)},
+        {"LOCAL_WORLD_SIZE", std::to_string(by_node ? per_host : o.nprocs)},
+        {"GROUP_RANK", std::to_string(node)},  // torchrun's name for the node index
+        {"DREAMDDP_NODE", std::to_string(node)},
         {"MASTER_ADDR", master_addr},
         {"MASTER_PORT", std::to_string(master_port)},
         {"DREAMDDP_RENDEZVOUS", rendezvous},
@@ -170,11 +205,12 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
     RankSpec spec;
     if (cluster) {
       set.emplace_back("GLOO_SOCKET_IFNAME", cluster->iface());
-      set.emplace_back("DREAMDDP_NETNS", cluster->netns(r));
-      spec.netns_path = cluster->netns_path(r);
+      set.emplace_back("DREAMDDP_NETNS", cluster->netns(node));
+      spec.netns_path = cluster->netns_path(node);
     } else if (!user_iface || !*user_iface) {
       set.emplace_back("GLOO_SOCKET_IFNAME", "lo");  // local ranks talk over loopback unless told otherwise
     }
+    if (name_hosts) spec.hostname = "ddnode" + std::to_string(node);
     spec.exe = exe;
     spec.argv = argv;
     spec.env = rank_env(set);

@@ -95,6 +95,59 @@ TEST(LaunchArgs, UsageErrors) {
   }
 }
 
+TEST(LaunchArgs, NodesSpellings) {
+  const std::vector<std::vector<std::string>> forms = {
+      {"--nodes", "2x3", "--", "train", "--nodes", "9"},
+      {"--nodes", "2", "x", "3", "--", "train", "--nodes", "9"},
+      {"--nodes", "2", "x3", "--", "train", "--nodes", "9"},
+      {"--nodes", "2x", "3", "--", "train", "--nodes", "9"},
+      {"--nodes=2X3", "--", "train", "--nodes", "9"},
+      {"--nodes", "2 x 3", "--", "train", "--nodes", "9"},
+      {"-n", "6", "--nodes", "2x3", "--", "train", "--nodes", "9"},
+      {"--nodes", "2", "x", "3", "-n6", "--", "train", "--nodes", "9"},
+  };
+  for (const auto& f : forms) {
+    std::string joined;
+    for (const auto& a : f) joined += a + " ";
+    const ParsedArgs a = parse(f);
+    EXPECT_EQ(a.options.nodes, 2) << joined;
+    EXPECT_EQ(a.options.ranks_per_node, 3) << joined;
+    EXPECT_EQ(a.options.nprocs, 6) << joined;
+    EXPECT_EQ(a.command, (std::vector<std::string>{"train", "--nodes", "9"})) << joined;
+  }
+  const ParsedArgs plain = parse({"-n", "4", "--", "train"});
+  EXPECT_EQ(plain.options.nodes, 0);
+  const ParsedArgs netem = parse({"--nodes", "4x1", "--netem", "1gbit", "--", "train"});
+  EXPECT_EQ(netem.options.nprocs, 4);
+  EXPECT_TRUE(netem.options.netem.has_value());
+}
+
+TEST(LaunchArgs, BadNodesSpecs) {
+  int a = 0, b = 0;
+  for (const char* bad : {"", "2", "x2", "2x", "0x2", "2x0", "2x2x2", "ax2", "2x-1", "2*2", "99999x1", "100x100",
+                          "1.5x2"}) {
+    EXPECT_THROW(parse_nodes(bad, &a, &b), UsageError) << "'" << bad << "'";
+  }
+  parse_nodes(" 64 X 64 ", &a, &b);  // blanks and a capital X are fine; 4096 ranks is the limit
+  EXPECT_EQ(a, 64);
+  EXPECT_EQ(b, 64);
+  const std::vector<std::vector<std::string>> bad = {
+      {"-n", "3", "--nodes", "2x2", "--", "train"},  // -n must be A*B
+      {"--nodes", "2x2", "-n", "5", "--", "train"},
+      {"--nodes", "2", "--", "train"},
+      {"--nodes", "2", "x", "--", "train"},
+      {"--nodes"},
+      {"--nodes", "300x1", "--netem", "1gbit", "--", "train"},  // more nodes than one /24 holds
+  };
+  for (const auto& args : bad) {
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_THROW(parse(args), UsageError) << joined;
+  }
+  // 300 ranks on 2 nodes fit: the /24 limit counts nodes.
+  EXPECT_EQ(parse({"--nodes", "2x150", "--netem", "1gbit", "--", "train"}).options.nprocs, 300);
+}
+
 TEST(LaunchArgs, RunRejectsBadOptionsBeforeStartingAnything) {
   LaunchOptions o;
   o.nprocs = 0;
@@ -102,6 +155,9 @@ TEST(LaunchArgs, RunRejectsBadOptionsBeforeStartingAnything) {
   o.nprocs = 2;
   EXPECT_THROW(run(o, {}), UsageError);
   EXPECT_THROW(run(o, {"/nonexistent/dd-program"}), UsageError);
+  o.nodes = 2;
+  o.ranks_per_node = 2;  // 4 ranks, but nprocs says 2
+  EXPECT_THROW(run(o, {"/bin/true"}), UsageError);
 }
 
 }  // namespace

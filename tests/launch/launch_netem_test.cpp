@@ -1,6 +1,7 @@
 // Tests of `dreamddp launch --netem` (root + `ip netns` only, skipped otherwise): ranks in their own network
-// namespaces reach each other and nothing else, a 100mbit link measures as 100mbit, delay adds latency, and
-// namespaces, veths and the bridge are gone after success, failure and SIGINT.
+// namespaces reach each other and nothing else, a 100mbit link measures as 100mbit, delay adds latency, with
+// --nodes the ranks of a node share a namespace and host name and talk unshaped, and namespaces, veths and the
+// bridge are gone after success, failure and SIGINT.
 #include <dirent.h>
 #include <gtest/gtest.h>
 
@@ -186,6 +187,91 @@ TEST(LaunchNetem, DelayAddsOneWayLatency) {
   const double rtt = std::stod(read_file(dir / "rtt"));
   EXPECT_GT(rtt, 18.0) << "10 ms each way should give a 20 ms round trip";
   EXPECT_LT(rtt, 40.0);
+  EXPECT_EQ(leftovers(), before);
+}
+
+// --nodes 2x2: every rank records what it sees; then rank 1 (same node as rank 0) and, after it, rank 2 (the
+// other node) each stream to rank 0, which writes the sender's address, the bytes and Mbit/s of each transfer.
+const char* kNodesPy = R"PY(
+import os, socket, sys, time
+d, r = sys.argv[1], int(os.environ["RANK"])
+addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+ifaces = ",".join(sorted(n for _, n in socket.if_nameindex()))
+keys = ["DREAMDDP_NODE", "GROUP_RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "DREAMDDP_NETNS", "GLOO_SOCKET_IFNAME"]
+open(f"{d}/info.{r}", "w").write(" ".join([socket.gethostname()] + [os.environ[k] for k in keys] + [ifaces]) + "\n")
+SAME, CROSS = 20 * 1000 * 1000, 5 * 1000 * 1000
+def connect():
+    end = time.time() + 15
+    while True:
+        try:
+            return socket.create_connection((addr, port), timeout=5)
+        except OSError:
+            if time.time() > end: raise
+            time.sleep(0.05)
+def receive(s, total):
+    c, peer = s.accept(); first = len(c.recv(1 << 16)); got = first; t0 = time.time()
+    while got < total:
+        b = c.recv(1 << 20)
+        if not b: break
+        got += len(b)
+    dt = time.time() - t0; c.close()
+    return f"{peer[0]} {got} {8 * (got - first) / dt / 1e6:.1f}"
+if r == 0:
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port)); s.listen(2)
+    same = receive(s, SAME)
+    open(f"{d}/same.done", "w").write("")
+    cross = receive(s, CROSS)
+    open(f"{d}/rates", "w").write(f"{addr} {same} {cross}\n")
+elif r == 1:
+    c = connect(); c.sendall(b"x" * SAME); c.close()
+elif r == 2:
+    while not os.path.exists(f"{d}/same.done"): time.sleep(0.02)
+    c = connect(); c.sendall(b"x" * CROSS); c.close()
+)PY";
+
+TEST(LaunchNetem, NodesShareANamespaceAndHostNameAndOnlyCrossNodeTrafficIsShaped) {
+  SKIP_WITHOUT_NETNS();
+  TmpDir dir;
+  write_file(dir / "nodes.py", kNodesPy);
+  const auto before = leftovers();
+  Launcher l({"--nodes", "2x2", "--netem", "100mbit", "--iface-prefix", kPrefix, "--grace", "2", "--", kPython,
+              dir / "nodes.py", dir.path},
+             dir / "err");
+  ASSERT_TRUE(l.wait(60));
+  ASSERT_EQ(l.status, 0) << l.stderr_text();
+  std::string netns[4];
+  for (int r = 0; r < 4; ++r) {
+    std::istringstream in(read_file(dir / ("info." + std::to_string(r))));
+    std::string host, node, group, local, local_world, ifname, ifaces;
+    in >> host >> node >> group >> local >> local_world >> netns[r] >> ifname >> ifaces;
+    const std::string n = std::to_string(r / 2);
+    EXPECT_EQ(host, "ddnode" + n) << "rank " << r;
+    EXPECT_EQ(node, n) << "rank " << r;
+    EXPECT_EQ(group, n) << "rank " << r;
+    EXPECT_EQ(local, std::to_string(r % 2)) << "rank " << r;
+    EXPECT_EQ(local_world, "2") << "rank " << r;
+    EXPECT_EQ(ifname, std::string(kPrefix) + "eth0");
+    EXPECT_EQ(ifaces, "ddteth0,lo") << "rank " << r;
+  }
+  EXPECT_EQ(netns[0], netns[1]);
+  EXPECT_EQ(netns[2], netns[3]);
+  EXPECT_NE(netns[0], netns[2]);
+  std::istringstream in(read_file(dir / "rates"));
+  std::string master, same_peer, cross_peer;
+  long same_bytes = 0, cross_bytes = 0;
+  double same_mbit = 0, cross_mbit = 0;
+  in >> master >> same_peer >> same_bytes >> same_mbit >> cross_peer >> cross_bytes >> cross_mbit;
+  EXPECT_EQ(same_bytes, 20000000);
+  EXPECT_EQ(cross_bytes, 5000000);
+  // Rank 1 shares node 0's address; rank 2 comes from node 1's.
+  EXPECT_EQ(same_peer, master);
+  ASSERT_EQ(master.rfind("10.77.", 0), 0u) << master;
+  EXPECT_EQ(cross_peer, master.substr(0, master.rfind('.')) + ".2");
+  EXPECT_GT(cross_mbit, 50.0) << "the link between nodes runs far below its shaped rate";
+  EXPECT_LT(cross_mbit, 130.0) << "the 100mbit shaping between nodes is not applied";
+  EXPECT_GT(same_mbit, 4 * 100.0) << "traffic inside a node must not go through the shaped link (cross-node: "
+                                  << cross_mbit << " Mbit/s)";
+  for (const auto& ns : netns) EXPECT_FALSE(exists("/run/netns/" + ns));
   EXPECT_EQ(leftovers(), before);
 }
 

@@ -177,6 +177,9 @@ TEST(Launch, UsageErrorsExit2) {
       {{"-n", "2", "--netem", "fast", "--", "/bin/true"}, "bad rate 'fast'"},
       {{"-n", "2", "--", "/nonexistent/program"}, "cannot run '/nonexistent/program'"},
       {{"-n", "2", "--", "no-such-program-dd"}, "cannot run 'no-such-program-dd'"},
+      {{"-n", "3", "--nodes", "2x2", "--", "/bin/true"}, "-n 3 does not match --nodes 2x2"},
+      {{"--nodes", "2", "x", "2", "-n", "5", "--", "/bin/true"}, "-n 5 does not match --nodes 2x2"},
+      {{"--nodes", "2", "--", "/bin/true"}, "--nodes: bad value '2'"},
   };
   for (const auto& [args, message] : cases) {
     Launcher l(args, dir / "err");
@@ -194,6 +197,48 @@ TEST(Launch, NetemWithoutRootIsUsageError) {
   ASSERT_TRUE(l.wait(20));
   EXPECT_EQ(l.status, 2) << l.stderr_text();
   EXPECT_NE(l.stderr_text().find("root"), std::string::npos) << l.stderr_text();
+}
+
+// Each rank records its environment and the host name it sees.
+std::vector<std::string> node_report_args(const std::string& dir) {
+  return {"--", "/bin/sh", "-c",
+          "echo \"$RANK $LOCAL_RANK $LOCAL_WORLD_SIZE $DREAMDDP_NODE $GROUP_RANK $WORLD_SIZE $MASTER_ADDR "
+          "$GLOO_SOCKET_IFNAME $(uname -n)\" > " + dir + "/node.$RANK"};
+}
+
+TEST(Launch, NodesWithoutNetemSetNodeEnvironmentAndHostNames) {
+  if (geteuid() != 0) GTEST_SKIP() << "host names per node need root (UTS namespaces)";
+  TmpDir dir;
+  std::vector<std::string> args = {"--nodes", "2", "x", "3"};
+  const auto cmd = node_report_args(dir.path);
+  args.insert(args.end(), cmd.begin(), cmd.end());
+  Launcher l(args, dir / "err");
+  ASSERT_TRUE(l.wait(20));
+  ASSERT_EQ(l.status, 0) << l.stderr_text();
+  for (int r = 0; r < 6; ++r) {
+    const std::string node = std::to_string(r / 3);
+    EXPECT_EQ(read_file(dir / ("node." + std::to_string(r))),
+              std::to_string(r) + " " + std::to_string(r % 3) + " 3 " + node + " " + node +
+                  " 6 127.0.0.1 lo ddnode" + node);
+  }
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  EXPECT_EQ(std::string(host).rfind("ddnode", 0), std::string::npos) << "the launcher's own host name is untouched";
+}
+
+TEST(Launch, NodesWithoutRootKeepTheHostNameAndWarn) {
+  TmpDir dir;
+  std::vector<std::string> args = {"--nodes", "2x1"};
+  const auto cmd = node_report_args(dir.path);
+  args.insert(args.end(), cmd.begin(), cmd.end());
+  Launcher l(args, dir / "err", geteuid() == 0 ? 65534 : -1);
+  ASSERT_TRUE(l.wait(20));
+  ASSERT_EQ(l.status, 0) << l.stderr_text();
+  EXPECT_NE(l.stderr_text().find("hier:nodes=AxB"), std::string::npos) << l.stderr_text();
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  EXPECT_EQ(read_file(dir / "node.0"), "0 0 1 0 0 2 127.0.0.1 lo " + std::string(host));
+  EXPECT_EQ(read_file(dir / "node.1"), "1 0 1 1 1 2 127.0.0.1 lo " + std::string(host));
 }
 
 }  // namespace

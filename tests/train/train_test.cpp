@@ -264,3 +264,21 @@ TEST(Checkpoint, BadCheckpointsAreUsageErrors) {
   EXPECT_EQ(resume_with(bytes, "mlp", 0), "no error");
   fs::remove_all(d);
 }
+
+// --switch STEP:SPEC is applied at STEP on every rank (events at that step; models stay bitwise equal).
+TEST(HotSwitch, SwitchAtStepAppliesThereOnEveryRank) {
+  std::string d = tmpdir("switch");
+  auto c = base("cnn", 16);
+  c.policy = "localsgd:k=4";
+  c.switches = {"7:plsgd:h=2", "12:ddp"};
+  c.out = d + "/run";
+  c.save_params = d + "/p%r.bin";
+  train::prepare_run_dir(c.out, false, true);
+  run_world(3, c);
+  EXPECT_EQ(slurp(d + "/p0.bin"), slurp(d + "/p1.bin"));
+  EXPECT_EQ(slurp(d + "/p0.bin"), slurp(d + "/p2.bin"));
+  auto ev = events_of(c.out + "/metrics.h5");
+  EXPECT_NE(ev.find("switch 7"), std::string::npos) << ev;
+  EXPECT_NE(ev.find("switch 12"), std::string::npos) << ev;
+  fs::remove_all(d);
+}
