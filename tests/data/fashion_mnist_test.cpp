@@ -41,7 +41,7 @@ TEST(FashionMnist, RealTrainSplit) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   RecordProperty("load_seconds", std::to_string(secs));
   std::printf("train split loaded in %.3f s\n", secs);
-  EXPECT_LT(secs, 5.0);  // loose: ~0.2 s in Release; the bound only catches pathological slowness
+  // Timing is reported, not asserted: speed belongs in benchmarks (sanitizer builds on a loaded machine take ~10 s).
 
   EXPECT_EQ(d.name, "fashion-mnist");
   ASSERT_EQ(d.size, 60000);
