@@ -26,6 +26,12 @@ def load_cosine(path, variant=""):
     return mean, delays, probes
 
 
+def _who(run):
+    """Run label with the model in front (sensitivity runs of a study usually share one policy)."""
+    model = str(run.attrs.get("model", ""))
+    return run.label if not model or model in run.label else f"{model}, {_who(run)}"
+
+
 def _layer_labels(run, n):
     names = run.layer_names()
     return names if len(names) == n else [str(i) for i in range(n)]
@@ -51,7 +57,7 @@ def plot_cosine_vs_delay(run, out_dir, variant="", name=None):
     ax.set_ylabel("cos(g_l(t0), g_l(t0 + d))")
     lo = np.nanmin(mean) if np.isfinite(mean).any() else 0.0
     ax.set_ylim(min(0.0, lo - 0.05), 1.02)
-    ax.set_title(f"Gradient cosine vs delay per layer — {run.label}\n"
+    ax.set_title(f"Gradient cosine vs delay per layer — {_who(run)}\n"
                  f"{VARIANTS[variant]}, mean of {len(probes)} probes")
     if n_layers <= 12:
         ax.legend(fontsize=8, ncol=2, loc="lower left")
@@ -88,7 +94,7 @@ def plot_cosine_heatmap(run, out_dir, variant="", name=None):
                     ax.text(j, l, f"{mean[l, j]:.2f}", ha="center", va="center", fontsize=6, color="black")
     cb = fig.colorbar(im, ax=ax, pad=0.02)
     cb.set_label("cosine, mean over probes")
-    ax.set_title(f"Layer × delay gradient cosine — {run.label}\n{VARIANTS[variant]}, {len(probes)} probes")
+    ax.set_title(f"Layer × delay gradient cosine — {_who(run)}\n{VARIANTS[variant]}, {len(probes)} probes")
     return save(fig, out_dir, name or f"cosine{variant}_heatmap")
 
 

@@ -29,7 +29,7 @@ for policy in ddp dreamddp:h=8 localsgd:k=8; do
   echo "== $policy"
   "$BIN" launch -n 4 "${NET[@]}" -- train --model "$MODEL" --data fashion-mnist --batch 64 --steps "$STEPS" \
     --threads 1 --policy "$policy" --eval-every $((STEPS / 3)) --out "$OUT/$name" --log-every $((STEPS / 6)) \
-    | tail -n 1 > "$OUT/$name/summary.stdout.json"
+    | tail -n 1 > "$OUT/$name.summary-line.json"
 done
 
 $PY analysis/make_figures.py "$OUT" >/dev/null

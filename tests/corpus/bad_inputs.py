@@ -61,8 +61,9 @@ KNOWN = {
                                                         "(policy_factory.cpp parse_switches)",
     ("policy", r"--switch '99999999999999999999:ddp'$"): "strtoll overflow not checked (policy_factory.cpp)",
     ("checkpoint", r"(sealed (huge param count|body cut|trailing bytes|1 param short|layer steps|fingerprint)"
-                   r"|checkpoint of another run: (seed|policy|optimizer|a switch))"):
-        "metrics.h5 of the resumed run is rewritten before the checkpoint is refused (trainer.cpp Trainer::run)",
+                   r"|checkpoint of another run|another model, new --out)"):
+        "metrics.h5 (of the resumed run, or a new one in --out) is written before the checkpoint is refused "
+        "(trainer.cpp Trainer::run)",
     ("checkpoint", r"sealed step"): "the step is not range-checked: negative, past --steps, INT64_MAX hangs "
                                     "(checkpoint.cpp checkpoint_step)",
 }
@@ -638,7 +639,9 @@ def checkpoint_cases(binary, tmp):
         elif blob is not None:
             with open(path, "wb") as f:
                 f.write(blob)
-        argv = ["train"] + CK_ARGS + ["--steps", "8", "--resume", d] + list(args)
+        given = {x for x in args if x.startswith("--")}
+        base = [x for i in range(0, len(CK_ARGS), 2) if CK_ARGS[i] not in given for x in CK_ARGS[i:i + 2]]
+        argv = ["train"] + base + ["--steps", "8", "--resume", d] + list(args)
         fresh = None
         if as_out:
             fresh = os.path.join(tmp, "ck_out_%d" % len(cases))
