@@ -29,7 +29,7 @@ def load_cosine(path, variant=""):
 def _who(run):
     """Run label with the model in front (sensitivity runs of a study usually share one policy)."""
     model = str(run.attrs.get("model", ""))
-    return run.label if not model or model in run.label else f"{model}, {_who(run)}"
+    return run.label if not model or model in run.label else f"{model}, {run.label}"
 
 
 def _layer_labels(run, n):

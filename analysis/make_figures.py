@@ -52,9 +52,16 @@ def study_figures(study, paths):
             print(f"skipping {p}: {e}", file=sys.stderr)
     runs = label_runs(runs)
     out = os.path.join(study, "figures")
-    written = plot_curves(runs, out)
-    t = plot_timeline(runs, out)
-    written += [t] if t else []
+    written = []
+    models = {str(r.attrs.get("model", "")) for r in runs}
+    if len(models) <= 1:
+        written += plot_curves(runs, out)
+        t = plot_timeline(runs, out)
+        written += [t] if t else []
+    else:  # loss or accuracy of different models on one axis compares nothing: one set of curves per model
+        for m in sorted(models):
+            sub = [r for r in runs if str(r.attrs.get("model", "")) == m]
+            written += plot_curves(sub, os.path.join(out, "by_model", m))
     with_sens = [r for r in runs if r.has("sensitivity/cosine") or r.has("sensitivity/cosine_minibatch")]
     for r in with_sens:
         written += plot_sensitivity(r, out, suffix="" if len(with_sens) == 1 else "_" + r.name)
@@ -80,7 +87,7 @@ def cmd_all(args):
         written = study_figures(study, paths)
         print(f"{study}: {len(paths)} run(s), {len(written)} figure(s) in {os.path.join(study, 'figures')}")
         for w in written:
-            print("  " + os.path.basename(w))
+            print("  " + os.path.relpath(w, os.path.join(study, "figures")))
     return 0
 
 

@@ -58,7 +58,7 @@ mkdir -p "$OUT"
 {
   echo "date: $(date -Is)"
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "git: tree at $(git rev-parse --short HEAD 2>/dev/null || echo unknown); binary $BIN built $(date -Is -r "$BIN")"
   echo "setup: $MODEL on $DATA, $RANKS ranks x batch $BATCH, $STEPS steps, eval every $EVAL_EVERY on $EVAL_SAMPLES samples, seed $SEED, network $NETNAME"
 } > "$OUT/sitting.txt"
 echo "convergence: $MODEL on $DATA, $RANKS ranks x batch $BATCH, $STEPS steps ($((STEPS * RANKS * BATCH)) samples)," \

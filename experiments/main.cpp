@@ -20,6 +20,22 @@ const char* kUsage =
     "  profile    measure per-layer backward and communication times (bp.json, comm.json)\n"
     "run 'dreamddp <command> --help' for its options\n";
 
+// One line, printable: control bytes of user input echoed in a message are escaped as \xNN.
+std::string printable(const char* msg) {
+  std::string out;
+  for (const char* p = msg; *p; ++p) {
+    unsigned char c = static_cast<unsigned char>(*p);
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -34,22 +50,22 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return dd::cli::cmd_bench(argc - 1, argv + 1);
     if (cmd == "schedule") return dd::cli::cmd_schedule(argc - 1, argv + 1);
     if (cmd == "profile") return dd::cli::cmd_profile(argc - 1, argv + 1);
-    std::fprintf(stderr, "dreamddp: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+    std::fprintf(stderr, "dreamddp: error: unknown command '%s' (run 'dreamddp --help')\n", printable(cmd.c_str()).c_str());
     return 2;
   } catch (const dd::UsageError& e) {
-    std::fprintf(stderr, "dreamddp %s: error: %s\n", cmd.c_str(), e.what());
+    std::fprintf(stderr, "dreamddp %s: error: %s\n", printable(cmd.c_str()).c_str(), printable(e.what()).c_str());
     return 2;
   } catch (const boost::program_options::error& e) {
-    std::fprintf(stderr, "dreamddp %s: error: %s\n", cmd.c_str(), e.what());
+    std::fprintf(stderr, "dreamddp %s: error: %s\n", printable(cmd.c_str()).c_str(), printable(e.what()).c_str());
     return 2;
   } catch (const dd::PeerLost& e) {
-    std::fprintf(stderr, "dreamddp %s: error: %s\n", cmd.c_str(), e.what());
+    std::fprintf(stderr, "dreamddp %s: error: %s\n", printable(cmd.c_str()).c_str(), printable(e.what()).c_str());
     return 3;
   } catch (const dd::AnomalyStop& e) {
-    std::fprintf(stderr, "dreamddp %s: stopped: %s\n", cmd.c_str(), e.what());
+    std::fprintf(stderr, "dreamddp %s: stopped: %s\n", printable(cmd.c_str()).c_str(), printable(e.what()).c_str());
     return 4;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dreamddp %s: error: %s\n", cmd.c_str(), e.what());
+    std::fprintf(stderr, "dreamddp %s: error: %s\n", printable(cmd.c_str()).c_str(), printable(e.what()).c_str());
     return 1;
   }
 }

@@ -52,7 +52,7 @@ if [ -n "$NETEM" ]; then NET=(--netem "$NETEM"); NETNAME=$NETEM; fi
 {
   echo "date: $(date -Is)"
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "git: tree at $(git rev-parse --short HEAD 2>/dev/null || echo unknown); binary $BIN built $(date -Is -r "$BIN")"
   echo "self-profiles: $RANKS ranks, network $NETNAME"
 } > "$OUT/sitting.txt"
 FILL=()

@@ -54,7 +54,7 @@ mkdir -p "$OUT"
 {
   echo "date: $(date -Is)"
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "git: tree at $(git rev-parse --short HEAD 2>/dev/null || echo unknown); binary $BIN built $(date -Is -r "$BIN")"
   echo "command: $0 $*"
 } > "$OUT/sitting.txt"
 

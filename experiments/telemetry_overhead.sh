@@ -47,7 +47,7 @@ mkdir -p "$OUT"
 {
   echo "date: $(date -Is)"
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "git: tree at $(git rev-parse --short HEAD 2>/dev/null || echo unknown); binary $BIN built $(date -Is -r "$BIN")"
   echo "setup: $MODEL on $DATA, policy $POLICY, $RANKS rank(s) x batch $BATCH, $STEPS steps, $REPEATS repeats (+1 warm-up pair)"
 } > "$OUT/sitting.txt"
 echo "telemetry overhead: $MODEL, $POLICY, $RANKS rank(s) x batch $BATCH, $STEPS steps, $REPEATS repeats + warm-up"

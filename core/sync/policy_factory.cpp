@@ -1,5 +1,6 @@
 // make_policy: spec name -> policy object; unknown names are usage errors listing the known ones.
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 
@@ -41,10 +42,16 @@ std::vector<PolicySwitch> parse_switches(const std::vector<std::string>& v) {
     if (colon == std::string::npos || colon == 0)
       throw UsageError("--switch '" + s + "': expected STEP:SPEC, e.g. 500:ddp");
     char* end = nullptr;
+    errno = 0;
     long long step = std::strtoll(s.substr(0, colon).c_str(), &end, 10);
-    if (!end || *end || step < 0) throw UsageError("--switch '" + s + "': STEP must be a non-negative integer");
+    if (!end || *end || step < 0 || errno == ERANGE)
+      throw UsageError("--switch '" + s + "': STEP must be a non-negative integer");
     std::string spec = s.substr(colon + 1);
-    make_policy(PolicySpec::parse(spec));  // validate now, before any work
+    try {
+      make_policy(PolicySpec::parse(spec));  // validate now, before any work
+    } catch (const UsageError& e) {
+      throw UsageError("--switch '" + s + "': " + e.what());
+    }
     out.push_back({step, spec});
   }
   std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.step < b.step; });

@@ -5,10 +5,12 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 
+#include "backends/backend.h"
 #include "core/common/bytes.h"
 #include "core/common/error.h"
 #include "core/sync/engine.h"
@@ -20,6 +22,39 @@ static const char kMagic[] = "DDCKPT1\n";
 
 std::string checkpoint_path(const std::string& dir, int rank) {
   return dir + "/checkpoint.rank" + std::to_string(rank) + ".bin";
+}
+
+std::string previous_checkpoint_path(const std::string& dir, int rank) {
+  return dir + "/checkpoint.rank" + std::to_string(rank) + ".prev.bin";
+}
+
+std::string choose_checkpoint(const std::string& dir, int rank, Backend* b) {
+  std::vector<std::pair<int64_t, std::string>> mine;
+  std::string first_error;
+  for (const auto& p : {checkpoint_path(dir, rank), previous_checkpoint_path(dir, rank)}) {
+    try {
+      mine.push_back({checkpoint_step(p), p});
+    } catch (const UsageError& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
+  std::string blob;
+  for (auto& [s, p] : mine) blob += std::to_string(s) + " ";
+  std::vector<std::string> all{blob};
+  if (b && b->size() > 1) all = b->allgather(blob);
+  // The newest of my steps that every rank also has.
+  int64_t best = -1;
+  std::string path;
+  for (auto& [s, p] : mine) {
+    bool everywhere = true;
+    for (auto& other : all) everywhere &= (" " + other).find(" " + std::to_string(s) + " ") != std::string::npos;
+    if (everywhere && s > best) best = s, path = p;
+  }
+  if (best < 0)
+    throw UsageError(mine.empty() ? first_error
+                                  : "--resume " + dir + ": the ranks hold no checkpoint of a common step (rank " +
+                                        std::to_string(rank) + " has steps " + blob + ")");
+  return path;
 }
 
 std::string checkpoint_fingerprint(const TrainConfig& c, const models::Model& m) {
@@ -45,6 +80,10 @@ void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t s
   uint32_t crc = uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(body.data()), uInt(body.size())));
   std::string file = std::string(kMagic) + body;
   file.append(reinterpret_cast<const char*>(&crc), 4);
+  // Keep the previous generation: ranks are killed at different moments, and resuming needs a common step.
+  const std::string prev = path.substr(0, path.size() - 4) + ".prev.bin";
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) std::filesystem::rename(path, prev, ec);
   write_file_atomic(path, file);
 }
 
@@ -93,6 +132,9 @@ int64_t read_checkpoint(const std::string& path, const TrainConfig& cfg, models:
       throw UsageError("--resume: " + path + " is from another run configuration: " + (diff.empty() ? "fields differ" : diff));
     }
     const int64_t step = r.get<int64_t>();
+    if (step < 0 || step >= cfg.steps)
+      throw UsageError("--resume: " + path + " was written after step " + std::to_string(step) +
+                       ", outside this run's steps 0.." + std::to_string(cfg.steps - 1) + " (raise --steps?)");
     r.get_floats(m.params().data(), m.params().size());
     r.get_floats(m.buffers().data(), m.buffers().size());
     r.get_floats(opt.state().data(), opt.state().size());

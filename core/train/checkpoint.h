@@ -9,13 +9,23 @@
 #include "core/optim/optimizer.h"
 #include "core/train/config.h"
 
+namespace dd {
+class Backend;
+}
 namespace dd::sync {
 class SyncEngine;
 }
 
 namespace dd::train {
 
+// This rank's newest checkpoint, and the one before it (kept so that a kill between two ranks' writes still
+// leaves a step that every rank has).
 std::string checkpoint_path(const std::string& dir, int rank);
+std::string previous_checkpoint_path(const std::string& dir, int rank);
+
+// The file to resume from: the newest step that every rank holds (agreed through `b` when given; collective).
+// Throws dd::UsageError when there is none.
+std::string choose_checkpoint(const std::string& dir, int rank, Backend* b);
 
 // The fields a checkpoint must agree on with the run that loads it, as "key=value" lines.
 std::string checkpoint_fingerprint(const TrainConfig& cfg, const models::Model& m);

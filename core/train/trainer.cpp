@@ -69,8 +69,13 @@ void resolve_and_validate(TrainConfig& c) {
   if (!(c.anomaly_spike >= 0)) throw UsageError("--anomaly-spike must be >= 0");
   if (c.anomaly_window < 1) throw UsageError("--anomaly-window must be >= 1");
   if (c.inject_nan >= 0 && c.model == "gpt-mini") throw UsageError("--inject-nan poisons image inputs; gpt-mini takes tokens");
-  if (c.bucket_cap_mb < 1) throw UsageError("--bucket-cap-mb must be >= 1");
-  if (!(c.first_bucket_mb > 0)) throw UsageError("--first-bucket-mb must be > 0");
+  if (c.bucket_cap_mb < 1 || c.bucket_cap_mb > 16384) throw UsageError("--bucket-cap-mb must be in [1, 16384]");
+  if (!(c.first_bucket_mb > 0 && c.first_bucket_mb <= 16384)) throw UsageError("--first-bucket-mb must be in (0, 16384]");
+  if (c.log_every < 0) throw UsageError("--log-every must be >= 0");
+  if (c.lr_schedule != "const" && c.lr_schedule != "cosine" && c.lr_schedule != "step")
+    throw UsageError("--lr-schedule: unknown schedule '" + c.lr_schedule + "' (expected const, cosine or step)");
+  if (c.staleness_gamma != 0 && !(c.staleness_gamma > 0 && c.staleness_gamma <= 1))
+    throw UsageError("--staleness-lr must be in (0, 1]");
 }
 
 struct Trainer::Impl {
@@ -117,7 +122,9 @@ nlohmann::json Trainer::run() {
   auto& cfg = I.cfg;
   auto& model = *I.model;
   Progress progress(cfg.steps, cfg.log_every);
-  const int64_t resume_after = cfg.resume.empty() ? -1 : checkpoint_step(checkpoint_path(cfg.resume, cfg.rank));
+  // A checkpoint is checked in full (and loaded) before anything is written: a refused one changes nothing.
+  const std::string resume_file = cfg.resume.empty() ? "" : choose_checkpoint(cfg.resume, cfg.rank, I.backend);
+  const int64_t resume_after = cfg.resume.empty() ? -1 : read_checkpoint(resume_file, cfg, model, *I.opt, nullptr);
   RunRecorder rec(cfg, model, I.backend, resume_after);  // metrics.h5 rows (continued when resuming)
   if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics());
   std::unique_ptr<SensitivityProbe> probe;
@@ -126,8 +133,9 @@ nlohmann::json Trainer::run() {
                                                cfg.seed, cfg.steps, I.backend, rec.metrics());
   int64_t start = 0;
   if (!cfg.resume.empty()) {
-    start = read_checkpoint(checkpoint_path(cfg.resume, cfg.rank), cfg, model, *I.opt, I.engine.get()) + 1;
-    if (I.rank0()) progress.message("resumed from " + checkpoint_path(cfg.resume, cfg.rank) + " after step " + std::to_string(start - 1));
+    // Again, now with the engine (its construction broadcast rank 0's parameters over the loaded ones).
+    start = read_checkpoint(resume_file, cfg, model, *I.opt, I.engine.get()) + 1;
+    if (I.rank0()) progress.message("resumed from " + resume_file + " after step " + std::to_string(start - 1));
   }
   AnomalyGuard guard(cfg.anomaly_spike, 20);
   std::vector<bool> skip(model.num_layers(), false);

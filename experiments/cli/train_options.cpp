@@ -3,6 +3,9 @@
 
 #include <boost/program_options.hpp>
 #include <cstdlib>
+#include <cerrno>
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -14,6 +17,7 @@ namespace po = boost::program_options;
 namespace dd::cli {
 
 bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
+  std::string seed;
   po::options_description d("dreamddp train options");
   // clang-format off
   d.add_options()
@@ -35,7 +39,7 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     ("optimizer", po::value(&c.optimizer), "sgd | adamw (default: sgd; adamw for gpt-mini)")
     ("lr-schedule", po::value(&c.lr_schedule)->default_value(c.lr_schedule), "const | cosine | step")
     ("warmup", po::value(&c.warmup), "linear warm-up steps (default 2% of --steps)")
-    ("seed", po::value(&c.seed)->default_value(c.seed), "seed of initialization and data order")
+    ("seed", po::value(&seed)->default_value("0"), "seed of initialization and data order (0 .. 2^64-1)")
     ("eval-every", po::value(&c.eval_every)->default_value(c.eval_every), "test-set evaluation every N steps (and at the end)")
     ("eval-samples", po::value(&c.eval_samples)->default_value(c.eval_samples), "test samples per evaluation (0: all; text: 512)")
     ("out", po::value(&c.out), "run directory: metrics.h5, summary.json")
@@ -73,6 +77,8 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
   }
   if (vm.count("config")) {
     const std::string file = vm["config"].as<std::string>();
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) throw UsageError("--config " + file + ": not a readable file");
     std::ifstream f(file);
     if (!f) throw UsageError("--config " + file + ": cannot read file");
     try {
@@ -82,6 +88,17 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     }
   }
   po::notify(vm);
+  // Values Boost accepts but that are out of range for us (a given value never silently means "the default").
+  if (seed.empty() || seed.find_first_not_of("0123456789") != std::string::npos || seed.size() > 20)
+    throw UsageError("--seed " + seed + ": expected an integer in [0, 2^64)");
+  errno = 0;
+  c.seed = std::strtoull(seed.c_str(), nullptr, 10);
+  if (errno == ERANGE) throw UsageError("--seed " + seed + ": expected an integer in [0, 2^64)");
+  if (vm.count("lr") && !(c.lr > 0 && std::isfinite(c.lr))) throw UsageError("--lr must be a positive number");
+  if (vm.count("staleness-lr") && !(c.staleness_gamma > 0 && c.staleness_gamma <= 1))
+    throw UsageError("--staleness-lr must be in (0, 1]");
+  if (vm.count("warmup") && c.warmup < 0) throw UsageError("--warmup must be >= 0");
+  if (vm.count("optimizer") && c.optimizer.empty()) throw UsageError("--optimizer: empty value (expected sgd or adamw)");
   return true;
 }
 

@@ -42,31 +42,9 @@ RANK_VARS = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_
 # Bad inputs the binary does not yet reject cleanly, by (reader, regex matched at the start of the case name),
 # with where the fix goes. They are reported as XFAIL and do not fail the test; one that starts passing (XPASS)
 # fails it, so that the entry is removed together with the fix. Everything else must pass.
-KNOWN = {
-    ("cli", r"--warmup=-"): "negative --warmup silently means the default (trainer.cpp resolve_and_validate)",
-    ("cli", r"--lr=-"): "negative --lr silently means the default 0.05 (trainer.cpp resolve_and_validate)",
-    ("cli", r"--log-every=-1$"): "--log-every is not validated (trainer.cpp resolve_and_validate)",
-    ("cli", r"--bucket-cap-mb=9223372036854775807$"): "no upper bound; x 2^20 overflows (trainer.cpp)",
-    ("cli", r"--staleness-lr=(-1|0|1\.5|nan|inf)$"): "--staleness-lr is not range-checked (trainer.cpp)",
-    ("cli", r"--first-bucket-mb=(inf|1e300)$"): "not bounded; int64 conversion is UB (trainer.cpp, engine_factory.cpp)",
-    ("cli", r"--seed '-1'$"): "Boost lexical_cast wraps -1 to 2^64-1 (train_options.cpp)",
-    ("cli", r"--optimizer ''$"): "an empty --optimizer means the default (trainer.cpp resolve_and_validate)",
-    ("cli", r"--lr-schedule"): "checked in Trainer(), after --out was created (trainer.cpp)",
-    ("cli", r"--resume missing dir$"): "the resume dir is created before the checkpoint is read (train_cmd.cpp)",
-    ("cli", r".*\\x7f"): "the error line echoes control characters (experiments/main.cpp)",
-    ("ini", r"binary garbage$"): "the error line echoes control characters (experiments/main.cpp)",
-    ("ini", r"directory instead of file$"): "ifstream opens a directory: read as empty (train_options.cpp)",
-    ("policy", r"--policy 'ddp\\x01'$"): "the error line echoes control characters (experiments/main.cpp)",
-    ("policy", r"--switch '5:(bogus|localsgd:k=0)?'$"): "the error names --policy, not --switch "
-                                                        "(policy_factory.cpp parse_switches)",
-    ("policy", r"--switch '99999999999999999999:ddp'$"): "strtoll overflow not checked (policy_factory.cpp)",
-    ("checkpoint", r"(sealed (huge param count|body cut|trailing bytes|1 param short|layer steps|fingerprint)"
-                   r"|checkpoint of another run|another model, new --out)"):
-        "metrics.h5 (of the resumed run, or a new one in --out) is written before the checkpoint is refused "
-        "(trainer.cpp Trainer::run)",
-    ("checkpoint", r"sealed step"): "the step is not range-checked: negative, past --steps, INT64_MAX hangs "
-                                    "(checkpoint.cpp checkpoint_step)",
-}
+# Cases that are known not to be rejected cleanly yet: (reader, regex on the case name) -> why and where to fix.
+# Empty: every bad input in the corpus is refused with exit 2, one error line, nothing written.
+KNOWN = {}
 
 
 def known_bug(c):
