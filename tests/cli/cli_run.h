@@ -23,6 +23,8 @@
 #error "DREAMDDP_BIN must name the dreamddp binary under test"
 #endif
 
+#include "tests/common/tmp_dir.h"
+
 namespace dd::cli::test {
 
 inline const std::string kBin = DREAMDDP_BIN;
@@ -31,23 +33,7 @@ inline double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// A temporary directory removed at the end of the test (kept when DD_KEEP_TEST_DIRS is set, for debugging).
-struct TmpDir {
-  std::string path;
-  TmpDir() {
-    std::string t = "/tmp/dd-cli-test-XXXXXX";
-    if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-    path = t;
-  }
-  ~TmpDir() {
-    if (std::getenv("DD_KEEP_TEST_DIRS")) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  TmpDir(const TmpDir&) = delete;
-  TmpDir& operator=(const TmpDir&) = delete;
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
-};
+using testing_common::TmpDir;
 
 inline std::string read_file(const std::string& p) {
   std::ifstream f(p, std::ios::binary);

@@ -16,26 +16,15 @@
 #error "DREAMDDP_BIN must name the dreamddp binary under test"
 #endif
 
+#include "tests/common/tmp_dir.h"
+
 namespace dd::faults {
 
 inline const std::string kBin = DREAMDDP_BIN;
 constexpr double kTimeoutS = 5;             // --timeout of every rank
 constexpr double kBoundS = kTimeoutS + 10;  // survivors must be gone within this after the fault
 
-struct TmpDir {
-  std::string path;
-  TmpDir() {
-    std::string t = "/tmp/dd-faults-XXXXXX";
-    if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-    path = t;
-  }
-  ~TmpDir() {
-    if (std::getenv("DD_KEEP_TEST_DIRS")) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& n) const { return path + "/" + n; }
-};
+using testing_common::TmpDir;
 
 // A long training run: it only ends through the fault the test injects.
 inline std::vector<std::string> train_args() {

@@ -152,16 +152,9 @@ TEST(LayerSync, AveragedLayersAreBitwiseEqualRightAfterTheirSync) {
     auto m = models::make_model("cnn", 1);
     optim::Optimizer opt({}, *m);
     auto e = sync::make_layer_sync(engine_options(spec), *m, opt, be);
-    for (int s = 0; s < H; ++s) {
-      e->begin_step(s);
-      m->forward(data.slice((s * world + r) * 4, 4), true);
-      e->begin_backward();
-      m->backward(e.get());
-      e->finish_backward();
-      after[r].push_back(snapshot(*m));
-      for (int l = m->num_layers() - 1; l >= 0; --l) opt.update_layer(l, 0.05f);
-      e->after_update();
-    }
+    for (int s = 0; s < H; ++s)
+      engine_step(*m, opt, *e, data.slice((s * world + r) * 4, 4), s, 0.05f,
+                  [&] { after[r].push_back(snapshot(*m)); });
   });
   auto policy = sync::make_policy(sync::PolicySpec::parse(spec));
   std::vector<sync::LayerMeta> meta;
@@ -374,16 +367,9 @@ TEST(LayerSync, HierAveragesInsideGroupsAndAcross) {
     auto o = engine_options(spec);
     o.check_collectives = true;
     auto e = sync::make_layer_sync(o, *m, opt, be);
-    for (int s = 0; s < steps; ++s) {
-      e->begin_step(s);
-      m->forward(data.slice((s * world + r) * 4, 4), true);
-      e->begin_backward();
-      m->backward(e.get());
-      e->finish_backward();
-      after[r].push_back(snapshot(*m));
-      for (int l = m->num_layers() - 1; l >= 0; --l) opt.update_layer(l, 0.05f);
-      e->after_update();
-    }
+    for (int s = 0; s < steps; ++s)
+      engine_step(*m, opt, *e, data.slice((s * world + r) * 4, 4), s, 0.05f,
+                  [&] { after[r].push_back(snapshot(*m)); });
     e->finalize();
     final_[r] = snapshot(*m);
   });

@@ -43,14 +43,16 @@ inline void run_ranks(int world, const std::function<void(int, Backend&)>& fn, d
     if (e) std::rethrow_exception(e);
 }
 
-// One training step through the engine, as the trainer does it.
+// One training step through the engine, as the trainer does it. `after_sync`, when given, runs between the
+// step's synchronization and its update (where the sync semantics are observable).
 inline void engine_step(models::Model& m, optim::Optimizer& opt, sync::SyncEngine& e, const models::Input& in,
-                        int64_t step, float lr) {
+                        int64_t step, float lr, const std::function<void()>& after_sync = {}) {
   e.begin_step(step);
   m.forward(in, true);
   e.begin_backward();
   m.backward(&e);
   e.finish_backward();
+  if (after_sync) after_sync();
   for (int l = m.num_layers() - 1; l >= 0; --l) opt.update_layer(l, lr * e.lr_factor(l));
   e.after_update();
 }
