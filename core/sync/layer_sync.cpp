@@ -62,12 +62,13 @@ class LayerSync : public SyncEngine {
 
   void begin_step(int64_t step) override {
     step_ = step;
+    t_bwd_ = now_s();  // blocking averages made here (switch, lock-step entry) are logged relative to this
     stats_ = {};
     agreed_anomalies_ = 0;
     apply_agreed_votes();
     while (next_switch_ < switches_.size() && switches_[next_switch_].step <= step) {
       // A layer that changes regime is first averaged once: averaging everything local is that, in one go.
-      average_all(false);
+      average_all(false, /*log=*/true);
       set_policy(switches_[next_switch_].spec);
       if (o_.metrics) o_.metrics->append_event(step, "switch", switches_[next_switch_].spec);
       ++next_switch_;
@@ -95,7 +96,7 @@ class LayerSync : public SyncEngine {
       entering[l] = lockstep_[l] && !was_lockstep[l];
       any |= entering[l];
     }
-    if (any) average_layers(entering, /*optimizer_state=*/true, /*all_buffers=*/false);
+    if (any) average_layers(entering, /*optimizer_state=*/true, /*all_buffers=*/false, /*log=*/true);
   }
 
   void plan_launches() {
@@ -153,7 +154,7 @@ class LayerSync : public SyncEngine {
     cast_votes();  // after the update: the trainer's anomaly report of this step rides along
     if (policy_->full_average_after(step_)) {
       const double t0 = now_s();
-      average_all(true);
+      average_all(true, /*log=*/true);
       stats_.exposed_ms += (now_s() - t0) * 1e3;
       std::fill(stale_.begin(), stale_.end(), 0);
     }
@@ -174,7 +175,7 @@ class LayerSync : public SyncEngine {
     // since the layers enter lock-step, optimizer state — then lock-step.
     std::vector<bool> local(m_.num_layers());
     for (int l = 0; l < m_.num_layers(); ++l) local[l] = !lockstep_[l];
-    average_layers(local, /*optimizer_state=*/true, /*all_buffers=*/true);
+    average_layers(local, /*optimizer_state=*/true, /*all_buffers=*/true, /*log=*/true);
     std::fill(stale_.begin(), stale_.end(), 0);
     fallback_until_ = step_ + 1 + steps;
     // This step's plan was made before the fallback: it becomes lock-step too.
@@ -321,33 +322,42 @@ class LayerSync : public SyncEngine {
   // Blocking average of every layer that is not lock-step (their parameters differ across ranks) and of all
   // buffers. Lock-step layers are already bitwise identical and are left alone: re-averaging equal values
   // can round (x+x+x != 3x in float).
-  void average_all(bool count_stats) {
+  // `log`: write one /sync_events row per bucket (the blocking averages of a step: Local SGD's, a switch's);
+  // the consensus copies of evaluation and the final average are not steps and are not logged.
+  void average_all(bool count_stats, bool log = false) {
     std::vector<bool> local(m_.num_layers());
     for (int l = 0; l < m_.num_layers(); ++l) local[l] = !lockstep_[l];
     const int64_t bytes0 = stats_.bytes;
-    average_layers(local, o_.average_optimizer_state, /*all_buffers=*/true);
+    average_layers(local, o_.average_optimizer_state, /*all_buffers=*/true, log);
     if (!count_stats) stats_.bytes = bytes0;
   }
 
   // Blocking average of the parameters of the chosen layers (and, optionally, their optimizer state); buffers
   // of the chosen layers, or of all layers.
-  void average_layers(const std::vector<bool>& which, bool optimizer_state, bool all_buffers) {
+  void average_layers(const std::vector<bool>& which, bool optimizer_state, bool all_buffers, bool log = false) {
     std::vector<Action> a(m_.num_layers());
     for (int l = 0; l < m_.num_layers(); ++l) a[l] = which[l] ? Action::AverageParams : Action::None;
     auto plan = plan_buckets(a, ranges_, o_.bucket_cap_bytes, o_.bucket_cap_bytes);
-    std::vector<WorkPtr> works;
+    std::vector<InFlight> sent;
     for (auto& bk : plan) {
-      works.push_back(allreduce(m_.params().data() + bk.param_off, bk.param_n, "average-params"));
+      InFlight f{bk, {}, now_s()};
+      f.works.push_back(allreduce(m_.params().data() + bk.param_off, bk.param_n, "average-params"));
       if (!all_buffers && bk.buffer_n)
-        works.push_back(allreduce(m_.buffers().data() + bk.buffer_off, bk.buffer_n, "average-buffers"));
+        f.works.push_back(allreduce(m_.buffers().data() + bk.buffer_off, bk.buffer_n, "average-buffers"));
       if (optimizer_state)
         for (int s = 0; s < opt_.state_slots(); ++s)
-          works.push_back(allreduce(opt_.state().data() + s * m_.num_params() + bk.param_off, bk.param_n,
-                                    "average-optimizer-state"));
+          f.works.push_back(allreduce(opt_.state().data() + s * m_.num_params() + bk.param_off, bk.param_n,
+                                      "average-optimizer-state"));
+      sent.push_back(std::move(f));
     }
+    WorkPtr buffers;
     if (all_buffers && m_.buffers().size())
-      works.push_back(allreduce(m_.buffers().data(), int64_t(m_.buffers().size()), "average-buffers"));
-    for (auto& w : works) w->wait();
+      buffers = allreduce(m_.buffers().data(), int64_t(m_.buffers().size()), "average-buffers");
+    for (auto& f : sent)
+      for (auto& w : f.works) w->wait();
+    if (buffers) buffers->wait();
+    if (log)
+      for (auto& f : sent) log_sync_event(f, now_s());
   }
 
   void record_timeline(double t_end) {
@@ -356,23 +366,28 @@ class LayerSync : public SyncEngine {
     if (step_ % 10 == 0)
       for (int l = m_.num_layers() - 1; l >= 0; --l)
         o_.metrics->append_layer_ready({step_, int32_t(b_.rank()), int32_t(l), ready_[l] - t_bwd_});
-    for (auto& f : inflight_) {
-      double end = 0;
-      for (auto& w : f.works) end = std::max(end, w->end_time());
-      if (end <= 0) end = t_end;
-      telemetry::SyncEventRow r;
-      r.step = step_;
-      r.first_layer = f.bucket.lo;
-      r.last_layer = f.bucket.hi;
-      r.action = f.bucket.action == Action::AllreduceGrads ? telemetry::SyncAction::kAllreduceGrads
-                                                           : telemetry::SyncAction::kAverageParams;
-      r.group = f.bucket.action == Action::AverageGroup ? 1 + group_ : 0;
-      r.rank = b_.rank();
-      r.bytes = f.bucket.bytes();
-      r.launch_s = f.launch_s - t_bwd_;
-      r.end_s = end - t_bwd_;
-      o_.metrics->append_sync_event(r);
-    }
+    for (auto& f : inflight_) log_sync_event(f, t_end);
+  }
+
+  // One /sync_events row for a bucket whose collectives have all completed (`t_end` if the backend has no end
+  // times); times relative to the start of this step's backward.
+  void log_sync_event(const InFlight& f, double t_end) {
+    if (!o_.metrics) return;
+    double end = 0;
+    for (auto& w : f.works) end = std::max(end, w->end_time());
+    if (end <= 0) end = t_end;
+    telemetry::SyncEventRow r;
+    r.step = step_;
+    r.first_layer = f.bucket.lo;
+    r.last_layer = f.bucket.hi;
+    r.action = f.bucket.action == Action::AllreduceGrads ? telemetry::SyncAction::kAllreduceGrads
+                                                         : telemetry::SyncAction::kAverageParams;
+    r.group = f.bucket.action == Action::AverageGroup ? 1 + group_ : 0;
+    r.rank = b_.rank();
+    r.bytes = f.bucket.bytes();
+    r.launch_s = f.launch_s - t_bwd_;
+    r.end_s = end - t_bwd_;
+    o_.metrics->append_sync_event(r);
   }
 
   // Local signals of layer l from its local gradient, before any all-reduce touches it.
@@ -425,7 +440,7 @@ class LayerSync : public SyncEngine {
     if (switch_requested) {
       // Rank 0 read a new spec; everyone learns it (one small blocking allgather) and switches at this step.
       const std::string spec = b_.allgather(b_.rank() == 0 ? pending_spec_ : std::string())[0];
-      average_all(false);
+      average_all(false, /*log=*/true);
       set_policy(spec);
       if (o_.metrics) o_.metrics->append_event(step_, "switch", spec + " (control file)");
     }

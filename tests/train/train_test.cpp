@@ -170,6 +170,16 @@ std::string events_of(const std::string& h5) {
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   return slurp(out);
 }
+
+// "step:first-last:action" per /sync_events row, one per line.
+std::string sync_events_of(const std::string& h5) {
+  std::string out = h5 + ".sync.txt";
+  std::string cmd = std::string(PY) + " -c \"import h5py; f=h5py.File('" + h5 +
+                    "','r'); print('\\n'.join('%d:%d-%d:%d' % (e['step'], e['first_layer'], e['last_layer'], "
+                    "e['action']) for e in f['sync_events'][:]))\" > " + out;
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  return slurp(out);
+}
 }  // namespace
 
 // An injected NaN (bad data on rank 0) is caught before the update, agreed through the control all-reduce,
@@ -281,6 +291,11 @@ TEST(HotSwitch, SwitchAtStepAppliesThereOnEveryRank) {
   auto ev = events_of(c.out + "/metrics.h5");
   EXPECT_NE(ev.find("switch 7"), std::string::npos) << ev;
   EXPECT_NE(ev.find("switch 12"), std::string::npos) << ev;
+  // Blocking averages are collectives too: Local SGD's after steps 3 (k=4), the switch's at 7 (every layer is
+  // local under localsgd), and plsgd's local layers averaged when ddp takes over at 12 each get rows.
+  const std::string se = "\n" + sync_events_of(c.out + "/metrics.h5");
+  for (int step : {3, 7, 12}) EXPECT_NE(se.find("\n" + std::to_string(step) + ":"), std::string::npos) << step << "\n" << se;
+  EXPECT_EQ(se.find("\n0:"), std::string::npos) << se;  // steps 0..2 of localsgd send nothing
   fs::remove_all(d);
 }
 
