@@ -6,13 +6,20 @@
 #   netem_cluster.sh down [NAME]                           remove them
 #   netem_cluster.sh status [NAME]                         show namespaces, addresses and qdiscs
 #   netem_cluster.sh clean [PREFIX]                        remove what a killed `launch --netem` left behind
-#                                                          (names PREFIXbr<id>, PREFIXns<id>-<r>, PREFIXh<id>r<r>;
-#                                                          PREFIX default dd; run while no launch is running)
+#                                                          (names PREFIXbr<id>, PREFIXns<id>-<r>, PREFIXh<id>r<r>,
+#                                                          PREFIXu<id>r<r>; PREFIX default dd; run while no
+#                                                          launch is running)
+#   netem_cluster.sh measure N SPEC...                     per SPEC, through `dreamddp launch --netem SPEC`: median
+#                                                          and p90 TCP round trip between two nodes, N-rank Gloo
+#                                                          allreduce busbw, and the frames the userspace forwarder
+#                                                          dropped (binary $DREAMDDP, default build/dreamddp;
+#                                                          SIZE default 16M, ITERS default 5); a Markdown table
 # Rank r lives in namespace NAME-r with address 10.77.200.(r+1)/24 on interface eth0; run it with e.g.
 #   ip netns exec ddc-1 env RANK=1 WORLD_SIZE=4 MASTER_ADDR=10.77.200.1 GLOO_SOCKET_IFNAME=eth0 \
 #       DREAMDDP_RENDEZVOUS=file:///tmp/rdzv build/dreamddp train ...
 # Delay D is the one-way latency between two ranks (netem on each namespace's egress); RATE applies to both
-# directions of every link (tbf on both veth ends). No address on the bridge, no routes, no NAT.
+# directions of every link (tbf on both veth ends). No address on the bridge, no routes, no NAT. `up` needs the
+# kernel's sch_netem for delay/loss; `dreamddp launch --netem` does not (it forwards through userspace instead).
 set -euo pipefail
 
 die() { echo "netem_cluster.sh: $*" >&2; exit 2; }
@@ -25,7 +32,7 @@ shape() {
   "${tcn[@]}" qdisc add dev "$dev" root handle 1: tbf rate "$rate" burst 98304 latency 50ms
   if [ -n "$ns" ] && { [ -n "$delay" ] || [ -n "$loss" ]; }; then
     "${tcn[@]}" qdisc add dev "$dev" parent 1:1 handle 10: netem limit 10000 ${delay:+delay $delay} ${loss:+loss $loss} \
-      || die "netem qdisc refused (kernel without sch_netem?); use a rate-only spec"
+      || die "netem qdisc refused (kernel without sch_netem?); use a rate-only spec, or \`dreamddp launch --netem\`, which emulates delay/loss in userspace"
   fi
 }
 
@@ -83,9 +90,60 @@ status() {
 clean() {
   local p=${1:-dd} ns dev
   [[ "$p" =~ ^[a-zA-Z][a-zA-Z0-9]{0,3}$ ]] || die "clean: bad PREFIX '$p'"
-  for dev in $(ls /sys/class/net | grep -E "^${p}h[0-9]+r[0-9]+$" || true); do ip link del dev "$dev" || true; done
+  for dev in $(ls /sys/class/net | grep -E "^${p}[hu][0-9]+r[0-9]+$" || true); do ip link del dev "$dev" || true; done
   for ns in $(ip netns list | awk '{print $1}' | grep -E "^${p}ns[0-9]+-[0-9]+$" || true); do ip netns del "$ns" || true; done
   for dev in $(ls /sys/class/net | grep -E "^${p}br[0-9]+$" || true); do ip link del dev "$dev" || true; done
+}
+
+# measure N SPEC...: one table row per SPEC (see the header).
+measure() {
+  local n=${1:-} spec bin=${DREAMDDP:-$(dirname "$0")/../build/dreamddp} size=${SIZE:-16M} iters=${ITERS:-5}
+  [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] || die "measure: N must be at least 2"
+  shift
+  [ $# -ge 1 ] || die "measure: give at least one SPEC, e.g. 1gbit 1gbit,delay=2ms,loss=1%"
+  [ -x "$bin" ] || die "measure: no dreamddp binary at $bin (set DREAMDDP)"
+  command -v python3 >/dev/null || die "measure: needs python3 (the round-trip probe)"
+  local tmp; tmp=$(mktemp -d /tmp/netem-measure-XXXXXX)
+  trap 'rm -rf "$tmp"' RETURN
+  cat >"$tmp/rtt.py" <<'PY'
+import os, socket, sys, time
+d, r = sys.argv[1], int(os.environ["RANK"])
+addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+if r == 0:
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port)); s.listen(1)
+    c, _ = s.accept(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    while c.recv(1): c.sendall(b"p")
+else:
+    end = time.time() + 10
+    while True:
+        try:
+            c = socket.create_connection((addr, port), timeout=5); break
+        except OSError:
+            if time.time() > end: raise
+            time.sleep(0.05)
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    rtts = []
+    for _ in range(200):
+        t0 = time.perf_counter(); c.sendall(b"p"); c.recv(1); rtts.append((time.perf_counter() - t0) * 1e3)
+    c.close(); rtts.sort()
+    open(f"{d}/rtt", "w").write(f"{rtts[len(rtts) // 2]:.3f} {rtts[len(rtts) * 9 // 10]:.3f}\n")
+PY
+  echo "| --netem SPEC | RTT median / p90 (ms) | busbw $size, $n ranks (GB/s) | forwarder drops (frames) |"
+  echo "|---|---|---|---|"
+  for spec in "$@"; do
+    rm -f "$tmp/rtt"
+    sleep 2  # the kernel frees the last run's namespaces in the background: let that settle before timing
+    "$bin" launch -n 2 --netem "$spec" --grace 2 -- python3 "$tmp/rtt.py" "$tmp" >/dev/null 2>"$tmp/err.rtt" \
+      || die "measure: round trip under $spec failed: $(tail -3 "$tmp/err.rtt")"
+    "$bin" launch -n "$n" --netem "$spec" --grace 2 -- bench allreduce --backend gloo --sizes "$size" \
+      --iters "$iters" >"$tmp/bench" 2>"$tmp/err.bench" || die "measure: allreduce under $spec failed: $(tail -3 "$tmp/err.bench")"
+    local busbw drops
+    busbw=$(python3 -c 'import json,sys; print("%.3f" % json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["results"][0]["busbw_GBps"])' "$tmp/bench")
+    # Sum of every node's "N frames, D dropped" lines from the allreduce run; "-" where no forwarder ran.
+    drops=$(awk '/netem: node[0-9]+ uplink:/ { for (i = 1; i < NF; i++) { if ($(i+1) == "frames,") f += $i; if ($(i+1) == "dropped") d += $i } }
+                 END { if (f) printf "%d of %d (%.2f%%)", d, f, 100 * d / f; else print "-" }' "$tmp/err.bench")
+    echo "| $spec | $(awk '{print $1 " / " $2}' "$tmp/rtt") | $busbw | $drops |"
+  done
 }
 
 cmd=${1:-}
@@ -95,5 +153,6 @@ case $cmd in
   down) need_root; down "$@" ;;
   status) status "$@" ;;
   clean) need_root; clean "$@" ;;
-  *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  measure) need_root; measure "$@" ;;
+  *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

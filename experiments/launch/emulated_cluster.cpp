@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "core/common/error.h"
 #include "experiments/launch/sys_command.h"
+#include "experiments/launch/veth_offload.h"
 
 namespace dd::launch {
 namespace {
@@ -40,6 +42,7 @@ EmulatedCluster::EmulatedCluster(int hosts, const NetemSpec& spec, const std::st
     throw UsageError("--netem needs the `ip` and `tc` tools (Debian package iproute2)");
   try {
     claim_bridge();
+    impair_ = choose_impair();
     for (int h = 0; h < hosts_; ++h) add_host(h);
   } catch (...) {
     teardown();
@@ -64,6 +67,8 @@ void EmulatedCluster::claim_bridge() {
       bridge_ = name;
       up_ = true;
       subnet_ = id_ % 256;
+      // No IPv6 link-local on the bridge: the host itself sends nothing into the emulated network.
+      must_run({"ip", "link", "set", "dev", bridge_, "addrgenmode", "none"});
       must_run({"ip", "link", "set", "dev", bridge_, "up"});
       return;
     }
@@ -74,19 +79,63 @@ void EmulatedCluster::claim_bridge() {
                            "remove stale ones with experiments/netem_cluster.sh clean");
 }
 
+EmulatedCluster::Impair EmulatedCluster::choose_impair() {
+  if (spec_.delay_s <= 0 && spec_.loss_pct <= 0) return Impair::none;
+  const char* env = std::getenv("DREAMDDP_NETEM_IMPL");
+  const std::string want = env && *env ? env : "auto";
+  if (want != "auto" && want != "kernel" && want != "userspace")
+    throw UsageError("DREAMDDP_NETEM_IMPL='" + want + "': expected auto, kernel or userspace");
+  if (want == "userspace") return Impair::userspace;
+  // Probe sch_netem on our own (still empty) bridge: the answer decides the topology before any node exists.
+  const std::vector<std::string> probe = {"tc", "qdisc", "add", "dev", bridge_, "root", "netem", "delay", "1ms"};
+  const CommandResult r = run_command(probe);
+  if (r.status == 0) {
+    run_command({"tc", "qdisc", "del", "dev", bridge_, "root"});
+    return Impair::kernel;
+  }
+  const bool missing = r.output.find("unknown") != std::string::npos ||
+                       r.output.find("not supported") != std::string::npos;
+  if (!missing) throw std::runtime_error("`" + join_command(probe) + "` failed: " + r.output);
+  if (want == "kernel")
+    throw UsageError("--netem " + spec_.text + ": DREAMDDP_NETEM_IMPL=kernel, but this kernel has no netem "
+                     "qdisc (sch_netem): `" + join_command(probe) + "`: " + r.output +
+                     "; unset DREAMDDP_NETEM_IMPL to emulate delay/loss in userspace");
+  std::fprintf(stderr, "dreamddp launch: netem: this kernel has no sch_netem; delay/loss of --netem %s are "
+               "applied by a userspace forwarder per node\n", spec_.text.c_str());
+  return Impair::userspace;
+}
+
 void EmulatedCluster::add_host(int host) {
   const std::string id = std::to_string(id_);
   const std::string ns = prefix_ + "ns" + id + "-" + std::to_string(host);
   const std::string hv = prefix_ + "h" + id + "r" + std::to_string(host);
+  // Userspace mode: node ns ⇄ (ddeth0 | hv) ⇄ forwarder ⇄ (hu | hb) ⇄ bridge.
+  const std::string hu = prefix_ + "u" + id + "r" + std::to_string(host);
+  const std::string hb = prefix_ + "b" + id + "r" + std::to_string(host);
+  const bool forwarded = impair_ == Impair::userspace;
   // Leftovers with our id belong to a launcher that died (we hold the bridge claim): clear them.
-  if (link_exists(hv)) run_command({"ip", "link", "del", "dev", hv});
+  for (const auto& dev : {hv, hu})
+    if (link_exists(dev)) run_command({"ip", "link", "del", "dev", dev});
   if (path_exists("/run/netns/" + ns)) run_command({"ip", "netns", "del", ns});
 
   must_run({"ip", "netns", "add", ns});
   netns_.push_back(ns);
   must_run({"ip", "link", "add", "name", hv, "type", "veth", "peer", "name", ns_iface_, "netns", ns});
   host_veth_.push_back(hv);
-  must_run({"ip", "link", "set", "dev", hv, "master", bridge_});
+  if (forwarded) {
+    must_run({"ip", "link", "add", "name", hu, "type", "veth", "peer", "name", hb});
+    fwd_veth_.push_back(hu);
+    // The forwarder's links carry only the nodes' frames: no IPv6 link-local chatter from the host.
+    for (const auto& dev : {hv, hu, hb}) must_run({"ip", "link", "set", "dev", dev, "addrgenmode", "none"});
+    must_run({"ip", "link", "set", "dev", hb, "master", bridge_});
+    for (const auto& dev : {hb, hu}) must_run({"ip", "link", "set", "dev", dev, "up"});
+    // The forwarder reads and re-sends single frames: the node must hand its veth whole, checksummed frames
+    // (no TSO/GSO super-frames), and no link on the way may merge them (GRO).
+    disable_offloads(netns_path(host), ns_iface_);
+    for (const auto& dev : {hv, hu, hb}) disable_offloads("", dev);
+  } else {
+    must_run({"ip", "link", "set", "dev", hv, "master", bridge_});
+  }
   must_run({"ip", "link", "set", "dev", hv, "up"});
   must_run({"ip", "-n", ns, "link", "set", "dev", "lo", "up"});
   // IPv4 only: without an IPv6 link-local address Gloo cannot pick an unroutable fe80:: for the interface.
@@ -95,8 +144,19 @@ void EmulatedCluster::add_host(int host) {
   must_run({"ip", "-n", ns, "link", "set", "dev", ns_iface_, "up"});
   // Egress of the namespace end = the host's uplink; egress of the bridge end = its downlink. Delay and loss
   // go on the uplink only, so a packet between two hosts sees them exactly once (one-way latency = delay).
-  shape({"tc", "-n", ns}, ns_iface_, true);
+  shape({"tc", "-n", ns}, ns_iface_, impair_ == Impair::kernel);
   shape({"tc"}, hv, false);
+  if (forwarded) {
+    ImpairConfig cfg;
+    cfg.delay_s = spec_.delay_s;
+    cfg.loss_pct = spec_.loss_pct;
+    cfg.seed = 0x6e6574656d000000ull + static_cast<uint64_t>(host);  // fixed: reruns draw the same pattern
+    // Like netem's limit: twice the bandwidth-delay product in full frames, plus what the sockets can buffer
+    // while the forwarder waits for a core.
+    const double bdp = spec_.rate_bps / 8 * spec_.delay_s / 1500;
+    cfg.queue_frames = static_cast<size_t>(std::min(65536.0, 2 * bdp + 4096));
+    impairs_.push_back(std::make_unique<LinkImpair>(host, hv, hu, cfg));
+  }
 }
 
 void EmulatedCluster::shape(const std::vector<std::string>& tc_prefix, const std::string& dev, bool with_netem) {
@@ -144,17 +204,31 @@ bool EmulatedCluster::teardown() noexcept {
   if (!up_) return true;
   up_ = false;
   bool ok = true;
+  // Forwarders first: their sockets hold the links, and their counts are the job's fault record.
+  for (auto& f : impairs_) {
+    f->stop();
+    try {
+      std::fprintf(stderr, "dreamddp launch: %s\n", f->summary().c_str());
+    } catch (...) {
+      ok = false;
+    }
+  }
+  impairs_.clear();
   try {
     // Deleting the host end removes both ends of the pair at once (namespace deletion would do it later,
     // asynchronously); then the namespaces, then the bridge.
     for (const auto& hv : host_veth_)
       if (link_exists(hv)) run_command({"ip", "link", "del", "dev", hv});
+    for (const auto& hu : fwd_veth_)
+      if (link_exists(hu)) run_command({"ip", "link", "del", "dev", hu});
     for (const auto& ns : netns_)
       if (path_exists("/run/netns/" + ns)) run_command({"ip", "netns", "del", ns});
     if (!bridge_.empty() && link_exists(bridge_)) run_command({"ip", "link", "del", "dev", bridge_});
     std::string left;
     for (const auto& hv : host_veth_)
       if (link_exists(hv)) left += " " + hv;
+    for (const auto& hu : fwd_veth_)
+      if (link_exists(hu)) left += " " + hu;
     for (const auto& ns : netns_)
       if (path_exists("/run/netns/" + ns)) left += " netns:" + ns;
     if (!bridge_.empty() && link_exists(bridge_)) left += " " + bridge_;
@@ -167,6 +241,7 @@ bool EmulatedCluster::teardown() noexcept {
     ok = false;
   }
   host_veth_.clear();
+  fwd_veth_.clear();
   netns_.clear();
   return ok;
 }
