@@ -17,6 +17,7 @@
 #include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/sync/bucket_plan.h"
+#include "core/sync/data_path.h"
 #include "core/sync/policy.h"
 #include "core/telemetry/metrics_writer.h"
 
@@ -31,8 +32,8 @@ struct InFlight {
 
 class LayerSync : public SyncEngine {
  public:
-  LayerSync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt, Backend& b)
-      : o_(o), m_(m), opt_(opt), b_(b), switches_(parse_switches(o.switches)) {
+  LayerSync(const EngineOptions& o, models::Model& m, const Arenas& a, std::unique_ptr<DataPath> dp, Backend& b)
+      : dp_(std::move(dp)), o_(o), m_(m), a_(a), b_(b), switches_(parse_switches(o.switches)) {
     const int L = m.num_layers();
     for (auto* l : m.layers()) {
       meta_.push_back({l->name, l->kind(), l->num_params(), 4 * (l->num_params() + l->num_buffers())});
@@ -49,8 +50,8 @@ class LayerSync : public SyncEngine {
     hosts_ = b_.allgather(host);
     set_policy(o.policy);
     // Identical starting point everywhere (PyTorch DDP broadcasts at construction too).
-    b_.broadcast(m_.params().data(), m_.params().size(), 0)->wait();
-    if (m_.buffers().size()) b_.broadcast(m_.buffers().data(), m_.buffers().size(), 0)->wait();
+    dp_->broadcast(b_, a_.params, size_t(a_.num_params), 0)->wait();
+    if (a_.num_buffers) dp_->broadcast(b_, a_.buffers, size_t(a_.num_buffers), 0)->wait();
   }
 
   ~LayerSync() override {
@@ -109,6 +110,8 @@ class LayerSync : public SyncEngine {
   void begin_backward() override { t_bwd_ = now_s(); }
 
   void on_layer_ready(int l) override {
+    // On a device the hook runs when the layer's kernels are queued: profiling steps wait for them to run.
+    if (dp_->on_device() && step_ < policy_->profile_steps()) dp_->wait_layer_ready(l);
     ready_[l] = now_s();
     if (signals_on_) take_signals(l);
     const int bi = trigger_[l];
@@ -238,13 +241,13 @@ class LayerSync : public SyncEngine {
   }
 
   void with_consensus(const std::function<void()>& fn) override {
-    FloatBuffer p(m_.params().size()), bu(m_.buffers().size());
-    std::memcpy(p.data(), m_.params().data(), 4 * p.size());
-    if (bu.size()) std::memcpy(bu.data(), m_.buffers().data(), 4 * bu.size());
+    std::vector<float> p, bu;
+    dp_->save(a_.params, size_t(a_.num_params), p);
+    dp_->save(a_.buffers, size_t(a_.num_buffers), bu);
     average_all(false);
     fn();
-    std::memcpy(m_.params().data(), p.data(), 4 * p.size());
-    if (bu.size()) std::memcpy(m_.buffers().data(), bu.data(), 4 * bu.size());
+    dp_->restore(a_.params, size_t(a_.num_params), p);
+    dp_->restore(a_.buffers, size_t(a_.num_buffers), bu);
   }
 
  private:
@@ -255,8 +258,11 @@ class LayerSync : public SyncEngine {
     plan_version_ = policy_->plan_version();
     const int L = m_.num_layers();
     signals_on_ = policy_->wants_signals();
+    if (signals_on_ && dp_->on_device())
+      throw UsageError("--policy " + spec + ": reads local gradient statistics on the host every step; with "
+                       "--device cuda use ddp, localsgd, plsgd, dreamddp, fixed or staleness");
     if (signals_on_) {
-      prev_grads_.resize(m_.params().size());
+      prev_grads_.resize(size_t(a_.num_params));
       signals_.grad_norm.assign(L, 0);
       signals_.cos_prev.assign(L, 1);
       signals_.stale.assign(L, 0);
@@ -294,27 +300,29 @@ class LayerSync : public SyncEngine {
                                  all[r] + "'");
   }
 
-  WorkPtr allreduce(Backend& g, float* p, int64_t n, const char* what) {
+  // `ready_layer`: see DataPath::allreduce (>= 0 from the hook).
+  WorkPtr allreduce(Backend& g, float* p, int64_t n, const char* what, int ready_layer = -1) {
     fingerprint(what, n);
     ++seq_;
     stats_.bytes += 4 * n;
     ++stats_.collectives;
-    return g.allreduce(p, size_t(n), ReduceOp::Avg);
+    return dp_->allreduce(g, p, size_t(n), ReduceOp::Avg, ready_layer);
   }
   WorkPtr allreduce(float* p, int64_t n, const char* what) { return allreduce(b_, p, n, what); }
 
   void launch(const Bucket& bk) {
     InFlight f{bk, {}, now_s()};
     if (bk.action == Action::AllreduceGrads) {
-      f.works.push_back(allreduce(b_, m_.grads().data() + bk.param_off, bk.param_n, "allreduce-grads"));
+      f.works.push_back(allreduce(b_, a_.grads + bk.param_off, bk.param_n, "allreduce-grads", bk.lo));
     } else {
       Backend& g = bk.action == Action::AverageGroup ? *intra_ : b_;
-      f.works.push_back(allreduce(g, m_.params().data() + bk.param_off, bk.param_n, action_name(bk.action)));
-      if (bk.buffer_n) f.works.push_back(allreduce(g, m_.buffers().data() + bk.buffer_off, bk.buffer_n, "average-buffers"));
+      f.works.push_back(allreduce(g, a_.params + bk.param_off, bk.param_n, action_name(bk.action), bk.lo));
+      if (bk.buffer_n)
+        f.works.push_back(allreduce(g, a_.buffers + bk.buffer_off, bk.buffer_n, "average-buffers", bk.lo));
       if (o_.average_optimizer_state)
-        for (int s = 0; s < opt_.state_slots(); ++s)
-          f.works.push_back(allreduce(g, opt_.state().data() + s * m_.num_params() + bk.param_off, bk.param_n,
-                                      "average-optimizer-state"));
+        for (int s = 0; s < a_.state_slots; ++s)
+          f.works.push_back(allreduce(g, a_.opt_state + s * a_.num_params + bk.param_off, bk.param_n,
+                                      "average-optimizer-state", bk.lo));
     }
     inflight_.push_back(std::move(f));
   }
@@ -341,18 +349,17 @@ class LayerSync : public SyncEngine {
     std::vector<InFlight> sent;
     for (auto& bk : plan) {
       InFlight f{bk, {}, now_s()};
-      f.works.push_back(allreduce(m_.params().data() + bk.param_off, bk.param_n, "average-params"));
+      f.works.push_back(allreduce(a_.params + bk.param_off, bk.param_n, "average-params"));
       if (!all_buffers && bk.buffer_n)
-        f.works.push_back(allreduce(m_.buffers().data() + bk.buffer_off, bk.buffer_n, "average-buffers"));
+        f.works.push_back(allreduce(a_.buffers + bk.buffer_off, bk.buffer_n, "average-buffers"));
       if (optimizer_state)
-        for (int s = 0; s < opt_.state_slots(); ++s)
-          f.works.push_back(allreduce(opt_.state().data() + s * m_.num_params() + bk.param_off, bk.param_n,
+        for (int s = 0; s < a_.state_slots; ++s)
+          f.works.push_back(allreduce(a_.opt_state + s * a_.num_params + bk.param_off, bk.param_n,
                                       "average-optimizer-state"));
       sent.push_back(std::move(f));
     }
     WorkPtr buffers;
-    if (all_buffers && m_.buffers().size())
-      buffers = allreduce(m_.buffers().data(), int64_t(m_.buffers().size()), "average-buffers");
+    if (all_buffers && a_.num_buffers) buffers = allreduce(a_.buffers, a_.num_buffers, "average-buffers");
     for (auto& f : sent)
       for (auto& w : f.works) w->wait();
     if (buffers) buffers->wait();
@@ -393,7 +400,7 @@ class LayerSync : public SyncEngine {
   // Local signals of layer l from its local gradient, before any all-reduce touches it.
   void take_signals(int l) {
     const auto& r = ranges_[l];
-    const float* g = m_.grads().data() + r.param_off;
+    const float* g = a_.grads + r.param_off;
     float* prev = prev_grads_.data() + r.param_off;
     double gg = 0, pp = 0, gp = 0;
     for (int64_t i = 0; i < r.param_n; ++i) {
@@ -418,7 +425,7 @@ class LayerSync : public SyncEngine {
     local_anomaly_ = false;
     fingerprint("control", int64_t(votes_.size()));
     ++seq_;
-    control_ = b_.allreduce(votes_.data(), votes_.size(), ReduceOp::Sum);
+    control_ = dp_->allreduce_host(b_, votes_.data(), votes_.size(), ReduceOp::Sum);
     control_step_ = step_;
   }
 
@@ -490,8 +497,13 @@ class LayerSync : public SyncEngine {
     // Agree on one profile: every rank must compute the same schedule.
     std::vector<float> v(2 * L);
     for (int l = 0; l < L; ++l) v[l] = float(t.backward_s[l]), v[L + l] = float(t.comm_s[l]);
-    b_.allreduce(v.data(), v.size(), ReduceOp::Avg)->wait();
-    b_.broadcast(v.data(), v.size(), 0)->wait();
+    dp_->allreduce_host(b_, v.data(), v.size(), ReduceOp::Avg)->wait();
+    if (!dp_->on_device()) {
+      b_.broadcast(v.data(), v.size(), 0)->wait();
+    } else {  // the broadcast of rank 0's floats, as an allreduce of (rank 0's values, zeros elsewhere)
+      if (b_.rank() != 0) std::fill(v.begin(), v.end(), 0.0f);
+      dp_->allreduce_host(b_, v.data(), v.size(), ReduceOp::Sum)->wait();
+    }
     for (int l = 0; l < L; ++l) t.backward_s[l] = v[l], t.comm_s[l] = v[L + l];
     policy_->on_profile(t);
     print_plan_if_changed();
@@ -501,11 +513,13 @@ class LayerSync : public SyncEngine {
   // allreduces of a small and a large buffer (median of 3 each).
   std::vector<double> measure_comm_model() {
     auto timed = [&](int64_t n) {
-      FloatBuffer buf(size_t(std::max<int64_t>(n, 1)));
+      // In arena space: on a device the timed collective includes its staging, as the real buckets do.
+      const size_t len = size_t(std::max<int64_t>(n, 1));
+      float* buf = dp_->scratch(len);
       std::vector<double> ts;
       for (int i = 0; i < 4; ++i) {
         double t0 = now_s();
-        b_.allreduce(buf.data(), buf.size(), ReduceOp::Sum)->wait();
+        dp_->allreduce(b_, buf, len, ReduceOp::Sum, -1)->wait();
         ts.push_back(now_s() - t0);
       }
       std::sort(ts.begin() + 1, ts.end());
@@ -520,9 +534,10 @@ class LayerSync : public SyncEngine {
     return c;
   }
 
+  std::unique_ptr<DataPath> dp_;  // first member: outlives every in-flight Work that refers to it
   EngineOptions o_;
   models::Model& m_;
-  optim::Optimizer& opt_;
+  Arenas a_;
   Backend& b_;
   std::vector<PolicySwitch> switches_;
   size_t next_switch_ = 0;
@@ -563,7 +578,20 @@ class LayerSync : public SyncEngine {
 
 std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt,
                                             Backend& b) {
-  return std::make_unique<LayerSync>(o, m, opt, b);
+  Arenas a;
+  a.params = m.params().data();
+  a.grads = m.grads().data();
+  a.buffers = m.buffers().data();
+  a.opt_state = opt.state().data();
+  a.num_params = int64_t(m.params().size());
+  a.num_buffers = int64_t(m.buffers().size());
+  a.state_slots = opt.state_slots();
+  return std::make_unique<LayerSync>(o, m, a, std::make_unique<HostDataPath>(), b);
+}
+
+std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Model& m, const Arenas& a,
+                                            std::unique_ptr<DataPath> dp, Backend& b) {
+  return std::make_unique<LayerSync>(o, m, a, std::move(dp), b);
 }
 
 }  // namespace dd::sync

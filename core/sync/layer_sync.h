@@ -8,6 +8,7 @@
 
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
+#include "core/sync/data_path.h"
 #include "core/sync/engine.h"
 
 namespace dd {
@@ -33,7 +34,13 @@ struct EngineOptions {
   bool verbose = true;                       // rank 0 prints the plan
 };
 
+// Host arenas: the model's and the optimizer's own (CPU training).
 std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt,
                                             Backend& b);
+// Arenas elsewhere (a device): `m` supplies only the layer table; `a` the arenas in its layout; `dp` how to run
+// collectives on them (the engine owns it). Policies that read local gradients on the host are refused
+// (dd::UsageError) when dp->on_device().
+std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Model& m, const Arenas& a,
+                                            std::unique_ptr<DataPath> dp, Backend& b);
 
 }  // namespace dd::sync

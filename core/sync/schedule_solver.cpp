@@ -200,6 +200,23 @@ void validate(const std::vector<double>& b, const std::vector<double>& c, int H)
 
 }  // namespace
 
+// The time model is blind to phase labels (any permutation of phases scores the same), but training is not:
+// averaging a window's layers in forward order (input layers first) converged measurably better than the
+// reverse order at the same cost (experiments/results/convergence.md). Phases are therefore numbered by their
+// first layer in forward order; empty phases (H > layers) come last.
+std::vector<int> forward_phase_order(const std::vector<int>& phase, int H) {
+  std::vector<int> first(H, std::numeric_limits<int>::max());
+  for (int l = 0; l < int(phase.size()); ++l) first[phase[l]] = std::min(first[phase[l]], l);
+  std::vector<int> order(H);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return first[a] < first[b]; });
+  std::vector<int> label(H);
+  for (int i = 0; i < H; ++i) label[order[i]] = i;
+  std::vector<int> out(phase.size());
+  for (size_t l = 0; l < phase.size(); ++l) out[l] = label[phase[l]];
+  return out;
+}
+
 ScheduleSolution solve_schedule(const std::vector<double>& b, const std::vector<double>& c, int H,
                                 const SolveOptions& options) {
   validate(b, c, H);
@@ -241,6 +258,7 @@ ScheduleSolution solve_schedule(const std::vector<double>& b, const std::vector<
     s.optimal = finished || s.time - s.lower_bound <= tol;
   }
   s.gap = s.time > 0 ? (s.time - s.lower_bound) / s.time : 0.0;
+  s.phase = forward_phase_order(s.phase, H);
   s.solve_s = now_s() - t0;
   return s;
 }

@@ -30,6 +30,10 @@ struct ScheduleSolution {
 ScheduleSolution solve_schedule(const std::vector<double>& b, const std::vector<double>& c, int H,
                                 const SolveOptions& options = {});
 
+// Renumbers phases so that they are ordered by their first layer in forward order (same modelled time: the model
+// does not see labels). solve_schedule returns its result in this canonical numbering.
+std::vector<int> forward_phase_order(const std::vector<int>& phase, int H);
+
 // What the sync engine calls after self-profiling: the phase of every layer. Deterministic (no wall-clock cap), so
 // ranks given the same b and c agree; ranks must therefore share one profile (e.g. rank 0's, broadcast).
 std::vector<int> schedule_phases(const std::vector<double>& b, const std::vector<double>& c, int H);

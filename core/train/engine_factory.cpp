@@ -1,12 +1,13 @@
 // Builds the sync engine for a multi-rank run from the --policy spec.
 #include "core/common/error.h"
 #include "core/sync/layer_sync.h"
+#include "core/train/device_state.h"
 #include "core/train/trainer_parts.h"
 
 namespace dd::train {
 
 std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
-                                                  Backend& b, telemetry::MetricsWriter* metrics) {
+                                                  Backend& b, telemetry::MetricsWriter* metrics, DeviceState* dev) {
   sync::EngineOptions eo;
   eo.policy = cfg.policy;
   eo.switches = cfg.switches;
@@ -19,6 +20,7 @@ std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models
   eo.anomaly_votes = cfg.anomaly != "off";
   eo.control_file = cfg.control_file;
   eo.verbose = cfg.rank == 0;
+  if (dev) return dev->make_engine(eo, m, b);
   return sync::make_layer_sync(eo, m, o, b);
 }
 

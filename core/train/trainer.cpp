@@ -23,12 +23,30 @@
 #include "core/telemetry/metrics_writer.h"
 #include "core/train/anomaly.h"
 #include "core/train/checkpoint.h"
+#include "core/train/device_state.h"
 #include "core/train/progress.h"
 #include "core/train/run_dir.h"
 #include "core/train/sensitivity.h"
 #include "core/train/trainer_parts.h"
 
 namespace dd::train {
+
+// --device cuda: a visible device and a setup the GPU path supports, refused up front with one line each.
+static void validate_cuda(const TrainConfig& c) {
+  check_cuda_usable();
+  if (c.model != "mlp" && c.model != "cnn" && c.model != "gpt-mini")
+    throw UsageError("--device cuda: model '" + c.model + "' has no GPU path yet (GPU models: mlp, cnn, gpt-mini)");
+  if (!c.sensitivity.empty())
+    throw UsageError("--sensitivity: the probe runs on the CPU model; it is not available with --device cuda");
+  // Policies that read each layer's local gradient on the host every step (threshold, hybrid, hier's adaptive
+  // part) would copy the whole gradient to the host per step: refused rather than silently slow.
+  std::vector<std::string> specs{c.policy};
+  for (auto& sw : sync::parse_switches(c.switches)) specs.push_back(sw.spec);
+  for (auto& spec : specs)
+    if (sync::make_policy(sync::PolicySpec::parse(spec))->wants_signals())
+      throw UsageError("--policy " + spec + ": reads local gradient statistics on the host every step; with "
+                       "--device cuda use ddp, localsgd, plsgd, dreamddp, fixed or staleness");
+}
 
 void resolve_and_validate(TrainConfig& c) {
   bool known = false;
@@ -38,7 +56,6 @@ void resolve_and_validate(TrainConfig& c) {
     throw UsageError("--data: unknown dataset '" + c.data + "' (expected fashion-mnist, text or synthetic)");
   if (c.device != "cpu" && c.device != "cuda")
     throw UsageError("--device: unknown device '" + c.device + "' (expected cpu or cuda)");
-  if (c.device == "cuda") throw UsageError("--device cuda: this build has no CUDA training path yet");
   if (c.backend != "gloo" && c.backend != "mpi" && c.backend != "nccl")
     throw UsageError("--backend: unknown backend '" + c.backend + "' (expected gloo, mpi or nccl)");
   if (c.batch < 1 || c.batch > 1 << 20) throw UsageError("--batch must be between 1 and 1048576");
@@ -69,6 +86,9 @@ void resolve_and_validate(TrainConfig& c) {
   if (!(c.anomaly_spike >= 0)) throw UsageError("--anomaly-spike must be >= 0");
   if (c.anomaly_window < 1) throw UsageError("--anomaly-window must be >= 1");
   if (c.inject_nan >= 0 && c.model == "gpt-mini") throw UsageError("--inject-nan poisons image inputs; gpt-mini takes tokens");
+  if (c.device == "cuda") validate_cuda(c);
+  if (c.backend == "nccl" && c.device != "cuda" && c.world > 1)
+    throw UsageError("--backend nccl reduces GPU memory: it needs --device cuda (or use --backend gloo or mpi)");
   if (c.bucket_cap_mb < 1 || c.bucket_cap_mb > 16384) throw UsageError("--bucket-cap-mb must be in [1, 16384]");
   if (!(c.first_bucket_mb > 0 && c.first_bucket_mb <= 16384)) throw UsageError("--first-bucket-mb must be in (0, 16384]");
   if (c.log_every < 0) throw UsageError("--log-every must be >= 0");
@@ -87,6 +107,9 @@ struct Trainer::Impl {
   data::Dataset train, test;
   std::unique_ptr<data::Sharder> sharder;
   data::Batch batch;
+  // --device cuda: the training state lives there; model/opt are host copies. Declared before the engine, whose
+  // data path refers to the device model: the engine goes first.
+  std::unique_ptr<DeviceState> dev;
   std::unique_ptr<sync::SyncEngine> engine;
   bool rank0() const { return cfg.rank == 0; }
 };
@@ -108,6 +131,7 @@ Trainer::Trainer(const TrainConfig& cfg, Backend* backend) : impl_(std::make_uni
   oc.nesterov = cfg.nesterov;
   oc.weight_decay = cfg.weight_decay;
   I.opt = std::make_unique<optim::Optimizer>(oc, *I.model);
+  if (cfg.device == "cuda") I.dev = make_device_state(cfg, *I.model, oc);
   I.sched.kind = cfg.lr_schedule;
   I.sched.base_lr = cfg.lr;
   I.sched.warmup = cfg.warmup;
@@ -125,8 +149,9 @@ nlohmann::json Trainer::run() {
   // A checkpoint is checked in full (and loaded) before anything is written: a refused one changes nothing.
   const std::string resume_file = cfg.resume.empty() ? "" : choose_checkpoint(cfg.resume, cfg.rank, I.backend);
   const int64_t resume_after = cfg.resume.empty() ? -1 : read_checkpoint(resume_file, cfg, model, *I.opt, nullptr);
+  if (I.dev && resume_after >= 0) I.dev->from_host(model, *I.opt);
   RunRecorder rec(cfg, model, I.backend, resume_after);  // metrics.h5 rows (continued when resuming)
-  if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics());
+  if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get());
   std::unique_ptr<SensitivityProbe> probe;
   if (!cfg.sensitivity.empty())
     probe = std::make_unique<SensitivityProbe>(parse_sensitivity(cfg.sensitivity, cfg.steps), model, I.train,
@@ -135,6 +160,7 @@ nlohmann::json Trainer::run() {
   if (!cfg.resume.empty()) {
     // Again, now with the engine (its construction broadcast rank 0's parameters over the loaded ones).
     start = read_checkpoint(resume_file, cfg, model, *I.opt, I.engine.get()) + 1;
+    if (I.dev) I.dev->from_host(model, *I.opt);
     if (I.rank0()) progress.message("resumed from " + resume_file + " after step " + std::to_string(start - 1));
   }
   AnomalyGuard guard(cfg.anomaly_spike, 20);
@@ -165,6 +191,7 @@ nlohmann::json Trainer::run() {
       if (cfg.anomaly == "stop") {
         std::string where = "no --out, no checkpoint";
         if (!cfg.out.empty()) {
+          if (I.dev) I.dev->to_host(model, *I.opt);
           write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step - 1, model, *I.opt, I.engine.get());
           where = "checkpoint " + checkpoint_path(cfg.out, cfg.rank);
         }
@@ -177,12 +204,17 @@ nlohmann::json Trainer::run() {
       if (I.engine) I.engine->fallback(cfg.anomaly_window);
     }
     double t1 = now_s();
-    auto fr = model.forward(in, true);
+    auto fr = I.dev ? I.dev->forward(I.batch, true) : model.forward(in, true);
     double t2 = now_s();
     if (I.engine) I.engine->begin_backward();
-    model.backward(I.engine.get());
+    if (I.dev) I.dev->backward(I.engine.get());
+    else model.backward(I.engine.get());
     double t3 = now_s();
     const float lr = I.sched.at(step);
+    auto update = [&](int l, float lr_l) {
+      if (I.dev) I.dev->update_layer(l, lr_l);
+      else I.opt->update_layer(l, lr_l);
+    };
     double t4;
     if (I.engine && cfg.immediate_update) {
       t4 = now_s();
@@ -190,12 +222,13 @@ nlohmann::json Trainer::run() {
         I.engine->report_anomaly();
         local_anomaly = true;
       }
-      I.engine->finish_backward_and_update([&](int l) { I.opt->update_layer(l, lr * I.engine->lr_factor(l)); });
+      I.engine->finish_backward_and_update([&](int l) { update(l, lr * I.engine->lr_factor(l)); });
     } else {
       if (I.engine) I.engine->finish_backward();
       t4 = now_s();
       if (cfg.anomaly != "off") {
-        const std::string what = guard.check(step, fr.loss, model, skip, true);
+        // On a device the gradients are not on the host: the loss is checked (as in immediate-update mode).
+        const std::string what = guard.check(step, fr.loss, model, skip, !I.dev);
         if (!what.empty()) {
           if (I.engine) I.engine->report_anomaly();
           local_anomaly = true;
@@ -204,7 +237,7 @@ nlohmann::json Trainer::run() {
         }
       }
       for (int l = model.num_layers() - 1; l >= 0; --l)
-        if (!skip[l]) I.opt->update_layer(l, I.engine ? lr * I.engine->lr_factor(l) : lr);
+        if (!skip[l]) update(l, I.engine ? lr * I.engine->lr_factor(l) : lr);
     }
     const double t_upd = now_s();
     if (I.engine) I.engine->after_update();  // its waiting (e.g. Local SGD's blocking average) is exposed comm
@@ -228,6 +261,7 @@ nlohmann::json Trainer::run() {
     rec.step(row);
     if (I.rank0()) progress.update(step, loss, sps, step_total > 0 ? exposed_total / step_total : 0, elapsed);
     if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !cfg.out.empty()) {
+      if (I.dev) I.dev->to_host(model, *I.opt);
       write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step, model, *I.opt, I.engine.get());
       // Publish the metrics up to this step too: a resume from this checkpoint continues them.
       if (auto* w = rec.metrics()) {
@@ -239,7 +273,16 @@ nlohmann::json Trainer::run() {
     if (eval_now) {
       if (step + 1 == cfg.steps && I.engine) I.engine->finalize();
       const double te = now_s();
-      last_eval = evaluate(model, I.test, cfg, I.engine.get());
+      if (!I.dev) {
+        last_eval = evaluate(model, I.test, cfg, I.engine.get());
+      } else {  // the consensus is formed on the device; the host model evaluates a copy of it
+        auto on_host = [&] {
+          I.dev->params_to_host(model);
+          last_eval = evaluate(model, I.test, cfg, nullptr);
+        };
+        if (I.engine) I.engine->with_consensus(on_host);
+        else on_host();
+      }
       if (step >= warm) eval_s += now_s() - te;
       rec.eval(step, last_eval);
       if (I.rank0()) progress.message(format_eval(step, last_eval));
@@ -269,7 +312,10 @@ nlohmann::json Trainer::run() {
   for (auto& [k, v] : last_eval.items()) s[k] = v;
   s["comm_bytes"] = comm_bytes;
   s["exposed_comm_fraction"] = step_total > 0 ? exposed_total / step_total : 0.0;
-  if (!cfg.save_params.empty()) save_params(model, cfg.save_params, cfg.rank);
+  if (!cfg.save_params.empty()) {
+    if (I.dev) I.dev->params_to_host(model);
+    save_params(model, cfg.save_params, cfg.rank);
+  }
   rec.finish(s);
   return s;
 }

@@ -35,8 +35,11 @@ std::string format_eval(int64_t step, const nlohmann::json& ev);
 // then running mean and var). "%r" in path is replaced by the rank and every rank writes; otherwise rank 0.
 void save_params(models::Model& m, const std::string& path, int rank);
 
+// `dev` (--device cuda): the engine runs on the device arenas; m and o then only supply the layer table.
+class DeviceState;
 std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
-                                                  Backend& b, telemetry::MetricsWriter* metrics);
+                                                  Backend& b, telemetry::MetricsWriter* metrics,
+                                                  DeviceState* dev = nullptr);
 
 
 // Rank 0 records the run: metrics.h5 (/steps, /eval, /layers, root attributes) and, at the end, summary.json.

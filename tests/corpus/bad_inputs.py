@@ -47,6 +47,18 @@ RANK_VARS = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_
 KNOWN = {}
 
 
+
+def have_gpu():
+    """True when nvidia-smi lists a device (then `--device cuda` is valid input, not a bad one)."""
+    import shutil
+    if not shutil.which("nvidia-smi"):
+        return False
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
 def known_bug(c):
     for (reader, pattern), why in KNOWN.items():
         if c.reader == reader and re.match(pattern, c.name):
@@ -207,7 +219,8 @@ def cli_cases(tmp):
     for o, good in STRING_OPTS.items():
         for v in ["bogus", "", " " + good, good.upper(), good + "\x7f", "x" * 5000]:
             add("--%s %r" % (o, v[:20]), ["--" + o, v], o.split("-")[0])
-    add("--device cuda", ["--device", "cuda"], "cuda")
+    if not have_gpu():  # on a GPU machine --device cuda trains; here it must be refused with exit 2
+        add("--device cuda", ["--device", "cuda"], "cuda")
     add("--inject-nan with gpt-mini", ["--model", "gpt-mini", "--inject-nan", "1"], "inject-nan")
     add("--checkpoint-every without --out", ["--checkpoint-every", "1"], "checkpoint-every")
     cases[-1].args = cases[-1].args[:-2]

@@ -168,3 +168,32 @@ TEST(ScheduleSolver, EngineEntryPointAndErrors) {
   EXPECT_THROW(schedule_phases({1, 2}, {1}, 2), std::invalid_argument);
   EXPECT_THROW(schedule_phases({-1}, {1}, 2), std::invalid_argument);
 }
+
+// Phase labels are free in the time model; the solver numbers them by first layer in forward order, so a window
+// averages input layers first. Relabeling keeps the modelled time and the grouping exactly.
+TEST(ScheduleSolver, PhasesAreNumberedInForwardOrderAtNoCost) {
+  std::vector<int> mirrored = {3, 3, 2, 0, 1, 1};  // layer 0 in phase 3 ...
+  auto f = forward_phase_order(mirrored, 5);
+  EXPECT_EQ(f, (std::vector<int>{0, 0, 1, 2, 3, 3}));
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int L = 3 + int(rng() % 12), H = 1 + int(rng() % 6);
+    std::vector<double> b(L), c(L);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    for (int l = 0; l < L; ++l) b[l] = u(rng), c[l] = 2 * u(rng);
+    std::vector<int> ph(L);
+    for (int l = 0; l < L; ++l) ph[l] = int(rng() % H);
+    auto g = forward_phase_order(ph, H);
+    EXPECT_NEAR(modelled_time(b, c, H, ph), modelled_time(b, c, H, g), 1e-12);
+    for (int a = 0; a < L; ++a)
+      for (int z = 0; z < L; ++z) EXPECT_EQ(ph[a] == ph[z], g[a] == g[z]);
+    // Canonical: the first layer of phase p comes before the first layer of phase p+1.
+    int next = 0;
+    for (int l = 0; l < L; ++l) {
+      EXPECT_LE(g[l], next);
+      if (g[l] == next) ++next;
+    }
+    auto s = solve_schedule(b, c, H);
+    EXPECT_EQ(s.phase, forward_phase_order(s.phase, H));
+  }
+}

@@ -1,0 +1,119 @@
+// bench_gpu_step: median time of one training step (forward + backward + SGD update of every layer) of a
+// reference model on the GPU, timed with CUDA events after warm-up. Prints a line per model and a JSON line.
+//
+//   bench_gpu_step [--model mlp|gpt-mini] [--batch 64] [--warmup 10] [--iters 50]
+//
+// The step returns the loss to the host (as training does), so each step includes that one synchronization.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/common/error.h"
+#include "core/models/cuda/device_array.h"
+#include "core/models/cuda/gpu_model.h"
+#include "core/ops/cuda/ops_cuda.h"
+#include "core/tensor/rng.h"
+
+namespace {
+
+using namespace dd;
+
+struct Args {
+  std::string model = "mlp";
+  int64_t batch = 64;
+  int warmup = 10, iters = 50;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    if (i + 1 >= argc) throw UsageError("option " + k + " needs a value");
+    std::string v = argv[++i];
+    if (k == "--model") a.model = v;
+    else if (k == "--batch") a.batch = std::stoll(v);
+    else if (k == "--warmup") a.warmup = std::stoi(v);
+    else if (k == "--iters") a.iters = std::stoi(v);
+    else throw UsageError("unknown option " + k + " (expected --model, --batch, --warmup, --iters)");
+  }
+  if (a.batch <= 0 || a.warmup < 0 || a.iters <= 0) throw UsageError("--batch and --iters must be > 0");
+  return a;
+}
+
+int run(const Args& a) {
+  if (!models::gpu::gpu_available()) throw UsageError("no CUDA device visible");
+  auto cpu = models::make_model(a.model, 1);
+  optim::OptimConfig oc;  // SGD, momentum 0.9: the PyTorch peer's optimizer
+  models::gpu::GpuModel gm(*cpu, oc);
+
+  // One fixed synthetic batch on the device (the peer also reuses one batch).
+  Rng rng(7);
+  const int64_t per = cpu->takes_tokens() ? cpu->input_shape()[0] : 784;
+  const int64_t ny = a.batch * cpu->targets_per_sample();
+  std::vector<float> hx(size_t(a.batch * per));
+  std::vector<int32_t> htok(static_cast<size_t>(a.batch * per)), hy(static_cast<size_t>(ny));
+  for (auto& v : hx) v = rng.normal();
+  for (auto& v : htok) v = int32_t(rng.next() % uint64_t(cpu->num_classes()));
+  for (auto& v : hy) v = int32_t(rng.next() % uint64_t(cpu->num_classes()));
+  models::gpu::DeviceFloats dx(hx.size());
+  models::gpu::DeviceArray<int32_t> dtok(htok.size()), dy(hy.size());
+  DD_CUDA_CHECK(cudaMemcpy(dx.data(), hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
+  DD_CUDA_CHECK(cudaMemcpy(dtok.data(), htok.data(), htok.size() * 4, cudaMemcpyHostToDevice));
+  DD_CUDA_CHECK(cudaMemcpy(dy.data(), hy.data(), hy.size() * 4, cudaMemcpyHostToDevice));
+  models::Input in;
+  in.n = a.batch;
+  in.y = dy.data();
+  if (cpu->takes_tokens()) in.tokens = dtok.data();
+  else in.x = dx.data();
+
+  cudaEvent_t t0, t1;
+  DD_CUDA_CHECK(cudaEventCreate(&t0));
+  DD_CUDA_CHECK(cudaEventCreate(&t1));
+  std::vector<float> ms;
+  float loss = 0;
+  for (int i = 0; i < a.warmup + a.iters; ++i) {
+    DD_CUDA_CHECK(cudaEventRecord(t0, cuops::stream()));
+    loss = gm.forward(in, true).loss;
+    gm.backward(nullptr, 1.0f);
+    for (int l = gm.num_layers() - 1; l >= 0; --l) gm.update_layer(l, 0.01f);
+    DD_CUDA_CHECK(cudaEventRecord(t1, cuops::stream()));
+    DD_CUDA_CHECK(cudaEventSynchronize(t1));
+    float e = 0;
+    DD_CUDA_CHECK(cudaEventElapsedTime(&e, t0, t1));
+    if (i >= a.warmup) ms.push_back(e);
+  }
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  std::sort(ms.begin(), ms.end());
+  const float med = ms[ms.size() / 2], lo = ms.front(), p90 = ms[std::min(ms.size() - 1, ms.size() * 9 / 10)];
+  cudaDeviceProp prop{};
+  int dev = 0;
+  DD_CUDA_CHECK(cudaGetDevice(&dev));
+  DD_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  std::printf("# bench_gpu_step: %s, model %s, batch %lld, %d warm-up + %d timed steps (CUDA events), "
+              "SGD lr 0.01 momentum 0.9, final loss %.4f\n",
+              prop.name, a.model.c_str(), (long long)a.batch, a.warmup, a.iters, loss);
+  std::printf("%-10s %6s %10s %10s %10s\n", "model", "batch", "median_ms", "min_ms", "p90_ms");
+  std::printf("%-10s %6lld %10.3f %10.3f %10.3f\n", a.model.c_str(), (long long)a.batch, med, lo, p90);
+  std::printf("{\"bench\": \"gpu_step\", \"model\": \"%s\", \"batch\": %lld, \"iters\": %d, \"median_ms\": %.4f, "
+              "\"min_ms\": %.4f, \"p90_ms\": %.4f, \"device\": \"%s\"}\n",
+              a.model.c_str(), (long long)a.batch, a.iters, med, lo, p90, prop.name);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse(argc, argv));
+  } catch (const dd::UsageError& e) {
+    std::fprintf(stderr, "bench_gpu_step: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_gpu_step: %s\n", e.what());
+    return 1;
+  }
+}

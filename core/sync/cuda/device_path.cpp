@@ -1,0 +1,344 @@
+// make_device_path: the staging thread, pinned host mirrors of the device arenas, and the Work handles whose
+// wait() orders the compute stream after a collective's result.
+#include "core/sync/cuda/device_path.h"
+
+#include <cuda_runtime.h>
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/common/clock.h"
+
+#define DD_CU(call)                                                                                   \
+  do {                                                                                                \
+    cudaError_t e_ = (call);                                                                          \
+    if (e_ != cudaSuccess)                                                                            \
+      throw std::runtime_error(std::string("CUDA ") + #call + " (" + __FILE__ + ":" +                 \
+                               std::to_string(__LINE__) + "): " + cudaGetErrorString(e_));            \
+  } while (0)
+
+namespace dd::sync {
+namespace {
+
+cudaEvent_t new_event() {
+  cudaEvent_t e;
+  DD_CU(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
+enum class JobKind { Allreduce, Broadcast, HostAllreduce };
+
+// One collective between its submission and its completion; shared by the staging thread and the Work.
+struct Job {
+  JobKind kind;
+  Backend* g;
+  float* dev = nullptr;   // arena slice (device), or the device copy of a host vector (Nccl HostAllreduce)
+  float* host = nullptr;  // pinned mirror slice (Staged), or the caller's host vector (HostAllreduce)
+  size_t n = 0;
+  ReduceOp op = ReduceOp::Avg;
+  int root = 0;
+  cudaEvent_t gate = nullptr;  // data final on the device (Nccl) / copied to the pinned mirror (Staged)
+  cudaEvent_t h2d = nullptr;   // Staged: the result is back in the arena
+
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr err;
+  WorkPtr inner;  // the backend's handle
+  double end_s = 0;
+
+  ~Job() {
+    if (gate) cudaEventDestroy(gate);
+    if (h2d) cudaEventDestroy(h2d);
+  }
+};
+
+class DevicePath;
+
+class DeviceWork : public Work {
+ public:
+  DeviceWork(std::shared_ptr<Job> j, DevicePath* p) : j_(std::move(j)), p_(p) {}
+  void wait() override;
+  bool test() override {
+    std::lock_guard<std::mutex> lk(j_->m);
+    if (!j_->done) return false;
+    return j_->err || !j_->inner || j_->inner->test();
+  }
+  double end_time() const override {
+    if (j_->inner && j_->inner->end_time() > 0) return j_->inner->end_time();
+    return j_->end_s;
+  }
+
+ private:
+  std::shared_ptr<Job> j_;
+  DevicePath* p_;
+  bool finished_ = false;
+};
+
+class DevicePath : public DataPath {
+ public:
+  DevicePath(DeviceCollectives kind, const Arenas& a, cudaStream_t compute, std::function<cudaEvent_t(int)> ready)
+      : kind_(kind), compute_(compute), ready_(std::move(ready)) {
+    for (auto* s : {&gate_, &h2d_, &sync_}) DD_CU(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+    if (kind_ == DeviceCollectives::Staged) {
+      mirror(a.params, a.num_params);
+      mirror(a.grads, a.num_params);
+      mirror(a.buffers, a.num_buffers);
+      mirror(a.opt_state, a.num_params * a.state_slots);
+    }
+    DD_CU(cudaGetDevice(&device_));
+    thread_ = std::thread([this] { loop(); });
+  }
+
+  ~DevicePath() override {
+    {
+      std::lock_guard<std::mutex> lk(qm_);
+      stop_ = true;
+    }
+    qcv_.notify_all();
+    thread_.join();
+    for (auto* s : {gate_, h2d_, sync_}) cudaStreamDestroy(s);
+    for (auto& r : regions_) cudaFreeHost(r.host);
+    for (auto& [n, p] : dev_pool_) cudaFree(p);
+    if (scratch_) cudaFree(scratch_);
+  }
+
+  bool on_device() const override { return true; }
+
+  WorkPtr allreduce(Backend& g, float* p, size_t n, ReduceOp op, int ready_layer) override {
+    return arena_job(JobKind::Allreduce, g, p, n, op, 0, ready_layer);
+  }
+  WorkPtr broadcast(Backend& g, float* p, size_t n, int root) override {
+    return arena_job(JobKind::Broadcast, g, p, n, ReduceOp::Sum, root, -1);
+  }
+
+  WorkPtr allreduce_host(Backend& g, float* p, size_t n, ReduceOp op) override {
+    auto j = std::make_shared<Job>();
+    j->kind = JobKind::HostAllreduce;
+    j->g = &g;
+    j->host = p;
+    j->n = n;
+    j->op = op;
+    if (kind_ == DeviceCollectives::Nccl) j->dev = take_device(n);
+    push(j);
+    return std::make_shared<DeviceWork>(j, this);
+  }
+
+  void save(const float* p, size_t n, std::vector<float>& host) override {
+    host.resize(n);
+    if (!n) return;
+    after_compute(sync_);
+    DD_CU(cudaMemcpyAsync(host.data(), p, 4 * n, cudaMemcpyDeviceToHost, sync_));
+    DD_CU(cudaStreamSynchronize(sync_));
+  }
+
+  void restore(float* p, size_t n, const std::vector<float>& host) override {
+    if (!n) return;
+    after_compute(sync_);
+    DD_CU(cudaMemcpyAsync(p, host.data(), 4 * n, cudaMemcpyHostToDevice, sync_));
+    DD_CU(cudaStreamSynchronize(sync_));  // pageable source: the copy must finish before `host` may go away
+  }
+
+  float* scratch(size_t n) override {
+    if (n > scratch_n_) {
+      if (scratch_) {
+        DD_CU(cudaStreamSynchronize(compute_));
+        cudaFree(scratch_);
+        for (auto it = regions_.begin(); it != regions_.end(); ++it)
+          if (it->dev == scratch_) {
+            cudaFreeHost(it->host);
+            regions_.erase(it);
+            break;
+          }
+      }
+      DD_CU(cudaMalloc(reinterpret_cast<void**>(&scratch_), 4 * n));
+      DD_CU(cudaMemsetAsync(scratch_, 0, 4 * n, compute_));
+      scratch_n_ = n;
+      if (kind_ == DeviceCollectives::Staged) mirror(scratch_, int64_t(n));
+    }
+    return scratch_;
+  }
+
+  void wait_layer_ready(int l) override { DD_CU(cudaEventSynchronize(ready_(l))); }
+
+  // DeviceWork::wait's device side, on the caller's (compute) thread.
+  void finish(Job& j) {
+    if (j.h2d) DD_CU(cudaStreamWaitEvent(compute_, j.h2d, 0));
+    if (j.kind == JobKind::HostAllreduce && j.dev) {  // Nccl: the result back into the caller's vector
+      DD_CU(cudaMemcpyAsync(j.host, j.dev, 4 * j.n, cudaMemcpyDeviceToHost, sync_));
+      DD_CU(cudaStreamSynchronize(sync_));
+      give_device(j.dev, j.n);
+      j.dev = nullptr;
+    }
+  }
+
+ private:
+  struct Region {
+    float* dev;
+    float* host;
+    int64_t n;
+  };
+
+  void mirror(float* dev, int64_t n) {
+    if (!dev || n <= 0) return;
+    void* h = nullptr;
+    DD_CU(cudaHostAlloc(&h, 4 * size_t(n), cudaHostAllocDefault));
+    regions_.push_back({dev, static_cast<float*>(h), n});
+  }
+
+  float* host_of(float* dev, size_t n) {
+    for (auto& r : regions_)
+      if (dev >= r.dev && dev + n <= r.dev + r.n) return r.host + (dev - r.dev);
+    throw std::logic_error("device path: a collective on memory outside the registered arenas");
+  }
+
+  // The compute stream's current position, as a point `s` waits for.
+  void after_compute(cudaStream_t s) {
+    cudaEvent_t e = new_event();
+    cudaError_t r1 = cudaEventRecord(e, compute_);
+    cudaError_t r2 = r1 == cudaSuccess ? cudaStreamWaitEvent(s, e, 0) : r1;
+    cudaEventDestroy(e);  // released once the stream has passed it
+    DD_CU(r2);
+  }
+
+  WorkPtr arena_job(JobKind kind, Backend& g, float* p, size_t n, ReduceOp op, int root, int ready_layer) {
+    auto j = std::make_shared<Job>();
+    j->kind = kind;
+    j->g = &g;
+    j->dev = p;
+    j->n = n;
+    j->op = op;
+    j->root = root;
+    // The gate stream waits for the data to be final (the layer's ready event, or everything issued so far).
+    if (ready_layer >= 0) DD_CU(cudaStreamWaitEvent(gate_, ready_(ready_layer), 0));
+    else after_compute(gate_);
+    if (kind_ == DeviceCollectives::Staged) {
+      j->host = host_of(p, n);
+      DD_CU(cudaMemcpyAsync(j->host, p, 4 * n, cudaMemcpyDeviceToHost, gate_));
+      j->h2d = new_event();
+    }
+    j->gate = new_event();
+    DD_CU(cudaEventRecord(j->gate, gate_));
+    push(j);
+    return std::make_shared<DeviceWork>(j, this);
+  }
+
+  void push(const std::shared_ptr<Job>& j) {
+    {
+      std::lock_guard<std::mutex> lk(qm_);
+      q_.push_back(j);
+    }
+    qcv_.notify_one();
+  }
+
+  void loop() {
+    const cudaError_t set = cudaSetDevice(device_);  // the current device is per thread
+    for (;;) {
+      std::shared_ptr<Job> j;
+      {
+        std::unique_lock<std::mutex> lk(qm_);
+        qcv_.wait(lk, [&] { return stop_ || !q_.empty(); });
+        if (q_.empty()) return;
+        j = q_.front();
+        q_.pop_front();
+      }
+      try {
+        DD_CU(set);
+        run(*j);
+      } catch (...) {
+        j->err = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lk(j->m);
+        if (j->end_s == 0) j->end_s = now_s();
+        j->done = true;
+      }
+      j->cv.notify_all();
+    }
+  }
+
+  void run(Job& j) {
+    if (j.kind == JobKind::HostAllreduce) {
+      if (kind_ == DeviceCollectives::Staged) {
+        j.inner = j.g->allreduce(j.host, j.n, j.op);
+      } else {
+        DD_CU(cudaMemcpyAsync(j.dev, j.host, 4 * j.n, cudaMemcpyHostToDevice, h2d_));
+        DD_CU(cudaStreamSynchronize(h2d_));
+        j.inner = j.g->allreduce(j.dev, j.n, j.op);
+      }
+      return;
+    }
+    DD_CU(cudaEventSynchronize(j.gate));
+    if (kind_ == DeviceCollectives::Nccl) {
+      j.inner = j.kind == JobKind::Allreduce ? j.g->allreduce(j.dev, j.n, j.op) : j.g->broadcast(j.dev, j.n, j.root);
+      return;
+    }
+    WorkPtr w = j.kind == JobKind::Allreduce ? j.g->allreduce(j.host, j.n, j.op) : j.g->broadcast(j.host, j.n, j.root);
+    w->wait();
+    j.end_s = w->end_time() > 0 ? w->end_time() : now_s();
+    DD_CU(cudaMemcpyAsync(j.dev, j.host, 4 * j.n, cudaMemcpyHostToDevice, h2d_));
+    DD_CU(cudaEventRecord(j.h2d, h2d_));
+  }
+
+  float* take_device(size_t n) {
+    std::lock_guard<std::mutex> lk(pool_m_);
+    auto it = dev_pool_.lower_bound(n);
+    if (it != dev_pool_.end() && it->first == n) {
+      float* p = it->second;
+      dev_pool_.erase(it);
+      return p;
+    }
+    float* p = nullptr;
+    DD_CU(cudaMalloc(reinterpret_cast<void**>(&p), 4 * std::max<size_t>(n, 1)));
+    return p;
+  }
+  void give_device(float* p, size_t n) {
+    std::lock_guard<std::mutex> lk(pool_m_);
+    dev_pool_.emplace(n, p);
+  }
+
+  DeviceCollectives kind_;
+  cudaStream_t compute_;
+  int device_ = 0;
+  std::function<cudaEvent_t(int)> ready_;
+  cudaStream_t gate_ = nullptr, h2d_ = nullptr, sync_ = nullptr;
+  std::vector<Region> regions_;
+  float* scratch_ = nullptr;
+  size_t scratch_n_ = 0;
+  std::mutex pool_m_;
+  std::multimap<size_t, float*> dev_pool_;
+  std::mutex qm_;
+  std::condition_variable qcv_;
+  std::deque<std::shared_ptr<Job>> q_;
+  bool stop_ = false;
+  std::thread thread_;  // last: started once everything above exists
+};
+
+void DeviceWork::wait() {
+  {
+    std::unique_lock<std::mutex> lk(j_->m);
+    j_->cv.wait(lk, [&] { return j_->done; });
+  }
+  if (j_->err) std::rethrow_exception(j_->err);
+  if (j_->inner) j_->inner->wait();
+  if (!finished_) {
+    finished_ = true;
+    p_->finish(*j_);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<DataPath> make_device_path(DeviceCollectives kind, const Arenas& a, cudaStream_t compute,
+                                           std::function<cudaEvent_t(int)> ready_event) {
+  return std::make_unique<DevicePath>(kind, a, compute, std::move(ready_event));
+}
+
+}  // namespace dd::sync

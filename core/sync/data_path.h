@@ -1,0 +1,74 @@
+// Where the sync engine's arenas live and how collectives run on them: host memory handed straight to the
+// backend (CPU training, HostDataPath), or device memory (core/sync/cuda/device_path.h: NCCL on device
+// pointers, or Gloo/MPI staged through pinned host buffers).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace dd::sync {
+
+// Base pointers of the arenas the engine synchronizes, in the CPU model's layout (core/models/model.h):
+// layer l's parameters (and gradients) at param_offset, its buffers at buffer_offset; optimizer state is
+// state_slots consecutive parameter-sized slots.
+struct Arenas {
+  float* params = nullptr;
+  float* grads = nullptr;
+  float* buffers = nullptr;
+  float* opt_state = nullptr;
+  int64_t num_params = 0, num_buffers = 0;
+  int state_slots = 1;
+};
+
+class DataPath {
+ public:
+  virtual ~DataPath() = default;
+  // True when the arenas are device memory (the host must not read or write them directly).
+  virtual bool on_device() const = 0;
+  // Asynchronous in-place collective on n floats of an arena. ready_layer >= 0: launched from the backward hook,
+  // the data is final once that layer's backward has run; -1: final as of everything issued so far.
+  // wait() on the result guarantees that whatever is issued afterwards (updates, copies) sees the result.
+  virtual WorkPtr allreduce(Backend& g, float* p, size_t n, ReduceOp op, int ready_layer) = 0;
+  virtual WorkPtr broadcast(Backend& g, float* p, size_t n, int root) = 0;
+  // Asynchronous allreduce of a small HOST vector (control votes, the agreed profile); the result is in p
+  // after wait().
+  virtual WorkPtr allreduce_host(Backend& g, float* p, size_t n, ReduceOp op) = 0;
+  // Arena snapshots to host memory and back (the consensus copy of evaluation restores the training state).
+  virtual void save(const float* p, size_t n, std::vector<float>& host) = 0;
+  virtual void restore(float* p, size_t n, const std::vector<float>& host) = 0;
+  // An arena-space scratch buffer of at least n floats (timing collectives), valid until the next call.
+  virtual float* scratch(size_t n) = 0;
+  // From the hook in profiling steps: returns once layer l's backward has actually run (ready times are then
+  // wall-clock truths, not the time the work was queued).
+  virtual void wait_layer_ready(int l) = 0;
+};
+
+// Host arenas: every call goes straight to the backend, exactly as the engine always did.
+class HostDataPath : public DataPath {
+ public:
+  bool on_device() const override { return false; }
+  WorkPtr allreduce(Backend& g, float* p, size_t n, ReduceOp op, int) override { return g.allreduce(p, n, op); }
+  WorkPtr broadcast(Backend& g, float* p, size_t n, int root) override { return g.broadcast(p, n, root); }
+  WorkPtr allreduce_host(Backend& g, float* p, size_t n, ReduceOp op) override { return g.allreduce(p, n, op); }
+  void save(const float* p, size_t n, std::vector<float>& host) override {
+    host.resize(n);
+    if (n) std::memcpy(host.data(), p, 4 * n);
+  }
+  void restore(float* p, size_t n, const std::vector<float>& host) override {
+    if (n) std::memcpy(p, host.data(), 4 * n);
+  }
+  float* scratch(size_t n) override {
+    if (scratch_.size() < n) scratch_.resize(n);
+    return scratch_.data();
+  }
+  void wait_layer_ready(int) override {}
+
+ private:
+  std::vector<float> scratch_;
+};
+
+}  // namespace dd::sync

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# experiments/bench_gpu.sh: GPU step time (forward + backward + SGD update, batch 64) of our GpuModel
+# (bench_gpu_step) against PyTorch on the same GPU (experiments/peer_gpu_step.py), for mlp and gpt-mini.
+#
+#   experiments/bench_gpu.sh [mlp gpt-mini cnn]     (default: mlp gpt-mini)
+#
+# Both sides: one fixed synthetic batch, the loss returned to the host every step, CUDA-event timing,
+# WARMUP warm-up steps then the median of ITERS steps. Prints a table with ours/PyTorch (target <= 1.5)
+# and, last, one JSON line. Environment: BENCH_GPU_BIN (default <repo>/build/core/models/cuda/bench_gpu_step,
+# or BUILD_DIR/core/models/cuda/bench_gpu_step), BATCH (64), WARMUP (10), ITERS (50), BENCH_STRICT=1 (exit 1
+# when a ratio misses the target), PEER_GPU_STEP (the peer script). Exit 2 when our side cannot run (no binary,
+# no GPU); a missing PyTorch with CUDA is reported ("peer: torch with CUDA not available") and leaves the
+# ratio n/a, not a failure.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+bin=${BENCH_GPU_BIN:-${BUILD_DIR:-$root/build}/core/models/cuda/bench_gpu_step}
+batch=${BATCH:-64}
+warmup=${WARMUP:-10}
+iters=${ITERS:-50}
+peer_script=${PEER_GPU_STEP:-$here/peer_gpu_step.py}
+target=1.5
+die() { echo "bench_gpu: $*" >&2; exit 2; }
+[[ -x $bin ]] || die "no bench_gpu_step at $bin (build target bench_gpu_step, or set BENCH_GPU_BIN)"
+for v in "$batch" "$iters" "$warmup"; do [[ $v =~ ^[0-9]+$ ]] || die "BATCH, WARMUP, ITERS must be integers"; done
+
+models=("$@")
+[[ ${#models[@]} -gt 0 ]] || models=(mlp gpt-mini)
+for m in "${models[@]}"; do
+  [[ $m == mlp || $m == cnn || $m == gpt-mini ]] || die "unknown model '$m' (GPU models: mlp, cnn, gpt-mini)"
+done
+
+json_field() {  # json_field KEY LINE -> numeric value of "KEY": N in LINE
+  sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" <<<"$2" | head -n1
+}
+
+declare -A ours peer
+for m in "${models[@]}"; do
+  out=$("$bin" --model "$m" --batch "$batch" --warmup "$warmup" --iters "$iters") || die "bench_gpu_step failed for $m"
+  grep '^#' <<<"$out" || true
+  ours[$m]=$(json_field median_ms "$(tail -n1 <<<"$out")")
+done
+
+peer_note=""
+if peer_out=$(/usr/bin/python3 "$peer_script" --models "${models[@]}" --batch "$batch" --warmup "$warmup" \
+                --iters "$iters" 2>&1); then
+  grep '^#' <<<"$peer_out" || true
+  line=$(tail -n1 <<<"$peer_out")
+  for m in "${models[@]}"; do
+    peer[$m]=$(sed -n "s/.*\"model\": \"$m\", [^}]*\"median_ms\": \([0-9.]*\).*/\1/p" <<<"$line")
+  done
+else
+  peer_note=$(grep -m1 '^peer:' <<<"$peer_out" || tail -n1 <<<"$peer_out")
+  [[ -n $peer_note ]] || peer_note="peer: PyTorch run failed"
+  echo "$peer_note"
+fi
+
+printf '%-10s %6s %10s %12s %8s %8s\n' model batch ours_ms pytorch_ms ratio target
+missed=0
+rows=()
+for m in "${models[@]}"; do
+  o=${ours[$m]}
+  p=${peer[$m]:-}
+  if [[ -n $p ]]; then
+    r=$(awk -v o="$o" -v p="$p" 'BEGIN { printf "%.3f", o / p }')
+    ok=$(awk -v r="$r" -v t="$target" 'BEGIN { print (r <= t) ? "ok" : "MISS" }')
+    [[ $ok == ok ]] || missed=1
+    rows+=("{\"model\": \"$m\", \"ours_ms\": $o, \"pytorch_ms\": $p, \"ratio\": $r}")
+  else
+    p=n/a r=n/a ok=""
+    rows+=("{\"model\": \"$m\", \"ours_ms\": $o, \"pytorch_ms\": null, \"ratio\": null}")
+  fi
+  printf '%-10s %6s %10s %12s %8s %8s %s\n' "$m" "$batch" "$o" "$p" "$r" "<=$target" "$ok"
+done
+joined=$(IFS=,; echo "${rows[*]}")
+peer_ok=$([[ -z $peer_note ]] && echo true || echo false)
+echo "{\"bench\": \"gpu_step\", \"batch\": $batch, \"target_ratio\": $target, \"peer_available\": $peer_ok," \
+     "\"results\": [${joined//,\{/, \{}]}"
+[[ ${BENCH_STRICT:-0} == 1 && $missed == 1 ]] && exit 1
+exit 0
