@@ -69,8 +69,9 @@ def _panel(ax, run, step, ready, sync, steps, names):
     elif len(row):
         backward_end = float(row["backward_ms"][0])
         ax.barh(0, backward_end, left=0, height=0.7, color="tab:green", alpha=0.6)
-        ax.text(backward_end / 2, 0, "per-layer times not logged for this step", ha="center", va="center",
-                fontsize=7)
+        # Left-aligned at the end of the bar so a short backward does not push the note over the row label.
+        ax.text(backward_end * 1.02, 0, " per-layer times not logged for this step", ha="left", va="center",
+                fontsize=7, color="0.3")
         backward_label = "backward"
     else:
         backward_end, backward_label = 0.0, "backward"

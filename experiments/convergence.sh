@@ -3,9 +3,11 @@
 # plsgd:h=8, dreamddp:h=8 and hybrid, N ranks under `dreamddp launch` (loopback, or --netem RATE), same seed, data
 # order and sample budget for every policy; summary table (final accuracy, gap to ddp, samples/s), then figures.
 #
-#   experiments/convergence.sh [--model cnn] [--steps 500] [--batch 32] [--ranks 4] [--eval-every N]
-#                              [--eval-samples 5000] [--lr LR] [--seed S] [--netem 1gbit] [--out runs/convergence]
-#                              [--policies "ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8 hybrid:t=8"] [--bin build/dreamddp]
+#   experiments/convergence.sh [--model cnn] [--steps 1000] [--batch 32] [--ranks 4] [--eval-every N]
+#                              [--eval-samples 5000] [--lr 0.02] [--seed S] [--netem 1gbit] [--out runs/convergence]
+#                              [--policies "ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8 hybrid"] [--bin build/dreamddp]
+# lr 0.02 (SGD, momentum 0.9, cosine): at the trainer's default 0.05 even ddp's loss spikes to 4.8 during warm-up
+# at this global batch (128), and single runs of the local policies swing by several points with that chaos.
 #
 # Runs: OUT/<policy>/ (':' '=' ',' made path-safe, e.g. dreamddp-h8) with metrics.h5 (/steps, /eval), summary.json
 # and the launch log; the table is also written to OUT/summary.txt and OUT/convergence.json. An existing OUT is
@@ -16,8 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-MODEL=cnn STEPS=500 BATCH=32 RANKS=4 EVAL_EVERY=0 EVAL_SAMPLES=5000 LR="" SEED=0 NETEM="" OUT=runs/convergence
-POLICIES="ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8 hybrid:t=8" BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
+MODEL=cnn STEPS=1000 BATCH=32 RANKS=4 EVAL_EVERY=0 EVAL_SAMPLES=5000 LR=0.02 SEED=0 NETEM="" OUT=runs/convergence
+POLICIES="ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8 hybrid" BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
 die() { echo "convergence.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in

@@ -68,7 +68,7 @@ class ThresholdPolicy : public Policy {
   bool synced_at(int layer, int64_t step) const;
 
   double thr_, ema_, aema_, z_, slow_;
-  int64_t min_, max_;
+  int64_t max_, min_;  // max_ first: min_ defaults from it
   bool auto_;
   // Rank-local: this rank's EMA of its own cos_prev (only ever leaves the rank as a vote).
   std::vector<double> local_ema_;

@@ -135,7 +135,7 @@ TEST(Fixed, BadSpecsAreUsageErrors) {
 
 TEST(Threshold, LowSignalSyncsMoreOftenThanHighSignal) {
   const int world = 3, steps = 64;
-  auto p = policy("threshold:thr=0.8,max=16", kMlp, world);
+  auto p = policy("threshold:thr=0.8,min=1,max=16", kMlp, world);
   auto* th = dynamic_cast<ThresholdPolicy*>(p.get());
   std::vector<int> n(4, 0);
   for (int s = 0; s < steps; ++s) {
@@ -170,7 +170,7 @@ TEST(Threshold, MinBoundsTheSyncRate) {
 // A layer whose gradient direction breaks right after each averaging (ranks disagreed) syncs more often than
 // one with the same steady cosine that averaging does not disturb.
 TEST(Threshold, DisruptionAtSyncsLowersTheSignal) {
-  auto p = policy("threshold:thr=0.8,max=8", kMlp);
+  auto p = policy("threshold:thr=0.8,min=1,max=8", kMlp);
   auto* th = dynamic_cast<ThresholdPolicy*>(p.get());
   std::vector<int> n(4, 0);
   for (int s = 0; s < 64; ++s) {
@@ -187,7 +187,7 @@ TEST(Threshold, DisruptionAtSyncsLowersTheSignal) {
 // auto=1: the line follows each layer's own usual direction change and its spread, so a layer syncs when its
 // cosine dips below its usual range, not when it sits at a (low) level that is normal for it.
 TEST(Threshold, AutoLineAdaptsToEachLayersUsualLevel) {
-  auto p = policy("autothreshold:z=2,max=1000", kMlp);
+  auto p = policy("autothreshold:z=2,min=1,max=1000", kMlp);
   auto* th = dynamic_cast<ThresholdPolicy*>(p.get());
   std::vector<int> steady(4, 0), dipped(4, 0);
   const double wiggle[3] = {0, 0.05, -0.05};  // the usual fluctuation: std 0.041
@@ -263,7 +263,7 @@ TEST(Staleness, BadCompositionsAreUsageErrors) {
 }
 
 TEST(Hybrid, CapOrThresholdWhicheverFiresFirst) {
-  auto p = policy("hybrid:t=4,thr=0.5", kMlp);
+  auto p = policy("hybrid:t=4,thr=0.5,min=1", kMlp);
   EXPECT_EQ(p->describe().rfind("hybrid:t=4,thr=0.5,", 0), 0u) << p->describe();
   EXPECT_EQ(p->votes_per_layer(), 2);
   std::vector<int> n(4, 0);
@@ -278,7 +278,7 @@ TEST(Hybrid, CapOrThresholdWhicheverFiresFirst) {
 // The cap's forced syncs are syncs for the threshold too: the cosine right after them is measured, so a layer
 // that averaging disturbs (ranks disagree) starts syncing on its own.
 TEST(Hybrid, CapSyncsFeedTheDisruptionMeasurement) {
-  auto p = policy("hybrid:t=4,thr=0.5", kMlp);
+  auto p = policy("hybrid:t=4,thr=0.5,min=1", kMlp);
   auto* th = dynamic_cast<ThresholdPolicy*>(dynamic_cast<StalenessCap*>(p.get())->inner());
   ASSERT_NE(th, nullptr);
   std::vector<int> n(4, 0);
@@ -292,7 +292,7 @@ TEST(Hybrid, CapSyncsFeedTheDisruptionMeasurement) {
 }
 
 TEST(Hybrid, DefaultsToTheAutoLineUnlessThrIsGiven) {
-  EXPECT_EQ(policy("hybrid", kMlp)->describe(), "hybrid:t=8,auto=1,z=1,slow=0.99,ema=0.9,aema=0.5,min=1,max=64");
-  EXPECT_EQ(policy("hybrid:thr=0.2", kMlp)->describe(), "hybrid:t=8,thr=0.2,ema=0.9,aema=0.5,min=1,max=64");
-  EXPECT_EQ(policy("threshold", kMlp)->describe(), "threshold:thr=0.1,ema=0.9,aema=0.5,min=1,max=64");
+  EXPECT_EQ(policy("hybrid", kMlp)->describe(), "hybrid:t=8,auto=1,z=1,slow=0.99,ema=0.9,aema=0.5,min=4,max=64");
+  EXPECT_EQ(policy("hybrid:thr=0.2", kMlp)->describe(), "hybrid:t=8,thr=0.2,ema=0.9,aema=0.5,min=4,max=64");
+  EXPECT_EQ(policy("threshold", kMlp)->describe(), "threshold:thr=0.1,ema=0.9,aema=0.5,min=4,max=64");
 }

@@ -65,12 +65,12 @@ TEST(Policies, DreamDdpAveragesEveryLayerOncePerWindow) {
   auto prof = dd::sync::read_profile(dir);
   std::vector<LayerMeta> layers;
   for (auto& n : prof.names) layers.push_back({n, "linear", 1, 4});
-  for (const char* extra : {"", ",fillin=1"}) {
+  for (const char* extra : {",fillin=0", ""}) {  // fill-in is the default
     const int H = 10;
     auto p = make_policy(PolicySpec::parse("dreamddp:h=10,profile=" + dir + extra));
     p->setup(layers, 16);
     EXPECT_EQ(p->profile_steps(), 0);
-    auto fills = std::string(extra).empty() ? FillIn(layers.size()) : fill_in(prof.bp, prof.comm, H, schedule_phases(prof.bp, prof.comm, H));
+    auto fills = !std::string(extra).empty() ? FillIn(layers.size()) : fill_in(prof.bp, prof.comm, H, schedule_phases(prof.bp, prof.comm, H));
     for (int64_t w0 : {0, 7, 30}) {
       for (size_t l = 0; l < layers.size(); ++l) {
         int syncs = 0;

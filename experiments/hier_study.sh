@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Two-level topology study (issue 5): `hier` against the flat `dreamddp:h=8` on an emulated 2-node cluster.
+#   speed:    launch --nodes 2x2 --netem RATE, mlp, synthetic data, batch 64/rank, 1 thread/rank; the two policies
+#             alternated REPEATS times in one sitting; median samples/s and the ratio hier / dreamddp.
+#   accuracy: the same policies (nodes 2x2 on loopback: accuracy does not depend on the link) on Fashion-MNIST.
+#
+#   experiments/hier_study.sh [--nets "1gbit 100mbit"] [--steps 150] [--repeats 2] [--acc-steps 1000]
+#                             [--hier hier:nodes=auto] [--flat dreamddp:h=8] [--bin build/dreamddp] [--out runs/hier]
+# --acc-steps 0 skips the accuracy runs. A run folder that exists is never overwritten (OUT gets a time suffix).
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+NETS="1gbit 100mbit" STEPS=150 REPEATS=2 ACC_STEPS=1000 HIER=hier:nodes=auto FLAT=dreamddp:h=8
+BIN=${DREAMDDP_BIN:-$REPO/build/dreamddp} OUT=$REPO/runs/hier
+die() { echo "hier_study.sh: $*" >&2; exit 2; }
+abs() { if [[ "$1" = /* ]]; then echo "$1"; else echo "$PWD/$1"; fi; }
+while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || die "$1 needs a value"
+  case $1 in
+    --nets) NETS=$2 ;; --steps) STEPS=$2 ;; --repeats) REPEATS=$2 ;; --acc-steps) ACC_STEPS=$2 ;;
+    --hier) HIER=$2 ;; --flat) FLAT=$2 ;; --bin) BIN=$(abs "$2") ;; --out) OUT=$(abs "$2") ;;
+    *) die "unknown option '$1'" ;;
+  esac
+  shift 2
+done
+for v in STEPS REPEATS; do [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"; done
+[[ "$ACC_STEPS" =~ ^[0-9]+$ ]] || die "--acc-steps must be a non-negative integer"
+[ -x "$BIN" ] || die "no dreamddp binary at $BIN (make build, or --bin)"
+[ "$(id -u)" = 0 ] || die "the emulated cluster needs root (network namespaces)"
+[ -e "$OUT" ] && OUT="$OUT.$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$OUT"
+safe() { echo "$1" | tr ':=,' '-__'; }
+field() { /usr/bin/python3 -c "import json,sys; d=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(d[sys.argv[2]])" "$1" "$2"; }
+
+echo "hier study: $HIER vs $FLAT, mlp synthetic batch 64/rank, $STEPS steps, nets: $NETS, repeats $REPEATS -> $OUT"
+summary=$OUT/summary.txt
+printf "%-8s %-28s %-4s %10s %8s %12s %6s\n" net policy rep samples/s exposed "MB/rank" load | tee "$summary"
+for net in $NETS; do
+  for r in $(seq 1 "$REPEATS"); do
+    order="$HIER $FLAT"; (( r % 2 == 0 )) && order="$FLAT $HIER"
+    for p in $order; do
+      d=$OUT/$net/$(safe "$p").r$r
+      mkdir -p "$(dirname "$d")"
+      load=$(cut -d' ' -f1 /proc/loadavg)
+      "$BIN" launch --nodes 2x2 --netem "$net" -- train --model mlp --data synthetic --batch 64 --threads 1 \
+        --steps "$STEPS" --policy "$p" --out "$d" > "$d.log" 2>&1 || die "run failed, see $d.log"
+      printf "%-8s %-28s %-4s %10.0f %7.1f%% %12.0f %6s\n" "$net" "$p" "$r" "$(field "$d.log" samples_per_s)" \
+        "$(/usr/bin/python3 -c "print(100*$(field "$d.log" exposed_comm_fraction))")" \
+        "$(/usr/bin/python3 -c "print($(field "$d.log" comm_bytes)/1e6)")" "$load" | tee -a "$summary"
+    done
+  done
+done
+/usr/bin/python3 - "$summary" "$HIER" "$FLAT" <<'EOF' | tee -a "$summary"
+import sys, statistics, collections
+rows = [l.split() for l in open(sys.argv[1]).read().splitlines()[1:]]
+by = collections.defaultdict(list)
+for r in rows:
+    by[(r[0], r[1])].append(float(r[3]))
+for net in dict.fromkeys(r[0] for r in rows):
+    h, f = statistics.median(by[(net, sys.argv[2])]), statistics.median(by[(net, sys.argv[3])])
+    print(f"{net}: median samples/s {sys.argv[2]} {h:.0f}, {sys.argv[3]} {f:.0f} -> ratio {h / f:.2f}")
+EOF
+if [ "$ACC_STEPS" -gt 0 ]; then
+  for p in "$HIER" "$FLAT"; do
+    d=$OUT/accuracy/$(safe "$p")
+    mkdir -p "$(dirname "$d")"
+    "$BIN" launch --nodes 2x2 -- train --model mlp --data fashion-mnist --batch 64 --threads 1 --steps "$ACC_STEPS" \
+      --lr 0.02 --policy "$p" --eval-every "$ACC_STEPS" --eval-samples 10000 --out "$d" > "$d.log" 2>&1 \
+      || die "run failed, see $d.log"
+    echo "accuracy (mlp, fashion-mnist, 4 ranks x 64, $ACC_STEPS steps, 10k test images): $p $(field "$d.log" test_accuracy) ($(/usr/bin/python3 -c "print(round($(field "$d.log" comm_bytes)/1e6))") MB/rank)" | tee -a "$summary"
+  done
+fi
