@@ -4,7 +4,7 @@
 # Runs go to runs/demo/<policy>/, figures to runs/demo/figures/; an earlier runs/demo is kept as runs/demo.<time>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=build/dreamddp
+BIN=${DREAMDDP_BIN:-build/dreamddp}
 PY=/usr/bin/python3
 STEPS=${DEMO_STEPS:-300}
 MODEL=${DEMO_MODEL:-mlp}

@@ -292,7 +292,7 @@ TEST(Hybrid, CapSyncsFeedTheDisruptionMeasurement) {
 }
 
 TEST(Hybrid, DefaultsToTheAutoLineUnlessThrIsGiven) {
-  EXPECT_EQ(policy("hybrid", kMlp)->describe(), "hybrid:t=8,auto=1,z=1,slow=0.99,ema=0.9,aema=0.5,min=4,max=64");
-  EXPECT_EQ(policy("hybrid:thr=0.2", kMlp)->describe(), "hybrid:t=8,thr=0.2,ema=0.9,aema=0.5,min=4,max=64");
-  EXPECT_EQ(policy("threshold", kMlp)->describe(), "threshold:thr=0.1,ema=0.9,aema=0.5,min=4,max=64");
+  EXPECT_EQ(policy("hybrid", kMlp)->describe(), "hybrid:t=8,auto=1,z=1,slow=0.99,ema=0.9,aema=0.5,min=4,max=16");
+  EXPECT_EQ(policy("hybrid:thr=0.2", kMlp)->describe(), "hybrid:t=8,thr=0.2,ema=0.9,aema=0.5,min=4,max=16");
+  EXPECT_EQ(policy("threshold", kMlp)->describe(), "threshold:thr=0.1,ema=0.9,aema=0.5,min=4,max=16");
 }
