@@ -81,9 +81,17 @@ void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t s
   std::string file = std::string(kMagic) + body;
   file.append(reinterpret_cast<const char*>(&crc), 4);
   // Keep the previous generation: ranks are killed at different moments, and resuming needs a common step.
+  // A hard link moves the current file to `prev` by atomic renames only, so at every instant PATH holds a complete
+  // checkpoint (old or new) and `prev` the one before; a kill anywhere in here loses nothing.
   const std::string prev = path.substr(0, path.size() - 4) + ".prev.bin";
+  const std::string prev_tmp = prev + ".link";
   std::error_code ec;
-  if (std::filesystem::exists(path, ec)) std::filesystem::rename(path, prev, ec);
+  if (std::filesystem::exists(path, ec)) {
+    std::filesystem::remove(prev_tmp, ec);
+    std::filesystem::create_hard_link(path, prev_tmp, ec);
+    if (!ec) std::filesystem::rename(prev_tmp, prev, ec);
+    if (ec) std::filesystem::copy_file(path, prev, std::filesystem::copy_options::overwrite_existing, ec);
+  }
   write_file_atomic(path, file);
 }
 
