@@ -15,21 +15,14 @@
 #include <vector>
 
 #include "core/common/clock.h"
-
-#define DD_CU(call)                                                                                   \
-  do {                                                                                                \
-    cudaError_t e_ = (call);                                                                          \
-    if (e_ != cudaSuccess)                                                                            \
-      throw std::runtime_error(std::string("CUDA ") + #call + " (" + __FILE__ + ":" +                 \
-                               std::to_string(__LINE__) + "): " + cudaGetErrorString(e_));            \
-  } while (0)
+#include "core/ops/cuda/cuda_check.h"
 
 namespace dd::sync {
 namespace {
 
 cudaEvent_t new_event() {
   cudaEvent_t e;
-  DD_CU(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  DD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   return e;
 }
 
@@ -86,14 +79,14 @@ class DevicePath : public DataPath {
  public:
   DevicePath(DeviceCollectives kind, const Arenas& a, cudaStream_t compute, std::function<cudaEvent_t(int)> ready)
       : kind_(kind), compute_(compute), ready_(std::move(ready)) {
-    for (auto* s : {&gate_, &h2d_, &sync_}) DD_CU(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+    for (auto* s : {&gate_, &h2d_, &sync_}) DD_CUDA_CHECK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
     if (kind_ == DeviceCollectives::Staged) {
       mirror(a.params, a.num_params);
       mirror(a.grads, a.num_params);
       mirror(a.buffers, a.num_buffers);
       mirror(a.opt_state, a.num_params * a.state_slots);
     }
-    DD_CU(cudaGetDevice(&device_));
+    DD_CUDA_CHECK(cudaGetDevice(&device_));
     thread_ = std::thread([this] { loop(); });
   }
 
@@ -135,21 +128,21 @@ class DevicePath : public DataPath {
     host.resize(n);
     if (!n) return;
     after_compute(sync_);
-    DD_CU(cudaMemcpyAsync(host.data(), p, 4 * n, cudaMemcpyDeviceToHost, sync_));
-    DD_CU(cudaStreamSynchronize(sync_));
+    DD_CUDA_CHECK(cudaMemcpyAsync(host.data(), p, 4 * n, cudaMemcpyDeviceToHost, sync_));
+    DD_CUDA_CHECK(cudaStreamSynchronize(sync_));
   }
 
   void restore(float* p, size_t n, const std::vector<float>& host) override {
     if (!n) return;
     after_compute(sync_);
-    DD_CU(cudaMemcpyAsync(p, host.data(), 4 * n, cudaMemcpyHostToDevice, sync_));
-    DD_CU(cudaStreamSynchronize(sync_));  // pageable source: the copy must finish before `host` may go away
+    DD_CUDA_CHECK(cudaMemcpyAsync(p, host.data(), 4 * n, cudaMemcpyHostToDevice, sync_));
+    DD_CUDA_CHECK(cudaStreamSynchronize(sync_));  // pageable source: the copy must finish before `host` may go away
   }
 
   float* scratch(size_t n) override {
     if (n > scratch_n_) {
       if (scratch_) {
-        DD_CU(cudaStreamSynchronize(compute_));
+        DD_CUDA_CHECK(cudaStreamSynchronize(compute_));
         cudaFree(scratch_);
         for (auto it = regions_.begin(); it != regions_.end(); ++it)
           if (it->dev == scratch_) {
@@ -158,22 +151,22 @@ class DevicePath : public DataPath {
             break;
           }
       }
-      DD_CU(cudaMalloc(reinterpret_cast<void**>(&scratch_), 4 * n));
-      DD_CU(cudaMemsetAsync(scratch_, 0, 4 * n, compute_));
+      DD_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&scratch_), 4 * n));
+      DD_CUDA_CHECK(cudaMemsetAsync(scratch_, 0, 4 * n, compute_));
       scratch_n_ = n;
       if (kind_ == DeviceCollectives::Staged) mirror(scratch_, int64_t(n));
     }
     return scratch_;
   }
 
-  void wait_layer_ready(int l) override { DD_CU(cudaEventSynchronize(ready_(l))); }
+  void wait_layer_ready(int l) override { DD_CUDA_CHECK(cudaEventSynchronize(ready_(l))); }
 
   // DeviceWork::wait's device side, on the caller's (compute) thread.
   void finish(Job& j) {
-    if (j.h2d) DD_CU(cudaStreamWaitEvent(compute_, j.h2d, 0));
+    if (j.h2d) DD_CUDA_CHECK(cudaStreamWaitEvent(compute_, j.h2d, 0));
     if (j.kind == JobKind::HostAllreduce && j.dev) {  // Nccl: the result back into the caller's vector
-      DD_CU(cudaMemcpyAsync(j.host, j.dev, 4 * j.n, cudaMemcpyDeviceToHost, sync_));
-      DD_CU(cudaStreamSynchronize(sync_));
+      DD_CUDA_CHECK(cudaMemcpyAsync(j.host, j.dev, 4 * j.n, cudaMemcpyDeviceToHost, sync_));
+      DD_CUDA_CHECK(cudaStreamSynchronize(sync_));
       give_device(j.dev, j.n);
       j.dev = nullptr;
     }
@@ -189,7 +182,7 @@ class DevicePath : public DataPath {
   void mirror(float* dev, int64_t n) {
     if (!dev || n <= 0) return;
     void* h = nullptr;
-    DD_CU(cudaHostAlloc(&h, 4 * size_t(n), cudaHostAllocDefault));
+    DD_CUDA_CHECK(cudaHostAlloc(&h, 4 * size_t(n), cudaHostAllocDefault));
     regions_.push_back({dev, static_cast<float*>(h), n});
   }
 
@@ -205,7 +198,7 @@ class DevicePath : public DataPath {
     cudaError_t r1 = cudaEventRecord(e, compute_);
     cudaError_t r2 = r1 == cudaSuccess ? cudaStreamWaitEvent(s, e, 0) : r1;
     cudaEventDestroy(e);  // released once the stream has passed it
-    DD_CU(r2);
+    DD_CUDA_CHECK(r2);
   }
 
   WorkPtr arena_job(JobKind kind, Backend& g, float* p, size_t n, ReduceOp op, int root, int ready_layer) {
@@ -217,15 +210,15 @@ class DevicePath : public DataPath {
     j->op = op;
     j->root = root;
     // The gate stream waits for the data to be final (the layer's ready event, or everything issued so far).
-    if (ready_layer >= 0) DD_CU(cudaStreamWaitEvent(gate_, ready_(ready_layer), 0));
+    if (ready_layer >= 0) DD_CUDA_CHECK(cudaStreamWaitEvent(gate_, ready_(ready_layer), 0));
     else after_compute(gate_);
     if (kind_ == DeviceCollectives::Staged) {
       j->host = host_of(p, n);
-      DD_CU(cudaMemcpyAsync(j->host, p, 4 * n, cudaMemcpyDeviceToHost, gate_));
+      DD_CUDA_CHECK(cudaMemcpyAsync(j->host, p, 4 * n, cudaMemcpyDeviceToHost, gate_));
       j->h2d = new_event();
     }
     j->gate = new_event();
-    DD_CU(cudaEventRecord(j->gate, gate_));
+    DD_CUDA_CHECK(cudaEventRecord(j->gate, gate_));
     push(j);
     return std::make_shared<DeviceWork>(j, this);
   }
@@ -250,7 +243,7 @@ class DevicePath : public DataPath {
         q_.pop_front();
       }
       try {
-        DD_CU(set);
+        DD_CUDA_CHECK(set);
         run(*j);
       } catch (...) {
         j->err = std::current_exception();
@@ -269,13 +262,13 @@ class DevicePath : public DataPath {
       if (kind_ == DeviceCollectives::Staged) {
         j.inner = j.g->allreduce(j.host, j.n, j.op);
       } else {
-        DD_CU(cudaMemcpyAsync(j.dev, j.host, 4 * j.n, cudaMemcpyHostToDevice, h2d_));
-        DD_CU(cudaStreamSynchronize(h2d_));
+        DD_CUDA_CHECK(cudaMemcpyAsync(j.dev, j.host, 4 * j.n, cudaMemcpyHostToDevice, h2d_));
+        DD_CUDA_CHECK(cudaStreamSynchronize(h2d_));
         j.inner = j.g->allreduce(j.dev, j.n, j.op);
       }
       return;
     }
-    DD_CU(cudaEventSynchronize(j.gate));
+    DD_CUDA_CHECK(cudaEventSynchronize(j.gate));
     if (kind_ == DeviceCollectives::Nccl) {
       j.inner = j.kind == JobKind::Allreduce ? j.g->allreduce(j.dev, j.n, j.op) : j.g->broadcast(j.dev, j.n, j.root);
       return;
@@ -283,8 +276,8 @@ class DevicePath : public DataPath {
     WorkPtr w = j.kind == JobKind::Allreduce ? j.g->allreduce(j.host, j.n, j.op) : j.g->broadcast(j.host, j.n, j.root);
     w->wait();
     j.end_s = w->end_time() > 0 ? w->end_time() : now_s();
-    DD_CU(cudaMemcpyAsync(j.dev, j.host, 4 * j.n, cudaMemcpyHostToDevice, h2d_));
-    DD_CU(cudaEventRecord(j.h2d, h2d_));
+    DD_CUDA_CHECK(cudaMemcpyAsync(j.dev, j.host, 4 * j.n, cudaMemcpyHostToDevice, h2d_));
+    DD_CUDA_CHECK(cudaEventRecord(j.h2d, h2d_));
   }
 
   float* take_device(size_t n) {
@@ -296,7 +289,7 @@ class DevicePath : public DataPath {
       return p;
     }
     float* p = nullptr;
-    DD_CU(cudaMalloc(reinterpret_cast<void**>(&p), 4 * std::max<size_t>(n, 1)));
+    DD_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), 4 * std::max<size_t>(n, 1)));
     return p;
   }
   void give_device(float* p, size_t n) {

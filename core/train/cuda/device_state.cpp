@@ -8,17 +8,10 @@
 #include "backends/backend.h"
 #include "core/common/error.h"
 #include "core/models/cuda/gpu_model.h"
+#include "core/ops/cuda/cuda_check.h"
 #include "core/ops/cuda/ops_cuda.h"
 #include "core/sync/cuda/device_path.h"
 #include "core/train/device_state.h"
-
-#define DD_CU(call)                                                                                   \
-  do {                                                                                                \
-    cudaError_t e_ = (call);                                                                          \
-    if (e_ != cudaSuccess)                                                                            \
-      throw std::runtime_error(std::string("CUDA ") + #call + " (" + __FILE__ + ":" +                 \
-                               std::to_string(__LINE__) + "): " + cudaGetErrorString(e_));            \
-  } while (0)
 
 namespace dd::train {
 namespace {
@@ -40,12 +33,12 @@ class Upload {
       if (dev_) cudaFree(dev_);
       host_ = nullptr;
       dev_ = nullptr;
-      DD_CU(cudaHostAlloc(reinterpret_cast<void**>(&host_), sizeof(T) * v.size(), cudaHostAllocDefault));
-      DD_CU(cudaMalloc(reinterpret_cast<void**>(&dev_), sizeof(T) * v.size()));
+      DD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), sizeof(T) * v.size(), cudaHostAllocDefault));
+      DD_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dev_), sizeof(T) * v.size()));
       cap_ = v.size();
     }
     std::memcpy(host_, v.data(), sizeof(T) * v.size());
-    DD_CU(cudaMemcpyAsync(dev_, host_, sizeof(T) * v.size(), cudaMemcpyHostToDevice, cuops::stream()));
+    DD_CUDA_CHECK(cudaMemcpyAsync(dev_, host_, sizeof(T) * v.size(), cudaMemcpyHostToDevice, cuops::stream()));
     return dev_;
   }
 
@@ -60,8 +53,8 @@ class CudaState : public DeviceState {
   CudaState(const TrainConfig& cfg, const models::Model& m, const optim::OptimConfig& oc) : oc_(oc) {
     check_cuda_usable();
     int n = 0;
-    DD_CU(cudaGetDeviceCount(&n));
-    DD_CU(cudaSetDevice(cfg.local_rank % n));  // the device NcclBackend picks too
+    DD_CUDA_CHECK(cudaGetDeviceCount(&n));
+    DD_CUDA_CHECK(cudaSetDevice(cfg.local_rank % n));  // the device NcclBackend picks too
     gpu_ = std::make_unique<models::gpu::GpuModel>(m, oc);
     steps_.assign(size_t(gpu_->num_layers()), 0);
     num_buffers_ = int64_t(const_cast<models::Model&>(m).buffers().size());
@@ -88,7 +81,7 @@ class CudaState : public DeviceState {
   void to_host(models::Model& m, optim::Optimizer& o) override {
     gpu_->copy_params_to_host(m);
     check_state_size(o);
-    DD_CU(cudaMemcpyAsync(o.state().data(), gpu_->optimizer_state(), 4 * o.state().size(), cudaMemcpyDeviceToHost,
+    DD_CUDA_CHECK(cudaMemcpyAsync(o.state().data(), gpu_->optimizer_state(), 4 * o.state().size(), cudaMemcpyDeviceToHost,
                           cuops::stream()));
     gpu_->synchronize();
     o.layer_steps() = steps_;
@@ -100,7 +93,7 @@ class CudaState : public DeviceState {
                        "GPU model yet; resume this checkpoint with --device cpu or train with --optimizer sgd");
     gpu_->copy_params_from_host(m);
     check_state_size(o);
-    DD_CU(cudaMemcpyAsync(gpu_->optimizer_state(), o.state().data(), 4 * o.state().size(), cudaMemcpyHostToDevice,
+    DD_CUDA_CHECK(cudaMemcpyAsync(gpu_->optimizer_state(), o.state().data(), 4 * o.state().size(), cudaMemcpyHostToDevice,
                           cuops::stream()));
     gpu_->synchronize();
     steps_ = o.layer_steps();
