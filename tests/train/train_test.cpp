@@ -163,22 +163,22 @@ TEST(Telemetry, SchemaOfATwoRankRun) {
 }
 
 namespace {
-std::string events_of(const std::string& h5) {
-  std::string out = h5 + ".events.txt";
-  std::string cmd = std::string(PY) + " -c \"import h5py; f=h5py.File('" + h5 +
-                    "','r'); print('\\n'.join(e['kind'].decode() + ' ' + str(e['step']) for e in f['events'][:]))\" > " + out;
+// One line per row of TABLE in the metrics file H5, formatted by the Python expression ROW over the row `e`.
+std::string table_lines(const std::string& h5, const std::string& table, const std::string& row) {
+  std::string out = h5 + "." + table + ".txt";
+  std::string cmd = std::string(PY) + " -c \"import h5py; f=h5py.File('" + h5 + "','r'); print('\\n'.join(" + row +
+                    " for e in f['" + table + "'][:]))\" > " + out;
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   return slurp(out);
 }
 
+std::string events_of(const std::string& h5) {
+  return table_lines(h5, "events", "e['kind'].decode() + ' ' + str(e['step'])");
+}
+
 // "step:first-last:action" per /sync_events row, one per line.
 std::string sync_events_of(const std::string& h5) {
-  std::string out = h5 + ".sync.txt";
-  std::string cmd = std::string(PY) + " -c \"import h5py; f=h5py.File('" + h5 +
-                    "','r'); print('\\n'.join('%d:%d-%d:%d' % (e['step'], e['first_layer'], e['last_layer'], "
-                    "e['action']) for e in f['sync_events'][:]))\" > " + out;
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  return slurp(out);
+  return table_lines(h5, "sync_events", "'%d:%d-%d:%d' % (e['step'], e['first_layer'], e['last_layer'], e['action'])");
 }
 }  // namespace
 
