@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "core/nn/layer.h"
 
@@ -34,6 +36,8 @@ class SyncEngine : public nn::BackwardHook {
   // End of training: average every local layer once so all ranks hold the same model.
   virtual void finalize() = 0;
   virtual StepCommStats step_stats() const = 0;
+  // Host name of every rank, by rank (gathered once at construction; hier policies group ranks by it).
+  virtual const std::vector<std::string>& hosts() const = 0;
   // Runs fn with the model's parameters and buffers replaced by their rank average (the consensus model that
   // evaluation and users see), then restores the training state bit for bit. Collective: all ranks call it.
   virtual void with_consensus(const std::function<void()>& fn) = 0;

@@ -61,6 +61,8 @@ class LayerSync : public SyncEngine {
     }
   }
 
+  const std::vector<std::string>& hosts() const override { return hosts_; }
+
   void begin_step(int64_t step) override {
     step_ = step;
     t_bwd_ = now_s();  // blocking averages made here (switch, lock-step entry) are logged relative to this

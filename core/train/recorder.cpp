@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <climits>
 #include <ctime>
 
 #include "backends/backend.h"
@@ -22,6 +23,59 @@ static std::string host_name() {
   return buf;
 }
 
+// The full, resolved configuration (DESIGN.md "Telemetry": `/` attributes hold the full config), one attribute
+// per option under its CLI name with '-' as '_', so a metrics.h5 alone says how to rerun it.
+static void write_config_attributes(telemetry::MetricsWriter& w, const TrainConfig& c) {
+  auto str = [&](const char* k, const std::string& v) { w.set_attribute(k, v); };
+  auto i64 = [&](const char* k, int64_t v) { w.set_attribute(k, v); };
+  auto f64 = [&](const char* k, double v) { w.set_attribute(k, v); };
+  str("model", c.model);
+  str("data", c.data);
+  str("data_dir", c.data_dir);
+  str("policy", c.policy);
+  if (!c.switches.empty()) w.set_attribute("switches", c.switches);
+  str("backend", c.backend);
+  str("device", c.device);
+  i64("batch", c.batch);
+  i64("steps", c.steps);
+  f64("lr", c.lr);
+  f64("momentum", c.momentum);
+  i64("nesterov", c.nesterov);
+  f64("weight_decay", c.weight_decay);
+  str("optimizer", c.optimizer);
+  str("lr_schedule", c.lr_schedule);
+  i64("warmup", c.warmup);
+  // uint64 seeds above 2^63 do not fit an int64 attribute: those are kept exactly as text.
+  if (c.seed <= uint64_t(INT64_MAX)) i64("seed", int64_t(c.seed));
+  else str("seed", std::to_string(c.seed));
+  i64("eval_every", c.eval_every);
+  i64("eval_samples", c.eval_samples);
+  str("out", c.out);
+  i64("checkpoint_every", c.checkpoint_every);
+  str("resume", c.resume);
+  str("sensitivity", c.sensitivity);
+  str("save_params", c.save_params);
+  str("rendezvous", c.rendezvous);
+  str("iface", c.iface);
+  f64("timeout", c.timeout_s);
+  i64("threads", c.threads);
+  i64("log_every", c.log_every);
+  i64("check_collectives", c.check_collectives);
+  f64("staleness_lr", c.staleness_gamma);
+  i64("avg_optimizer_state", c.average_optimizer_state);
+  i64("immediate_update", c.immediate_update);
+  str("anomaly", c.anomaly);
+  f64("anomaly_spike", c.anomaly_spike);
+  i64("anomaly_window", c.anomaly_window);
+  i64("inject_nan", c.inject_nan);
+  str("control_file", c.control_file);
+  i64("bucket_cap_mb", c.bucket_cap_mb);
+  f64("first_bucket_mb", c.first_bucket_mb);
+  str("config_file", c.config_file);
+  i64("world", c.world);
+  i64("local_world", c.local_world);
+}
+
 RunRecorder::RunRecorder(const TrainConfig& cfg, models::Model& m, Backend* b, int64_t resume_after)
     : impl_(std::make_unique<Impl>()) {
   impl_->out = cfg.out;
@@ -34,23 +88,14 @@ RunRecorder::RunRecorder(const TrainConfig& cfg, models::Model& m, Backend* b, i
   std::time_t t = std::time(nullptr);
   char when[64];
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  w.set_attributes({{"model", cfg.model}, {"policy", cfg.policy}, {"data", cfg.data}, {"device", cfg.device},
-                    {"backend", b ? b->name() : std::string("none")}, {"optimizer", cfg.optimizer},
-                    {"lr_schedule", cfg.lr_schedule}, {"start_time", when}, {"host", host_name()},
+  write_config_attributes(w, cfg);
+  // What ran, over what was asked: a single process has no backend.
+  w.set_attributes({{"start_time", when}, {"host", host_name()}, {"backend", b ? b->name() : std::string("none")},
 #ifdef DREAMDDP_GIT_COMMIT
                     {"git_commit", DREAMDDP_GIT_COMMIT},
 #endif
-                    {"config_file", cfg.config_file}});
-  w.set_attribute("world", int64_t(cfg.world));
-  w.set_attribute("batch", int64_t(cfg.batch));
-  w.set_attribute("steps", int64_t(cfg.steps));
-  w.set_attribute("seed", int64_t(cfg.seed));
-  w.set_attribute("threads", int64_t(cfg.threads));
-  w.set_attribute("lr", double(cfg.lr));
-  w.set_attribute("momentum", double(cfg.momentum));
-  w.set_attribute("weight_decay", double(cfg.weight_decay));
+                   });
   w.set_attribute("params", int64_t(m.num_params()));
-  if (!cfg.switches.empty()) w.set_attribute("switches", cfg.switches);
   std::vector<telemetry::LayerInfo> layers;
   for (auto* l : m.layers())
     layers.push_back({int32_t(l->index()), l->name, l->kind(), l->num_params(), 4 * (l->num_params() + l->num_buffers())});
@@ -60,6 +105,10 @@ RunRecorder::RunRecorder(const TrainConfig& cfg, models::Model& m, Backend* b, i
 RunRecorder::~RunRecorder() = default;
 
 telemetry::MetricsWriter* RunRecorder::metrics() { return impl_->w.get(); }
+
+void RunRecorder::set_hosts(const std::vector<std::string>& hosts) {
+  if (impl_->w && !hosts.empty()) impl_->w->set_attribute("hosts", hosts);
+}
 
 void RunRecorder::step(const telemetry::StepRow& r) {
   if (impl_->w) impl_->w->append_step(r);

@@ -152,6 +152,7 @@ nlohmann::json Trainer::run() {
   if (I.dev && resume_after >= 0) I.dev->from_host(model, *I.opt);
   RunRecorder rec(cfg, model, I.backend, resume_after);  // metrics.h5 rows (continued when resuming)
   if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get());
+  rec.set_hosts(I.engine ? I.engine->hosts() : std::vector<std::string>{});
   std::unique_ptr<SensitivityProbe> probe;
   if (!cfg.sensitivity.empty())
     probe = std::make_unique<SensitivityProbe>(parse_sensitivity(cfg.sensitivity, cfg.steps), model, I.train,

@@ -114,6 +114,14 @@ TEST(Sensitivity, BadSpecsAreUsageErrors) {
   }
 }
 
+// Every train option (resolved, under its CLI name with '-' as '_'), plus what the run was on.
+const char* const kConfigKeys =
+    "model data data_dir policy backend device batch steps lr momentum nesterov weight_decay optimizer lr_schedule "
+    "warmup seed eval_every eval_samples out checkpoint_every resume sensitivity save_params rendezvous iface timeout "
+    "threads log_every check_collectives staleness_lr avg_optimizer_state immediate_update anomaly anomaly_spike "
+    "anomaly_window inject_nan control_file bucket_cap_mb first_bucket_mb config_file world local_world start_time "
+    "host hosts params";
+
 // metrics.h5 of a 2-rank dreamddp run with the probe: /steps has one row per step, /sync_events one row per
 // launched bucket, /eval the evaluations, /layers the model's layers, sensitivity [probes, layers, delays] in
 // [-1, 1]; h5dump opens it.
@@ -154,6 +162,14 @@ TEST(Telemetry, SchemaOfATwoRankRun) {
                        "assert c.shape[0] >= 2 and np.all(np.abs(c) <= 1.0 + 1e-6), c\n" +
                        "assert list(f['sensitivity/delays'][:]) == [1, 2, 4]\n" +
                        "assert f.attrs['policy'] == 'plsgd:h=3' and int(f.attrs['world']) == 2\n" +
+                       // DESIGN.md: the root attributes hold the full config and every rank's host name.
+                       "keys = '" + kConfigKeys + "'.split()\n" +
+                       "missing = [k for k in keys if k not in f.attrs]\n" +
+                       "assert not missing, missing\n" +
+                       "assert f.attrs['sensitivity'] == '" + c.sensitivity + "', f.attrs['sensitivity']\n" +
+                       "assert int(f.attrs['warmup']) >= 0 and int(f.attrs['steps']) == " + std::to_string(c.steps) + "\n" +
+                       "hosts = list(f.attrs['hosts'])\n" +
+                       "assert len(hosts) == 2 and all(isinstance(h, str) and h for h in hosts), hosts\n" +
                        "ev = f['sync_events'][:]\n" +
                        "assert np.all(ev['end_s'] >= ev['launch_s']) and np.all(ev['bytes'] > 0)\n";
   EXPECT_EQ(python(script), 0);
