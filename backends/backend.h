@@ -56,6 +56,13 @@ struct RankInfo {
 };
 RankInfo discover_rank();
 
+// The launcher's job id (DREAMDDP_JOB, Slurm job.step, Open MPI / PMIx job, torchrun's --rdzv-id), "" if none.
+std::string launcher_job_id();
+// The rendezvous of a job: `flag` (--rendezvous), else $DREAMDDP_RENDEZVOUS, else a file store in
+// FALLBACK_DIR/.rendezvous[/JOB] (JOB = launcher_job_id(), so rerunning into the same directory never meets an
+// earlier job's keys), else "" (no fallback directory: the caller decides).
+std::string resolve_rendezvous(const std::string& flag, const std::string& fallback_dir);
+
 struct BackendOptions {
   std::string kind = "gloo";   // gloo | mpi | nccl
   int rank = 0;

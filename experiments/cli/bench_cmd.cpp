@@ -209,9 +209,7 @@ int cmd_bench(int argc, char** argv) {
   bo.kind = a.backend;
   bo.rank = ri.rank;
   bo.world = ri.world;
-  bo.rendezvous = a.rendezvous;
-  if (bo.rendezvous.empty())
-    if (const char* e = std::getenv("DREAMDDP_RENDEZVOUS")) bo.rendezvous = e;
+  bo.rendezvous = resolve_rendezvous(a.rendezvous, "");
   if (bo.rendezvous.empty() && ri.world > 1 && a.backend != "mpi")
     throw UsageError("bench: " + std::to_string(ri.world) + " ranks (from " + ri.source +
                      ") need a rendezvous: pass --rendezvous file:///shared/dir or redis://host:port, "

@@ -52,14 +52,9 @@ std::unique_ptr<Backend> connect(const train::TrainConfig& cfg) {
     bo.kind = cfg.backend;
     bo.rank = cfg.rank;
     bo.world = cfg.world;
-    bo.rendezvous = cfg.rendezvous;
-    if (bo.rendezvous.empty())
-      if (const char* env = std::getenv("DREAMDDP_RENDEZVOUS")) bo.rendezvous = env;
-    if (bo.rendezvous.empty() && cfg.backend == "gloo") {
-      if (cfg.out.empty())
-        throw UsageError("several ranks need --rendezvous (or --out for a file store under the run directory)");
-      bo.rendezvous = "file://" + cfg.out + "/.rendezvous";
-    }
+    bo.rendezvous = resolve_rendezvous(cfg.rendezvous, cfg.backend == "gloo" ? cfg.out : "");
+    if (bo.rendezvous.empty() && cfg.backend == "gloo")
+      throw UsageError("several ranks need --rendezvous (or --out for a file store under the run directory)");
     bo.iface = cfg.iface;
     bo.timeout_s = cfg.timeout_s;
     backend = make_backend(bo);
