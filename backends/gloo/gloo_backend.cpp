@@ -143,8 +143,8 @@ class GlooBackend : public Backend {
     } catch (const gloo::EnforceNotMet& e) {
       // RedisStore refuses to overwrite a key: an earlier job left its keys in this store.
       throw UsageError("gloo: the rendezvous store already holds keys of an earlier job (" + std::string(e.what()) +
-                       "); give every job a fresh store: a new file:// directory, redis://host:port/JOB with a "
-                       "new JOB, or FLUSHALL the redis-server");
+                       "); give every job a fresh store: a new file:// directory (or a new DREAMDDP_JOB for the default store "
+                       "under --out), redis://host:port/JOB with a new JOB, or FLUSHALL the redis-server");
     }
     data_ = connect("data", connect_s);
     ctl_ = connect("ctl", connect_s);

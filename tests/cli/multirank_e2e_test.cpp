@@ -86,6 +86,27 @@ TEST(MultiRankE2E, DdpEqualsOneProcessWithTheGlobalBatch) {
   EXPECT_LT(worst, 1e-5) << "largest parameter difference";
 }
 
+// Without --rendezvous, Gloo ranks meet in OUT/.rendezvous/JOB: a rerun into the same --out under the same job id
+// meets the earlier job's keys and is refused (exit 2, never a hang); a new job id gets a fresh store.
+TEST(MultiRankE2E, DefaultStoreIsPerJobAndAStaleOneIsRefused) {
+  TmpDir tmp;
+  auto train_as = [&](const std::string& job) {
+    const std::string cmd = "unset DREAMDDP_RENDEZVOUS; DREAMDDP_JOB=" + job + " exec '" + kBin +
+                            "' train --data synthetic --steps 3 --batch 8 --threads 1 --timeout 10 --overwrite --out '" +
+                            tmp.path + "/run'";
+    return run_dreamddp({"launch", "-n", "2", "--", "/bin/sh", "-c", cmd}, 60);
+  };
+  auto a = train_as("a");
+  ASSERT_EQ(a.status, 0) << a.describe();
+  EXPECT_TRUE(std::filesystem::is_directory(tmp / "run/.rendezvous/job-a"));
+  auto again = train_as("a");
+  ASSERT_FALSE(again.timed_out) << again.describe();
+  EXPECT_EQ(again.status, 2) << again.describe();
+  EXPECT_NE(again.err.find("earlier job"), std::string::npos) << again.describe();
+  auto b = train_as("b");
+  EXPECT_EQ(b.status, 0) << b.describe();
+}
+
 struct MismatchCase {
   std::string name, field, by_rank;  // by_rank: shell words that differ with $RANK
 };
