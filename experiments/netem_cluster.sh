@@ -103,37 +103,15 @@ measure() {
   [ $# -ge 1 ] || die "measure: give at least one SPEC, e.g. 1gbit 1gbit,delay=2ms,loss=1%"
   [ -x "$bin" ] || die "measure: no dreamddp binary at $bin (set DREAMDDP)"
   command -v python3 >/dev/null || die "measure: needs python3 (the round-trip probe)"
+  local probe; probe=$(cd "$(dirname "$0")" && pwd)/launch/netprobe.py  # the 2-rank round-trip probe
   local tmp; tmp=$(mktemp -d /tmp/netem-measure-XXXXXX)
   trap 'rm -rf "$tmp"' RETURN
-  cat >"$tmp/rtt.py" <<'PY'
-import os, socket, sys, time
-d, r = sys.argv[1], int(os.environ["RANK"])
-addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-if r == 0:
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port)); s.listen(1)
-    c, _ = s.accept(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    while c.recv(1): c.sendall(b"p")
-else:
-    end = time.time() + 10
-    while True:
-        try:
-            c = socket.create_connection((addr, port), timeout=5); break
-        except OSError:
-            if time.time() > end: raise
-            time.sleep(0.05)
-    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    rtts = []
-    for _ in range(200):
-        t0 = time.perf_counter(); c.sendall(b"p"); c.recv(1); rtts.append((time.perf_counter() - t0) * 1e3)
-    c.close(); rtts.sort()
-    open(f"{d}/rtt", "w").write(f"{rtts[len(rtts) // 2]:.3f} {rtts[len(rtts) * 9 // 10]:.3f}\n")
-PY
   echo "| --netem SPEC | RTT median / p90 (ms) | busbw $size, $n ranks (GB/s) | forwarder drops (frames) |"
   echo "|---|---|---|---|"
   for spec in "$@"; do
     rm -f "$tmp/rtt"
     sleep 2  # the kernel frees the last run's namespaces in the background: let that settle before timing
-    "$bin" launch -n 2 --netem "$spec" --grace 2 -- python3 "$tmp/rtt.py" "$tmp" >/dev/null 2>"$tmp/err.rtt" \
+    "$bin" launch -n 2 --netem "$spec" --grace 2 -- python3 "$probe" rtt "$tmp" 200 >/dev/null 2>"$tmp/err.rtt" \
       || die "measure: round trip under $spec failed: $(tail -3 "$tmp/err.rtt")"
     "$bin" launch -n "$n" --netem "$spec" --grace 2 -- bench allreduce --backend gloo --sizes "$size" \
       --iters "$iters" >"$tmp/bench" 2>"$tmp/err.bench" || die "measure: allreduce under $spec failed: $(tail -3 "$tmp/err.bench")"

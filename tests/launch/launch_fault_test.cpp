@@ -44,9 +44,8 @@ struct ImplEnv {
 };
 
 double median_rtt_ms(const std::string& spec, TmpDir& dir, std::string* err) {
-  write_file(dir / "rtt.py", kRttPy);
   std::remove((dir / "rtt").c_str());
-  Launcher l(netem_args(spec, 2, dir / "rtt.py", dir.path), dir / "err");
+  Launcher l(netprobe_args(spec, dir.path, {"rtt", "15"}), dir / "err");
   if (!l.wait(40)) return -1;
   *err = l.stderr_text();
   if (l.status != 0) return -2;
@@ -79,43 +78,17 @@ TEST(LaunchNetemFault, DelayAddsTwiceTheDelayToTheRoundTrip) {
   EXPECT_EQ(leftovers(), before);
 }
 
-// Rank 1 streams a known 8 MB pattern to rank 0, which checks its SHA-256 and writes "<bytes> ok|corrupt".
-const char* kBulkPy = R"PY(
-import hashlib, os, socket, sys, time
-d, r = sys.argv[1], int(os.environ["RANK"])
-addr, port, total = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), 8 * 1000 * 1000
-data = (hashlib.sha256(b"dreamddp").digest() * 4096 * 62)[:total]
-if r == 0:
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port)); s.listen(1)
-    c, _ = s.accept(); h = hashlib.sha256(); got = 0
-    while True:
-        b = c.recv(1 << 20)
-        if not b: break
-        h.update(b); got += len(b)
-    ok = got == total and h.digest() == hashlib.sha256(data).digest()
-    open(f"{d}/bulk", "w").write(f"{got} {'ok' if ok else 'corrupt'}\n")
-else:
-    end = time.time() + 10
-    while True:
-        try:
-            c = socket.create_connection((addr, port), timeout=5); break
-        except OSError:
-            if time.time() > end: raise
-            time.sleep(0.05)
-    c.sendall(data); c.close()
-)PY";
-
 TEST(LaunchNetemFault, LossDropsTheRequestedShareAndTheTransferStillArrivesIntact) {
   SKIP_WITHOUT_NETNS();
   ImplEnv impl("userspace");  // the forwarder's counters are what this test reads
   TmpDir dir;
-  write_file(dir / "bulk.py", kBulkPy);
   const auto before = leftovers();
-  Launcher l(netem_args("1gbit,loss=2%", 2, dir / "bulk.py", dir.path), dir / "err");
+  // Rank 1 sends 8 MB of a fixed pattern; rank 0 checks its SHA-256.
+  Launcher l(netprobe_args("1gbit,loss=2%", dir.path, {"bulk", "8000000"}), dir / "err");
   ASSERT_TRUE(l.wait(45));
   const std::string err = l.stderr_text();
   ASSERT_EQ(l.status, 0) << err;
-  EXPECT_EQ(read_file(dir / "bulk"), "8000000 ok");
+  EXPECT_EQ(read_file(dir / "bulk").substr(0, 11), "8000000 ok ");
   // The sender's uplink carries ~5500 full frames (8 MB / 1448-byte segments) plus retransmissions: with
   // p = 2% the drop share is binomial, sd ~0.19 points, so [1.2, 2.8] % is over 4 sd wide on each side.
   const UplinkSummary s = uplink_summary(err, 1);

@@ -14,36 +14,11 @@
 namespace dd::launch::test {
 namespace {
 
-// Rank 0 serves on MASTER_ADDR:MASTER_PORT and echoes upper-cased; rank 1 connects. Each rank records what it
-// sees of its namespace: interfaces, its interface address, the peer address.
-const char* kEchoPy = R"PY(
-import os, socket, sys, time
-d, r = sys.argv[1], int(os.environ["RANK"])
-addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-ifaces = sorted(n for _, n in socket.if_nameindex())
-info = " ".join([os.environ["GLOO_SOCKET_IFNAME"], os.environ["DREAMDDP_NETNS"], ",".join(ifaces)])
-if r == 0:
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port)); s.listen(1)
-    c, peer = s.accept(); c.sendall(c.recv(100).upper()); c.close()
-    open(f"{d}/r0", "w").write(f"{info} {addr} {peer[0]}\n")
-else:
-    end = time.time() + 10
-    while True:
-        try:
-            c = socket.create_connection((addr, port), timeout=2); break
-        except OSError:
-            if time.time() > end: raise
-            time.sleep(0.05)
-    c.sendall(b"hello"); reply = c.recv(100).decode(); me = c.getsockname()[0]; c.close()
-    open(f"{d}/r1", "w").write(f"{info} {reply} {me}\n")
-)PY";
-
 TEST(LaunchNetem, RanksReachEachOtherInTheirNamespacesAndAllIsRemoved) {
   SKIP_WITHOUT_NETNS();
   TmpDir dir;
-  write_file(dir / "echo.py", kEchoPy);
   const auto before = leftovers();
-  Launcher l(netem_args("1gbit", 2, dir / "echo.py", dir.path), dir / "err");
+  Launcher l(netprobe_args("1gbit", dir.path, {"echo"}), dir / "err");
   ASSERT_TRUE(l.wait(30));
   ASSERT_EQ(l.status, 0) << l.stderr_text();
   std::istringstream r0(read_file(dir / "r0")), r1(read_file(dir / "r1"));
@@ -66,42 +41,19 @@ TEST(LaunchNetem, RanksReachEachOtherInTheirNamespacesAndAllIsRemoved) {
   EXPECT_EQ(leftovers(), before);
 }
 
-// Rank 1 streams 5 MB to rank 0, which times the transfer from first to last byte and writes Mbit/s.
-const char* kRatePy = R"PY(
-import os, socket, sys, time
-d, r = sys.argv[1], int(os.environ["RANK"])
-addr, port, total = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), 5 * 1000 * 1000
-if r == 0:
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port)); s.listen(1)
-    c, _ = s.accept(); got = len(c.recv(1 << 16)); t0 = time.time()
-    while got < total:
-        b = c.recv(1 << 20)
-        if not b: break
-        got += len(b)
-    dt = time.time() - t0
-    open(f"{d}/rate", "w").write(f"{got} {8 * (got - 1) / dt / 1e6:.2f}\n")
-else:
-    end = time.time() + 10
-    while True:
-        try:
-            c = socket.create_connection((addr, port), timeout=2); break
-        except OSError:
-            if time.time() > end: raise
-            time.sleep(0.05)
-    c.sendall(b"x" * total); c.close()
-)PY";
-
 TEST(LaunchNetem, ShapedLinkRateIsMeasured) {
   SKIP_WITHOUT_NETNS();
   TmpDir dir;
-  write_file(dir / "rate.py", kRatePy);
-  Launcher l(netem_args("100mbit", 2, dir / "rate.py", dir.path), dir / "err");
+  // Rank 1 streams 5 MB to rank 0, which times it from first to last byte.
+  Launcher l(netprobe_args("100mbit", dir.path, {"bulk", "5000000"}), dir / "err");
   ASSERT_TRUE(l.wait(40));
   ASSERT_EQ(l.status, 0) << l.stderr_text();
-  std::istringstream in(read_file(dir / "rate"));
+  std::istringstream in(read_file(dir / "bulk"));
   long bytes = 0;
   double mbit = 0;
-  in >> bytes >> mbit;
+  std::string intact;
+  in >> bytes >> intact >> mbit;
+  EXPECT_EQ(intact, "ok");
   EXPECT_EQ(bytes, 5000000);
   EXPECT_LT(mbit, 130.0) << "the 100mbit shaping is not applied";
   EXPECT_GT(mbit, 50.0) << "the link runs far below its shaped rate";
@@ -110,9 +62,8 @@ TEST(LaunchNetem, ShapedLinkRateIsMeasured) {
 TEST(LaunchNetem, DelayAddsOneWayLatency) {
   SKIP_WITHOUT_NETNS();
   TmpDir dir;
-  write_file(dir / "rtt.py", kRttPy);
   const auto before = leftovers();
-  Launcher l(netem_args("1gbit,delay=10ms", 2, dir / "rtt.py", dir.path), dir / "err");
+  Launcher l(netprobe_args("1gbit,delay=10ms", dir.path, {"rtt", "15"}), dir / "err");
   ASSERT_TRUE(l.wait(40));
   if (l.status == 2 && l.stderr_text().find("sch_netem") != std::string::npos)
     GTEST_SKIP() << "this kernel has no netem qdisc: " << l.stderr_text();

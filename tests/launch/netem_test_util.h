@@ -54,32 +54,15 @@ inline std::vector<std::string> netem_args(const std::string& spec, int n, const
           kPython, script, dir};
 }
 
-// Median TCP round trip of 1-byte ping-pongs between rank 1 and rank 0, in milliseconds.
-inline const char* kRttPy = R"PY(
-import os, socket, sys, time
-d, r = sys.argv[1], int(os.environ["RANK"])
-addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-if r == 0:
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port)); s.listen(1)
-    c, _ = s.accept(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    while True:
-        b = c.recv(1)
-        if not b: break
-        c.sendall(b)
-else:
-    end = time.time() + 10
-    while True:
-        try:
-            c = socket.create_connection((addr, port), timeout=5); break
-        except OSError:
-            if time.time() > end: raise
-            time.sleep(0.05)
-    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    rtts = []
-    for _ in range(15):
-        t0 = time.time(); c.sendall(b"p"); c.recv(1); rtts.append((time.time() - t0) * 1e3)
-    c.close()
-    open(f"{d}/rtt", "w").write(f"{sorted(rtts)[len(rtts) // 2]:.3f}\n")
-)PY";
+// The shared two-rank link probe (experiments/launch/netprobe.py: echo, rtt, bulk) under --netem SPEC; it writes
+// its results into DIR.
+inline std::vector<std::string> netprobe_args(const std::string& spec, const std::string& dir,
+                                              const std::vector<std::string>& probe) {
+  std::vector<std::string> a = {"-n", "2", "--netem", spec, "--iface-prefix", kPrefix, "--grace", "2", "--",
+                                kPython, DD_NETPROBE, probe.at(0), dir};
+  a.insert(a.end(), probe.begin() + 1, probe.end());
+  return a;
+}
+
 
 }  // namespace dd::launch::test
