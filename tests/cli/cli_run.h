@@ -1,46 +1,29 @@
 // Helpers for the end-to-end tests: run the dreamddp binary (or any program) in a child process with a time
 // bound, capturing exit status, stdout and stderr; temporary directories; small file and JSON utilities.
 #pragma once
-#include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #ifndef DREAMDDP_BIN
 #error "DREAMDDP_BIN must name the dreamddp binary under test"
 #endif
 
+#include "tests/common/child_process.h"
 #include "tests/common/tmp_dir.h"
 
 namespace dd::cli::test {
 
 inline const std::string kBin = DREAMDDP_BIN;
 
-inline double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 using testing_common::TmpDir;
-
-inline std::string read_file(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+inline double now_s() { return testing_common::mono_s(); }
+inline std::string read_file(const std::string& p) { return testing_common::slurp(p); }
 
 inline void write_file(const std::string& p, const std::string& text) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
@@ -73,65 +56,28 @@ struct Result {
   }
 };
 
-// Runs `program args...` (PATH lookup when program has no '/'), stdin from /dev/null, in its own process group
-// so a timeout kills everything it started. Rank variables of the test's own environment are removed, so a
-// single-process run is single-process wherever the suite runs; `env` adds NAME=VALUE entries.
+// Runs `program args...` to completion (testing_common::ChildProcess: own process group, clean rank environment,
+// `env` NAME=VALUE entries added); past `timeout_s` the whole group is killed and the result says timed_out.
 inline Result run_program(const std::string& program, const std::vector<std::string>& args, double timeout_s = 60,
                           const std::vector<std::string>& env = {}) {
-  char out_path[] = "/tmp/dd-cli-out-XXXXXX";
-  char err_path[] = "/tmp/dd-cli-err-XXXXXX";
-  const int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
-  if (out_fd < 0 || err_fd < 0) throw std::runtime_error("mkstemp failed");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const double start = now_s();
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    setpgid(0, 0);
-    const int null_fd = open("/dev/null", O_RDONLY);
-    dup2(null_fd, 0);
-    dup2(out_fd, 1);
-    dup2(err_fd, 2);
-    for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
-                          "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                          "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "DREAMDDP_RENDEZVOUS"})
-      unsetenv(v);
-    for (const auto& e : env) putenv(strdup(e.c_str()));
-    std::vector<std::string> store = {program};
-    store.insert(store.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& s : store) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    execvp(program.c_str(), argv.data());
-    std::fprintf(stderr, "exec %s failed\n", program.c_str());
-    _exit(127);
-  }
-  setpgid(pid, pid);  // also from the parent, so the group exists before any kill below
+  char dir[] = "/tmp/dd-cli-XXXXXX";
+  if (!mkdtemp(dir)) throw std::runtime_error("mkdtemp failed");
+  const std::string out_path = std::string(dir) + "/out", err_path = std::string(dir) + "/err";
   Result r;
-  for (;;) {
-    int st = 0;
-    const pid_t got = waitpid(pid, &st, WNOHANG);
-    if (got == pid) {
-      r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      break;
-    }
-    if (now_s() - start > timeout_s) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, &st, 0);
+  {
+    const double start = now_s();
+    testing_common::ChildProcess child(program, args, env, out_path, err_path);
+    r.status = child.wait_for(timeout_s);
+    if (r.status < 0) {
+      child.kill_group();
+      r.status = child.wait_for(10);
       r.timed_out = true;
-      r.status = 128 + SIGKILL;
-      break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    r.seconds = now_s() - start;
+    r.out = child.out();
+    r.err = child.err();
   }
-  r.seconds = now_s() - start;
-  close(out_fd);
-  close(err_fd);
-  r.out = read_file(out_path);
-  r.err = read_file(err_path);
-  unlink(out_path);
-  unlink(err_path);
+  std::filesystem::remove_all(dir);
   return r;
 }
 

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/faults/child_process.h"
+#include "tests/common/child_process.h"
 
 #ifndef DREAMDDP_BIN
 #error "DREAMDDP_BIN must name the dreamddp binary under test"
@@ -24,6 +24,9 @@ inline const std::string kBin = DREAMDDP_BIN;
 constexpr double kTimeoutS = 5;             // --timeout of every rank
 constexpr double kBoundS = kTimeoutS + 10;  // survivors must be gone within this after the fault
 
+using testing_common::ChildProcess;
+using testing_common::mono_s;
+using testing_common::slurp;
 using testing_common::TmpDir;
 
 // A long training run: it only ends through the fault the test injects.

@@ -1,5 +1,6 @@
-// A child process for the fault tests: started in its own process group with extra environment, stdout/stderr to
-// files, waited for with a deadline; the destructor SIGKILLs whatever is left so a failed test leaves nothing.
+// A child process for the process-level tests (tests/cli, tests/faults): started in its own process group with a
+// clean rank environment plus extra NAME=VALUE entries, stdin from /dev/null, stdout/stderr to files, waited for
+// with a deadline; the destructor SIGKILLs its whole group so a failed test leaves nothing running.
 #pragma once
 #include <fcntl.h>
 #include <signal.h>
@@ -17,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-namespace dd::faults {
+namespace dd::testing_common {
 
 inline double mono_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -32,7 +33,8 @@ inline std::string slurp(const std::string& path) {
 
 class ChildProcess {
  public:
-  // Rank variables of the test's own environment are dropped so only `env` (NAME=VALUE) places the child.
+  // Rank, rendezvous and job variables of the test's own environment are dropped so only `env` (NAME=VALUE) places
+  // the child. `program` without a '/' is looked up in PATH.
   ChildProcess(const std::string& program, const std::vector<std::string>& args, const std::vector<std::string>& env,
                const std::string& out_path, const std::string& err_path)
       : out_path_(out_path), err_path_(err_path) {
@@ -50,8 +52,10 @@ class ChildProcess {
       dup2(out_fd, 1);
       dup2(err_fd, 2);
       for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
-                            "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "DREAMDDP_RENDEZVOUS",
-                            "GLOO_SOCKET_IFNAME"})
+                            "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                            "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "SLURM_LOCALID",
+                            "DREAMDDP_RENDEZVOUS", "DREAMDDP_JOB", "SLURM_JOB_ID", "SLURM_STEP_ID",
+                            "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "TORCHELASTIC_RUN_ID", "GLOO_SOCKET_IFNAME"})
         unsetenv(v);
       for (const auto& e : env) putenv(strdup(e.c_str()));
       std::vector<std::string> store = {program};
@@ -59,7 +63,7 @@ class ChildProcess {
       std::vector<char*> argv;
       for (auto& s : store) argv.push_back(s.data());
       argv.push_back(nullptr);
-      execv(program.c_str(), argv.data());
+      execvp(program.c_str(), argv.data());
       std::fprintf(stderr, "exec %s failed: %s\n", program.c_str(), std::strerror(errno));
       _exit(127);
     }
@@ -80,6 +84,7 @@ class ChildProcess {
 
   pid_t pid() const { return pid_; }
   void signal(int sig) const { kill(pid_, sig); }
+  void kill_group() const { kill(-pid_, SIGKILL); }
   std::string out() const { return slurp(out_path_); }
   std::string err() const { return slurp(err_path_); }
 
@@ -117,4 +122,4 @@ class ChildProcess {
   int status_ = -1;
 };
 
-}  // namespace dd::faults
+}  // namespace dd::testing_common
