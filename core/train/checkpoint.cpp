@@ -1,5 +1,6 @@
-// Checkpoint format: "DDCKPT1\n", fingerprint, step, arenas, optimizer state, engine blob, then a CRC32 of all of
-// it (zlib), so truncation or corruption is detected before anything is loaded.
+// Checkpoint format: "DDCKPT1\n", fingerprint, step, arenas, optimizer state, engine blob, probe blob (absent in
+// files of earlier versions), then a CRC32 of all of it (zlib), so truncation or corruption is detected before
+// anything is loaded.
 #include "core/train/checkpoint.h"
 
 #include <zlib.h>
@@ -14,6 +15,7 @@
 #include "core/common/bytes.h"
 #include "core/common/error.h"
 #include "core/sync/engine.h"
+#include "core/train/sensitivity.h"
 #include "core/train/run_dir.h"
 
 namespace dd::train {
@@ -67,7 +69,7 @@ std::string checkpoint_fingerprint(const TrainConfig& c, const models::Model& m)
 }
 
 void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t step, models::Model& m,
-                      optim::Optimizer& opt, sync::SyncEngine* engine) {
+                      optim::Optimizer& opt, sync::SyncEngine* engine, const SensitivityProbe* probe) {
   ByteWriter w;
   w.put_str(checkpoint_fingerprint(cfg, m));
   w.put<int64_t>(step);
@@ -76,6 +78,7 @@ void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t s
   w.put_floats(opt.state().data(), opt.state().size());
   w.put_vec(opt.layer_steps());
   w.put_str(engine ? engine->save_state() : std::string());
+  w.put_str(probe ? probe->save_state() : std::string());
   std::string body = w.bytes();
   uint32_t crc = uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(body.data()), uInt(body.size())));
   std::string file = std::string(kMagic) + body;
@@ -125,7 +128,7 @@ int64_t checkpoint_step(const std::string& path) {
 }
 
 int64_t read_checkpoint(const std::string& path, const TrainConfig& cfg, models::Model& m, optim::Optimizer& opt,
-                        sync::SyncEngine* engine) {
+                        sync::SyncEngine* engine, SensitivityProbe* probe) {
   const std::string body = checkpoint_body(path);
   try {
     ByteReader r(body);
@@ -153,6 +156,10 @@ int64_t read_checkpoint(const std::string& path, const TrainConfig& cfg, models:
     if (engine) {
       if (eng.empty()) throw UsageError("--resume: " + path + " was written by a single-process run");
       engine->load_state(eng);
+    }
+    if (!r.done()) {
+      const std::string ps = r.get_str();
+      if (probe && !ps.empty()) probe->load_state(ps);
     }
     if (!r.done()) throw UsageError("--resume: " + path + " has trailing bytes");
     return step;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "backends/backend.h"
+#include "core/common/bytes.h"
 #include "core/common/error.h"
 #include "core/data/shuffle.h"
 #include "core/telemetry/metrics_writer.h"
@@ -82,6 +83,7 @@ struct SensitivityProbe::Impl {
   data::Batch probe;            // the fixed probe batch
   FloatBuffer ref;              // g(t0) of the open probe
   int64_t open_t0 = -1;
+  std::vector<std::pair<int32_t, std::vector<float>>> measured;  // (delay, mean cosines) of the open probe
   FloatBuffer buffers_backup;
 
   Impl(const SensitivityConfig& c, models::Model& m, Backend* b, telemetry::MetricsWriter* w)
@@ -109,6 +111,11 @@ struct SensitivityProbe::Impl {
     if (nb) std::memcpy(m.buffers().data(), buffers_backup.data(), 4 * nb);
   }
 
+  void record(int64_t t0, int delay, const std::vector<float>& cos) {
+    if (w) w->record_cosine(cfg.minibatch ? telemetry::ProbeKind::kMinibatch : telemetry::ProbeKind::kFixedBatch, t0,
+                            delay, cos);
+  }
+
   std::vector<float> cosines() {
     std::vector<float> out;
     for (auto* l : m.layers()) {
@@ -128,16 +135,22 @@ struct SensitivityProbe::Impl {
 };
 
 SensitivityProbe::SensitivityProbe(const SensitivityConfig& cfg, models::Model& m, const data::Dataset& train,
-                                   uint64_t seed, int64_t steps, Backend* b, telemetry::MetricsWriter* w)
-    : impl_(std::make_unique<Impl>(cfg, m, b, w)) {
+                                   uint64_t seed, int64_t steps, Backend* b)
+    : impl_(std::make_unique<Impl>(cfg, m, b, nullptr)) {
   impl_->starts = cfg.probe_steps(steps);
   if (!cfg.minibatch) {
     auto idx = data::fixed_subset(train.size, std::min(cfg.batch, train.size), seed ^ 0x5E15u);
     data::gather(train, idx.data(), int64_t(idx.size()), &impl_->probe);
   }
-  if (w)
-    w->declare_sensitivity(cfg.minibatch ? telemetry::ProbeKind::kMinibatch : telemetry::ProbeKind::kFixedBatch,
-                           std::vector<int32_t>(cfg.delays.begin(), cfg.delays.end()), m.num_layers());
+}
+
+void SensitivityProbe::attach(telemetry::MetricsWriter* w) {
+  auto& I = *impl_;
+  I.w = w;
+  if (!w) return;
+  w->declare_sensitivity(I.cfg.minibatch ? telemetry::ProbeKind::kMinibatch : telemetry::ProbeKind::kFixedBatch,
+                         std::vector<int32_t>(I.cfg.delays.begin(), I.cfg.delays.end()), I.m.num_layers());
+  for (const auto& [d, cos] : I.measured) I.record(I.open_t0, d, cos);
 }
 
 SensitivityProbe::~SensitivityProbe() = default;
@@ -155,17 +168,70 @@ void SensitivityProbe::before_step(int64_t step, const models::Input& minibatch)
   I.gradient(in);
   if (delay > 0) {
     auto cos = I.cosines();
-    if (I.w)
-      I.w->record_cosine(I.cfg.minibatch ? telemetry::ProbeKind::kMinibatch : telemetry::ProbeKind::kFixedBatch,
-                         I.open_t0, delay, cos);
+    I.record(I.open_t0, delay, cos);
+    I.measured.push_back({delay, std::move(cos)});
     if (delay == I.cfg.delays.back()) I.open_t0 = -1;
   }
   if (start) {
     I.ref.ensure(I.m.grads().size());
     std::memcpy(I.ref.data(), I.m.grads().data(), 4 * I.m.grads().size());
     I.open_t0 = step;
+    I.measured.clear();
   }
   I.m.grads().zero();
+}
+
+// The probe configuration a saved state belongs to.
+static std::string identity(const SensitivityConfig& c, const std::vector<int64_t>& starts, size_t grads) {
+  std::string s = c.minibatch ? "minibatch" : "fixed batch=" + std::to_string(c.batch);
+  s += " grads=" + std::to_string(grads) + " delays=";
+  for (int d : c.delays) s += std::to_string(d) + ",";
+  s += " starts=";
+  for (int64_t t : starts) s += std::to_string(t) + ",";
+  return s;
+}
+
+std::string SensitivityProbe::save_state() const {
+  const auto& I = *impl_;
+  ByteWriter w;
+  w.put_str(identity(I.cfg, I.starts, I.m.grads().size()));
+  w.put<int64_t>(I.open_t0);
+  if (I.open_t0 >= 0) {
+    w.put_floats(I.ref.data(), I.m.grads().size());
+    w.put<uint64_t>(I.measured.size());
+    for (const auto& [d, cos] : I.measured) {
+      w.put<int32_t>(d);
+      w.put_vec(cos);
+    }
+  }
+  return w.bytes();
+}
+
+void SensitivityProbe::load_state(const std::string& state) {
+  auto& I = *impl_;
+  ByteReader r(state);
+  if (r.get_str() != identity(I.cfg, I.starts, I.m.grads().size())) return;  // another probe configuration: start afresh
+  const int64_t t0 = r.get<int64_t>();
+  std::vector<std::pair<int32_t, std::vector<float>>> measured;
+  if (t0 >= 0) {
+    if (!std::binary_search(I.starts.begin(), I.starts.end(), t0))
+      throw std::runtime_error("sensitivity probe state: step " + std::to_string(t0) + " is not a probe step");
+    I.ref.ensure(I.m.grads().size());
+    r.get_floats(I.ref.data(), I.m.grads().size());
+    const uint64_t n = r.get<uint64_t>();
+    for (uint64_t i = 0; i < n && i < I.cfg.delays.size(); ++i) {
+      const int32_t d = r.get<int32_t>();
+      auto cos = r.get_vec<float>();
+      if (cos.size() != size_t(I.m.num_layers()) ||
+          std::find(I.cfg.delays.begin(), I.cfg.delays.end(), d) == I.cfg.delays.end())
+        throw std::runtime_error("sensitivity probe state is malformed (layers or delay)");
+      measured.push_back({d, std::move(cos)});
+    }
+    if (measured.size() != n) throw std::runtime_error("sensitivity probe state: more delays than configured");
+  }
+  if (!r.done()) throw std::runtime_error("sensitivity probe state has trailing bytes");
+  I.open_t0 = t0;
+  I.measured = std::move(measured);
 }
 
 }  // namespace dd::train

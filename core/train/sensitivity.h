@@ -41,10 +41,19 @@ SensitivityConfig parse_sensitivity(const std::string& spec, int64_t steps);
 class SensitivityProbe {
  public:
   SensitivityProbe(const SensitivityConfig& cfg, models::Model& m, const data::Dataset& train, uint64_t seed,
-                   int64_t steps, Backend* b, telemetry::MetricsWriter* w);
+                   int64_t steps, Backend* b);
   ~SensitivityProbe();
+  // Where the cosines go (rank 0's metrics file; null elsewhere): declares the probe's shape there and records
+  // what a loaded state had already measured. Call once, before the first before_step.
+  void attach(telemetry::MetricsWriter* w);
   // Called at the start of every training step, before its forward. `minibatch` is the step's training batch.
   void before_step(int64_t step, const models::Input& minibatch);
+  // Checkpoint support (state after a completed step): the open probe's t0, this rank's g_l(t0) and the cosines
+  // measured so far, so a resumed run finishes it exactly as the uninterrupted run would. load_state (before
+  // attach) ignores a state saved under another probe configuration and throws on a malformed one; attach then
+  // records the measured cosines again (rank 0's metrics file dropped the unfinished probe when it was imported).
+  std::string save_state() const;
+  void load_state(const std::string& state);
 
  private:
   struct Impl;

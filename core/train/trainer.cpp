@@ -146,20 +146,24 @@ nlohmann::json Trainer::run() {
   auto& cfg = I.cfg;
   auto& model = *I.model;
   Progress progress(cfg.steps, cfg.log_every);
-  // A checkpoint is checked in full (and loaded) before anything is written: a refused one changes nothing.
-  const std::string resume_file = cfg.resume.empty() ? "" : choose_checkpoint(cfg.resume, cfg.rank, I.backend);
-  const int64_t resume_after = cfg.resume.empty() ? -1 : read_checkpoint(resume_file, cfg, model, *I.opt, nullptr);
-  if (I.dev && resume_after >= 0) I.dev->from_host(model, *I.opt);
-  RunRecorder rec(cfg, model, I.backend, resume_after);  // metrics.h5 rows (continued when resuming)
-  if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get());
-  rec.set_hosts(I.engine ? I.engine->hosts() : std::vector<std::string>{});
+  // The probe first (it only picks its batch): a checkpoint's probe state is checked with everything else.
   std::unique_ptr<SensitivityProbe> probe;
   if (!cfg.sensitivity.empty())
     probe = std::make_unique<SensitivityProbe>(parse_sensitivity(cfg.sensitivity, cfg.steps), model, I.train,
-                                               cfg.seed, cfg.steps, I.backend, rec.metrics());
+                                               cfg.seed, cfg.steps, I.backend);
+  // A checkpoint is checked in full (and loaded) before anything is written: a refused one changes nothing.
+  const std::string resume_file = cfg.resume.empty() ? "" : choose_checkpoint(cfg.resume, cfg.rank, I.backend);
+  const int64_t resume_after =
+      cfg.resume.empty() ? -1 : read_checkpoint(resume_file, cfg, model, *I.opt, nullptr, probe.get());
+  if (I.dev && resume_after >= 0) I.dev->from_host(model, *I.opt);
+  RunRecorder rec(cfg, model, I.backend, resume_after);  // metrics.h5 rows (continued when resuming)
+  if (probe) probe->attach(rec.metrics());
+  if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get());
+  rec.set_hosts(I.engine ? I.engine->hosts() : std::vector<std::string>{});
   int64_t start = 0;
   if (!cfg.resume.empty()) {
-    // Again, now with the engine (its construction broadcast rank 0's parameters over the loaded ones).
+    // Again, now with the engine (its construction broadcast rank 0's parameters over the loaded ones); the
+    // probe's state is loaded already.
     start = read_checkpoint(resume_file, cfg, model, *I.opt, I.engine.get()) + 1;
     if (I.dev) I.dev->from_host(model, *I.opt);
     if (I.rank0()) progress.message("resumed from " + resume_file + " after step " + std::to_string(start - 1));
@@ -193,6 +197,8 @@ nlohmann::json Trainer::run() {
         std::string where = "no --out, no checkpoint";
         if (!cfg.out.empty()) {
           if (I.dev) I.dev->to_host(model, *I.opt);
+          // Without the probe: it has already run this step's before_step, so its state is not "after step - 1";
+          // a resume re-measures nothing of the open probe, which the metrics import drops.
           write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step - 1, model, *I.opt, I.engine.get());
           where = "checkpoint " + checkpoint_path(cfg.out, cfg.rank);
         }
@@ -263,7 +269,7 @@ nlohmann::json Trainer::run() {
     if (I.rank0()) progress.update(step, loss, sps, step_total > 0 ? exposed_total / step_total : 0, elapsed);
     if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !cfg.out.empty()) {
       if (I.dev) I.dev->to_host(model, *I.opt);
-      write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step, model, *I.opt, I.engine.get());
+      write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step, model, *I.opt, I.engine.get(), probe.get());
       // Publish the metrics up to this step too: a resume from this checkpoint continues them.
       if (auto* w = rec.metrics()) {
         w->append_event(step, "checkpoint", checkpoint_path(cfg.out, cfg.rank));

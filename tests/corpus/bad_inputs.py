@@ -557,15 +557,17 @@ def profile_cases(tmp):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Checkpoints (core/train/checkpoint.cpp): "DDCKPT1\n" + body + CRC32(body), body = fingerprint string, step,
-# params, buffers, optimizer state, layer steps, engine blob (core/common/bytes.h: u64 length prefixes).
+# params, buffers, optimizer state, layer steps, engine blob, sensitivity probe blob (core/common/bytes.h: u64
+# length prefixes). The source run probes at steps 0 and 4, so its last checkpoint (after step 5) holds an open probe.
 
-CK_ARGS = ["--model", "mlp", "--data", "synthetic", "--batch", "8", "--threads", "1"]
+CK_ARGS = ["--model", "mlp", "--data", "synthetic", "--batch", "8", "--threads", "1",
+           "--sensitivity", "delays=1/3,every=4,batch=8"]
 MAGIC = b"DDCKPT1\n"
 
 
 def make_checkpoint(binary, tmp):
     d = os.path.join(tmp, "ck_source")
-    p = subprocess.run([binary, "train"] + CK_ARGS + ["--steps", "6", "--checkpoint-every", "3", "--out", d],
+    p = subprocess.run([binary, "train"] + CK_ARGS + ["--steps", "8", "--checkpoint-every", "3", "--out", d],
                        capture_output=True, timeout=120, env=dict(os.environ, OMP_NUM_THREADS="1"))
     if p.returncode != 0:
         sys.exit("could not make the source checkpoint: %s" % p.stderr.decode()[-2000:])
@@ -591,11 +593,41 @@ def parse_body(body):
         n = u64()
         fields.append((name, body[pos:pos + n * width]))
         pos += n * width
-    n = u64()
-    fields.append(("engine", body[pos:pos + n]))
-    pos += n
+    for name in ("engine", "probe"):
+        n = u64()
+        fields.append((name, body[pos:pos + n]))
+        pos += n
     assert pos == len(body), "checkpoint layout changed (core/train/checkpoint.cpp)"
     return fields
+
+
+def parse_probe(blob):
+    """The probe blob (core/train/sensitivity.cpp save_state): identity, t0, g(t0), then (delay, cosines) pairs."""
+    n = struct.unpack_from("<Q", blob, 0)[0]
+    ident, pos = blob[8:8 + n], 8 + n
+    t0 = struct.unpack_from("<q", blob, pos)[0]
+    pos += 8
+    ng = struct.unpack_from("<Q", blob, pos)[0]
+    ref = blob[pos + 8:pos + 8 + 4 * ng]
+    pos += 8 + 4 * ng
+    count = struct.unpack_from("<Q", blob, pos)[0]
+    pos += 8
+    measured = []
+    for _ in range(count):
+        d = struct.unpack_from("<i", blob, pos)[0]
+        nc = struct.unpack_from("<Q", blob, pos + 4)[0]
+        measured.append((d, blob[pos + 12:pos + 12 + 4 * nc]))
+        pos += 12 + 4 * nc
+    assert pos == len(blob), "probe state layout changed (core/train/sensitivity.cpp)"
+    return ident, t0, ref, measured
+
+
+def build_probe(ident, t0, ref, measured, tail=b""):
+    out = struct.pack("<Q", len(ident)) + ident + struct.pack("<q", t0) + struct.pack("<Q", len(ref) // 4) + ref
+    out += struct.pack("<Q", len(measured))
+    for d, cos in measured:
+        out += struct.pack("<i", d) + struct.pack("<Q", len(cos) // 4) + cos
+    return out + tail
 
 
 def build_body(fields):
@@ -673,6 +705,36 @@ def checkpoint_cases(binary, tmp):
         add("sealed step %d" % step, seal(build_body(f2)), "step")
     f2 = [(n, d.replace(b"model=mlp", b"model=cnn") if n == "fingerprint" else d) for n, d in fields]
     add("sealed fingerprint of cnn", seal(build_body(f2)), "model")
+    # The sensitivity probe's open probe (t0 = 4, delay 1 measured at step 5).
+    ident, t0, ref, measured = parse_probe(dict(fields)["probe"])
+    assert t0 == 4 and [d for d, _ in measured] == [1], (t0, measured)
+
+    def with_probe(blob):
+        return seal(build_body([(n, blob if n == "probe" else d) for n, d in fields]))
+    add("sealed probe at a step that is no probe step", with_probe(build_probe(ident, 3, ref, measured)), "probe step")
+    add("sealed probe with an unconfigured delay", with_probe(build_probe(ident, t0, ref, [(2, measured[0][1])])),
+        "malformed")
+    add("sealed probe with cosines of another model", with_probe(build_probe(ident, t0, ref, [(1, measured[0][1][:-4])])),
+        "malformed")
+    add("sealed probe with more delays than configured", with_probe(build_probe(ident, t0, ref, measured * 3)),
+        "more delays")
+    add("sealed probe with g(t0) one float short", with_probe(build_probe(ident, t0, ref[:-4], measured)), "checkpoint")
+    add("sealed probe with trailing bytes", with_probe(build_probe(ident, t0, ref, measured, b"\x00" * 4)), "trailing")
+    add("sealed probe cut short", with_probe(dict(fields)["probe"][:-6]), "checkpoint")
+    # Controls: a checkpoint without the probe section (written before it existed) and a run probing differently
+    # both resume, starting their probes afresh.
+    def control(name, blob, args=()):
+        d = os.path.join(tmp, "ck_control_%d" % len(cases))
+        os.makedirs(d)
+        with open(os.path.join(d, "checkpoint.rank0.bin"), "wb") as f:
+            f.write(blob)
+        shutil.copy(os.path.join(src_dir, "metrics.h5"), d)
+        given = {x for x in args if x.startswith("--")}
+        base = [x for i in range(0, len(CK_ARGS), 2) if CK_ARGS[i] not in given for x in CK_ARGS[i:i + 2]]
+        cases.append(Case("checkpoint", "control: " + name, ["train"] + base + ["--steps", "8", "--resume", d] +
+                          list(args), expect=0))
+    control("checkpoint without a probe section", seal(build_body([f for f in fields if f[0] != "probe"])))
+    control("another probe configuration", good, ["--sensitivity", "delays=1/3,every=5,batch=8"])
     # Whole files of other runs: another model, seed, batch, policy, optimizer (the fingerprint names each).
     for what, args, must in [("model cnn", ["--model", "cnn"], "model"), ("model resnet20", ["--model", "resnet20"], "model"),
                              ("seed 5", ["--seed", "5"], "seed"), ("batch 16", ["--batch", "16"], "batch"),

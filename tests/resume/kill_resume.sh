@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kill -9 a 2-rank training run at a random step, resume it from its last checkpoint, and require the final
-# parameters of every rank to be bitwise equal to an uninterrupted run, and metrics.h5 /steps to hold each step
-# exactly once. Usage: kill_resume.sh DREAMDDP_BIN POLICY [MODEL]
+# parameters of every rank to be bitwise equal to an uninterrupted run, metrics.h5 /steps to hold each step
+# exactly once, and the sensitivity probes (some open across a checkpoint) to equal the uninterrupted run's bit for
+# bit. Usage: kill_resume.sh DREAMDDP_BIN POLICY [MODEL]
 set -euo pipefail
 BIN=$1
 POLICY=$2
@@ -20,7 +21,8 @@ json.dump({n: 0.002 * (len(names) - i) for i, n in enumerate(names)}, open(os.pa
 PY
 POLICY=${POLICY//@PROFILE@/$W/prof}
 ARGS=(train --model "$MODEL" --data synthetic --batch 16 --steps $STEPS --threads 1 --policy "$POLICY"
-      --eval-every 10 --eval-samples 64 --log-every 1 --timeout 30)
+      --eval-every 10 --eval-samples 64 --log-every 1 --timeout 30
+      --sensitivity delays=1/2/4,every=5,first=2,batch=64)  # probes 2, 7, 12, ...: one is open at every checkpoint
 
 "$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/ref" --save-params "$W/ref/p%r.bin" > /dev/null 2>&1
 
@@ -44,10 +46,14 @@ echo "killed at step ~$KILL_AT; resuming"
 for r in 0 1; do
   cmp "$W/ref/p$r.bin" "$W/run/p$r.bin" || { echo "rank $r parameters differ from the uninterrupted run"; exit 1; }
 done
-/usr/bin/python3 - "$W/run/metrics.h5" $STEPS <<'PY'
-import h5py, sys
-f = h5py.File(sys.argv[1], "r")
+/usr/bin/python3 - "$W/run/metrics.h5" $STEPS "$W/ref/metrics.h5" <<'PY'
+import h5py, numpy as np, sys
+f, ref = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[3], "r")
 steps = list(f["steps"]["step"])
 assert steps == list(range(int(sys.argv[2]))), steps
+for name in ("sensitivity/probe_steps", "sensitivity/cosine"):
+    a, b = f[name][:], ref[name][:]
+    assert a.shape == b.shape and a.tobytes() == b.tobytes(), f"{name} differs from the uninterrupted run:\n{a}\n{b}"
+assert list(f["sensitivity/probe_steps"][:]) == [2, 7, 12, 17, 22, 27, 32], f["sensitivity/probe_steps"][:]
 PY
 echo "OK: $POLICY resumed bitwise equal"
