@@ -16,6 +16,8 @@ namespace dd::telemetry {
 namespace {
 
 using testing::column_names;
+using testing::read_scalar_attr;
+using testing::read_string_attr;
 using testing::read_table;
 using testing::rows_of;
 using testing::ScratchDir;
@@ -33,24 +35,6 @@ StepRow make_step(int64_t i) {
   r.bytes_sent = 1000 * i;
   r.samples_per_s = 512.0;
   return r;
-}
-
-std::string read_string_attr(hid_t obj, const char* key) {
-  Hid a(h5check(H5Aopen(obj, key, H5P_DEFAULT), key));
-  Hid t = vlen_string_type();
-  char* s = nullptr;
-  h5check_status(H5Aread(a, t, &s), key);
-  std::string out(s);
-  H5free_memory(s);
-  return out;
-}
-
-template <class T>
-T read_scalar_attr(hid_t obj, const char* key, hid_t type) {
-  Hid a(h5check(H5Aopen(obj, key, H5P_DEFAULT), key));
-  T v{};
-  h5check_status(H5Aread(a, type, &v), key);
-  return v;
 }
 
 // Writes one run exercising every table; returns the file path.

@@ -21,6 +21,8 @@
 namespace dd::telemetry {
 namespace {
 
+using testing::read_scalar_attr;
+using testing::read_string_attr;
 using testing::read_table;
 using testing::rows_of;
 using testing::ScratchDir;
@@ -97,24 +99,6 @@ MetricsWriterOptions resume_opts(int64_t after) {
   o.background = false;
   o.resume_after_step = after;
   return o;
-}
-
-std::string read_string_attr(hid_t obj, const char* key) {
-  Hid a(h5check(H5Aopen(obj, key, H5P_DEFAULT), key));
-  Hid t = vlen_string_type();
-  char* s = nullptr;
-  h5check_status(H5Aread(a, t, &s), key);
-  std::string out(s);
-  H5free_memory(s);
-  return out;
-}
-
-template <class T>
-T read_scalar_attr(hid_t obj, const char* key, hid_t type) {
-  Hid a(h5check(H5Aopen(obj, key, H5P_DEFAULT), key));
-  T v{};
-  h5check_status(H5Aread(a, type, &v), key);
-  return v;
 }
 
 std::vector<std::string> read_string_list_attr(hid_t obj, const char* key) {

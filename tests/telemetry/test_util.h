@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/telemetry/hdf5_handle.h"
+#include "core/telemetry/hdf5_types.h"
 
 namespace dd::telemetry::testing {
 
@@ -53,6 +54,25 @@ inline std::vector<std::string> column_names(hid_t file, const char* name) {
     H5free_memory(n);
   }
   return out;
+}
+
+// A scalar string attribute (variable-length UTF-8) and a scalar numeric one.
+inline std::string read_string_attr(hid_t obj, const char* key) {
+  Hid a(h5check(H5Aopen(obj, key, H5P_DEFAULT), key));
+  Hid t = vlen_string_type();
+  char* s = nullptr;
+  h5check_status(H5Aread(a, t, &s), key);
+  std::string out(s);
+  H5free_memory(s);
+  return out;
+}
+
+template <class T>
+T read_scalar_attr(hid_t obj, const char* key, hid_t type) {
+  Hid a(h5check(H5Aopen(obj, key, H5P_DEFAULT), key));
+  T v{};
+  h5check_status(H5Aread(a, type, &v), key);
+  return v;
 }
 
 }  // namespace dd::telemetry::testing
