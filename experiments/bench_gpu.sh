@@ -12,6 +12,7 @@
 # no GPU); a missing PyTorch with CUDA is reported ("peer: torch with CUDA not available") and leaves the
 # ratio n/a, not a failure.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" bench_gpu
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -21,7 +22,6 @@ warmup=${WARMUP:-10}
 iters=${ITERS:-50}
 peer_script=${PEER_GPU_STEP:-$here/peer_gpu_step.py}
 target=1.5
-die() { echo "bench_gpu: $*" >&2; exit 2; }
 [[ -x $bin ]] || die "no bench_gpu_step at $bin (build target bench_gpu_step, or set BENCH_GPU_BIN)"
 for v in "$batch" "$iters" "$warmup"; do [[ $v =~ ^[0-9]+$ ]] || die "BATCH, WARMUP, ITERS must be integers"; done
 

@@ -13,6 +13,7 @@
 # beside or above the repository), REPS, BENCH_STRICT=1 (exit 1 when a target is missed).
 # OPENBLAS_CORETYPE and the BLAS that PyTorch loads are left as the environment has them (both are reported).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" bench_step
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -26,8 +27,7 @@ if [[ -z $peer ]]; then
     [[ -f $c ]] && { peer=$(cd "$(dirname "$c")" && pwd)/$(basename "$c"); break; }
   done
 fi
-die() { echo "bench_step: $*" >&2; exit 2; }
-[[ -x $bin ]] || die "no dreamddp binary at $bin (build it, or set DREAMDDP_BIN)"
+need_bin "$bin" "build it, or set DREAMDDP_BIN"
 [[ -n $peer && -f $peer ]] || die "PyTorch peer torch_ddp.py not found (looked in $root/shared/peers and $root/../shared/peers; set TORCH_PEER)"
 $py -c 'import torch' 2>/dev/null || die "python3-torch is not installed (make deps-peer)"
 [[ $reps =~ ^[1-9][0-9]*$ ]] || die "REPS must be a positive integer, got '$reps'"

@@ -16,12 +16,13 @@
 # On two busy CPU cores cnn at batch 32 costs ~0.4 s per step with 4 ranks: ~5 min per policy with evaluations
 # (every steps/5, on the first 5000 test images, the same for every policy).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" convergence.sh
 cd "$(dirname "$0")/.."
 
 MODEL=cnn STEPS=1000 BATCH=32 RANKS=4 EVAL_EVERY=0 EVAL_SAMPLES=5000 LR=0.02 SEED=0 NETEM="" OUT=runs/convergence
 POLICIES="ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8 hybrid" BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
-die() { echo "convergence.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
+  need_value -h --help -- "$@"
   case $1 in
     --model) MODEL=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
@@ -35,17 +36,15 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --policies) POLICIES=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    -h|--help) usage_from_header; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
-for v in STEPS BATCH RANKS; do [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"; done
-[[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be a non-negative integer"
-[[ "$EVAL_EVERY" =~ ^[0-9]+$ ]] || die "--eval-every must be a non-negative integer"
-[[ "$EVAL_SAMPLES" =~ ^[0-9]+$ ]] || die "--eval-samples must be a non-negative integer"
+need_positive STEPS BATCH RANKS
+need_nonneg SEED EVAL_EVERY EVAL_SAMPLES
 [ "$EVAL_EVERY" = 0 ] && EVAL_EVERY=$(( STEPS / 5 > 0 ? STEPS / 5 : 1 ))
 case $MODEL in mlp|cnn|resnet20) DATA=fashion-mnist ;; gpt-mini) DATA=text ;; *) die "--model: unknown model '$MODEL'" ;; esac
-[ -x "$BIN" ] || die "no dreamddp binary at $BIN (build it: make build, or pass --bin / DREAMDDP_BIN)"
+need_bin "$BIN"
 NET=() NETNAME=loopback
 if [ -n "$NETEM" ]; then NET=(--netem "$NETEM"); NETNAME=$NETEM; fi
 EXTRA=()

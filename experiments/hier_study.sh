@@ -8,13 +8,13 @@
 #                             [--hier hier:nodes=auto] [--flat dreamddp:h=8] [--bin build/dreamddp] [--out runs/hier]
 # --acc-steps 0 skips the accuracy runs. A run folder that exists is never overwritten (OUT gets a time suffix).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" hier_study.sh
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 NETS="1gbit 100mbit" STEPS=150 REPEATS=2 ACC_STEPS=1000 HIER=hier:nodes=auto FLAT=dreamddp:h=8
 BIN=${DREAMDDP_BIN:-$REPO/build/dreamddp} OUT=$REPO/runs/hier
-die() { echo "hier_study.sh: $*" >&2; exit 2; }
 abs() { if [[ "$1" = /* ]]; then echo "$1"; else echo "$PWD/$1"; fi; }
 while [ $# -gt 0 ]; do
-  [ $# -ge 2 ] || die "$1 needs a value"
+  need_value -- "$@"
   case $1 in
     --nets) NETS=$2 ;; --steps) STEPS=$2 ;; --repeats) REPEATS=$2 ;; --acc-steps) ACC_STEPS=$2 ;;
     --hier) HIER=$2 ;; --flat) FLAT=$2 ;; --bin) BIN=$(abs "$2") ;; --out) OUT=$(abs "$2") ;;
@@ -22,9 +22,9 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
-for v in STEPS REPEATS; do [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"; done
-[[ "$ACC_STEPS" =~ ^[0-9]+$ ]] || die "--acc-steps must be a non-negative integer"
-[ -x "$BIN" ] || die "no dreamddp binary at $BIN (make build, or --bin)"
+need_positive STEPS REPEATS
+need_nonneg ACC_STEPS
+need_bin "$BIN" "make build, or --bin"
 [ "$(id -u)" = 0 ] || die "the emulated cluster needs root (network namespaces)"
 [ -e "$OUT" ] && OUT="$OUT.$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$OUT"

@@ -13,13 +13,14 @@
 # iteration of ddp, localsgd, plsgd, dreamddp, bound, solve time) and OUT/summary.txt; figures in OUT/figures/.
 # An existing OUT is moved to OUT.<time> first.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" schedule_study.sh
 cd "$(dirname "$0")/.."
 
 PROFILES=$(ls -d data/dreamddp-profiles/*/ 2>/dev/null | sed 's:/$::' | tr '\n' ' ')
 H_PAPER=10 H_SELF=8 MODELS="gpt-mini resnet20" RANKS=4 NETEM="" BATCH="" PROFILE_STEPS=10 FILLIN=0
 OUT=runs/schedule BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
-die() { echo "schedule_study.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
+  need_value --fillin -h --help -- "$@"
   case $1 in
     --profiles) PROFILES=$2; shift 2 ;;
     --h-paper) H_PAPER=$2; shift 2 ;;
@@ -32,13 +33,13 @@ while [ $# -gt 0 ]; do
     --fillin) FILLIN=1; shift ;;
     --out) OUT=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    -h|--help) usage_from_header; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
-for v in H_PAPER H_SELF RANKS PROFILE_STEPS; do [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "${v,,} must be a positive integer"; done
-[ -z "$BATCH" ] || [[ "$BATCH" =~ ^[1-9][0-9]*$ ]] || die "--batch must be a positive integer"
-[ -x "$BIN" ] || die "no dreamddp binary at $BIN (build it: make build, or pass --bin / DREAMDDP_BIN)"
+need_positive --raw-name H_PAPER H_SELF RANKS PROFILE_STEPS
+need_positive --optional BATCH
+need_bin "$BIN"
 for p in $PROFILES; do [ -f "$p/bp.json" ] && [ -f "$p/comm.json" ] || die "$p: no bp.json/comm.json"; done
 
 if [ -e "$OUT" ]; then

@@ -17,12 +17,13 @@
 # OUT.<time> first (nothing is overwritten). Defaults fit two CPU cores (~20-25 min in all on a busy machine):
 # one process with --threads 2 (--ranks R > 1: R ranks under `dreamddp launch`, cosine is then the mean over ranks).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sensitivity.sh
 cd "$(dirname "$0")/.."
 
 STEPS="" EVERY="" PROBE_BATCH="" MODELS="cnn resnet20 gpt-mini"
 MINIBATCH=1 RANKS=1 THREADS=2 OUT=runs/sensitivity BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
-die() { echo "sensitivity.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
+  need_value --no-minibatch -h --help -- "$@"
   case $1 in
     --steps) STEPS=$2; shift 2 ;;
     --every) EVERY=$2; shift 2 ;;
@@ -33,17 +34,15 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    -h|--help) usage_from_header; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
-for v in STEPS EVERY PROBE_BATCH RANKS THREADS; do
-  [ -z "${!v}" ] || [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "${v,,} must be a positive integer (got '${!v}')"
-done
+need_positive --optional --got --raw-name STEPS EVERY PROBE_BATCH RANKS THREADS
 for m in $MODELS; do
   case $m in cnn|resnet20|gpt-mini|mlp) ;; *) die "--models: unknown model '$m' (cnn resnet20 gpt-mini mlp)" ;; esac
 done
-[ -x "$BIN" ] || die "no dreamddp binary at $BIN (build it: make build, or pass --bin / DREAMDDP_BIN)"
+need_bin "$BIN"
 
 if [ -e "$OUT" ]; then
   keep="$OUT.$(date +%Y%m%d-%H%M%S)"

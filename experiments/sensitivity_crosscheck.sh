@@ -13,13 +13,13 @@
 # as R ranks (dreamddp launch, ddp) and simulates R ddp ranks in PyTorch. Output: OUT/crosscheck.txt (the tables),
 # OUT/crosscheck.json; exit status that of torch_sensitivity.py (1: the exact check failed).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sensitivity_crosscheck.sh
 cd "$(dirname "$0")/.."
 
 STEPS=200 BATCH=64 EVERY=40 PROBE_BATCH=1024 EXACT_PROBES=2 RANKS=1 THREADS=2
 OUT=runs/sensitivity_crosscheck BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
-die() { echo "sensitivity_crosscheck.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
-  [ $# -ge 2 ] || case $1 in -h|--help) ;; *) die "option '$1' needs a value" ;; esac
+  has_value -h --help -- "$@" || die "option '$1' needs a value"
   case $1 in
     --steps) STEPS=$2; shift 2 ;;
     --batch) BATCH=$2; shift 2 ;;
@@ -30,14 +30,12 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    -h|--help) usage_from_header; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
-for v in STEPS BATCH EVERY PROBE_BATCH EXACT_PROBES RANKS THREADS; do
-  [[ ${!v} =~ ^[0-9]+$ ]] || die "--$(echo "$v" | tr 'A-Z_' 'a-z-') must be a non-negative integer (got '${!v}')"
-done
-[ -x "$BIN" ] || die "no dreamddp binary at $BIN (build it, or pass --bin)"
+need_nonneg --got STEPS BATCH EVERY PROBE_BATCH EXACT_PROBES RANKS THREADS
+need_bin "$BIN" "build it, or pass --bin"
 "$PY" -c 'import torch, h5py' 2>/dev/null || die "$PY lacks torch or h5py (Debian python3-torch, python3-h5py)"
 mkdir -p "$OUT"
 

@@ -14,12 +14,13 @@
 # without --out); table in OUT/summary.txt and OUT/overhead.json. An existing OUT is moved to OUT.<time> first.
 # The first pair is a warm-up (page cache, CPU frequency) and is reported but not used.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" telemetry_overhead.sh
 cd "$(dirname "$0")/.."
 
 MODEL=mlp POLICY=dreamddp:h=8 RANKS=4 STEPS=200 BATCH=64 REPEATS=5 THREADS=1 OUT=runs/telemetry
 BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
-die() { echo "telemetry_overhead.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
+  need_value -h --help -- "$@"
   case $1 in
     --model) MODEL=$2; shift 2 ;;
     --policy) POLICY=$2; shift 2 ;;
@@ -30,13 +31,13 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    -h|--help) usage_from_header; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
-for v in RANKS STEPS BATCH REPEATS THREADS; do [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"; done
+need_positive RANKS STEPS BATCH REPEATS THREADS
 case $MODEL in mlp|cnn|resnet20) DATA=fashion-mnist ;; gpt-mini) DATA=text ;; *) die "--model: unknown model '$MODEL'" ;; esac
-[ -x "$BIN" ] || die "no dreamddp binary at $BIN (build it: make build, or pass --bin / DREAMDDP_BIN)"
+need_bin "$BIN"
 
 if [ -e "$OUT" ]; then
   keep="$OUT.$(date +%Y%m%d-%H%M%S)"

@@ -17,6 +17,7 @@
 # system BLAS if it is OpenBLAS, else an OpenBLAS unpacked (not installed) under ~/.cache/dreamddp/openblas,
 # fetching it with `apt-get download libopenblas0-pthread` if needed; `system` forces the system's BLAS.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" throughput.sh
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 
 # Defaults are relative to the repository root; paths given on the command line to the caller's directory.
@@ -24,10 +25,9 @@ STEPS=200 NETS="1gbit 10gbit" MODELS=mlp OUT=runs/throughput REPEATS=1 RANKS=4 B
 POLICIES="ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8" PEER_ALGOS="ddp localsgd" LOOPBACK=0
 BIN=${DREAMDDP_BIN:-build/dreamddp} PEER=${DREAMDDP_PEER:-$REPO/../shared/peers/torch_ddp.py} PEER_BLAS=auto
 PY=/usr/bin/python3
-die() { echo "throughput.sh: $*" >&2; exit 2; }
 abs() { if [[ "$1" = /* ]]; then echo "$1"; else echo "$PWD/$1"; fi; }
 while [ $# -gt 0 ]; do
-  [ $# -ge 2 ] || [[ "$1" = --loopback || "$1" = -h || "$1" = --help ]] || die "$1 needs a value"
+  need_value --loopback -h --help -- "$@"
   case $1 in
     --steps) STEPS=$2; shift 2 ;;
     --nets) NETS=$2; shift 2 ;;
@@ -42,15 +42,15 @@ while [ $# -gt 0 ]; do
     --policies) POLICIES=$2; shift 2 ;;
     --peer-algos) PEER_ALGOS=$2; shift 2 ;;
     --loopback) LOOPBACK=1; shift ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    -h|--help) usage_from_header; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
 cd "$REPO"
 [ -n "$POLICIES" ] || die "--policies is empty"
 for a in $PEER_ALGOS; do [[ "$a" = ddp || "$a" = localsgd ]] || die "--peer-algos: '$a' is not ddp or localsgd"; done
-for v in STEPS REPEATS RANKS BATCH; do [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v,,} must be a positive integer"; done
-[ -x "$BIN" ] || die "no dreamddp binary at $BIN (build it: make build, or pass --bin / DREAMDDP_BIN)"
+need_positive STEPS REPEATS RANKS BATCH
+need_bin "$BIN"
 if [ -n "$PEER_ALGOS" ]; then
   [ -f "$PEER" ] || die "no PyTorch peer at $PEER (pass --peer or DREAMDDP_PEER)"
   $PY -c 'import torch' 2>/dev/null || die "the peer needs python3-torch (make deps-peer)"

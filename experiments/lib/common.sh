@@ -1,0 +1,69 @@
+# shellcheck shell=bash
+# experiments/lib/common.sh: the argument checks the experiment scripts share, sourced as
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" NAME
+# NAME is the prefix of the script's messages ("sensitivity.sh", "bench_step"): passed, not taken from $0, so a
+# script keeps its wording however it is invoked. Source it before any cd (it resolves "$0" to an absolute path).
+
+SCRIPT_NAME=${1:?"experiments/lib/common.sh: source it with the script's name as argument"}
+# The script's absolute path, so --help works after the script has cd'd elsewhere.
+SCRIPT_PATH=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+
+# die MESSAGE...: the usage-error exit every script shares (status 2, message on stderr).
+die() { echo "$SCRIPT_NAME: $*" >&2; exit 2; }
+
+# usage_from_header: print the script's leading comment block (after the #! line) without the '# '.
+usage_from_header() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$SCRIPT_PATH"; }
+
+# has_value [FLAG...] -- OPT [ARG...]: true when OPT has a word after it or is one of the FLAGs (options that
+# take no value). Call it as `has_value FLAGS -- "$@"` at the top of the option loop.
+has_value() {
+  local flags=() f
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do flags+=("$1"); shift; done
+  shift
+  [ $# -ge 2 ] && return 0
+  for f in "${flags[@]}"; do [ "${1-}" = "$f" ] && return 0; done
+  return 1
+}
+
+# need_value [FLAG...] -- "$@": die "OPT needs a value" when has_value says no.
+need_value() {
+  has_value "$@" && return 0
+  while [ "$1" != -- ]; do shift; done
+  die "$2 needs a value"
+}
+
+# need_bin PATH [HINT]: die unless PATH is an executable dreamddp binary; HINT says how to get one.
+need_bin() {
+  [ -x "$1" ] || die "no dreamddp binary at $1 (${2:-build it: make build, or pass --bin / DREAMDDP_BIN})"
+}
+
+# need_positive [--optional] [--got] [--raw-name] VAR...: die "--var-name must be a positive integer" unless every
+# $VAR is one (VAR_NAME is named as its option, --var-name). The options keep the older scripts' wording:
+#   --optional  an empty value passes (the option was not given)
+#   --got       the message ends " (got 'VALUE')"
+#   --raw-name  the message names var_name (the variable in lower case) rather than the option
+# need_nonneg: the same for non-negative integers.
+need_positive() { _need_int '^[1-9][0-9]*$' positive "$@"; }
+need_nonneg() { _need_int '^[0-9]+$' non-negative "$@"; }
+
+_need_int() {
+  local re=$1 kind=$2 optional=0 got=0 raw=0 v name
+  shift 2
+  while [[ ${1-} == --* ]]; do
+    case $1 in
+      --optional) optional=1 ;;
+      --got) got=1 ;;
+      --raw-name) raw=1 ;;
+      *) die "need_positive/need_nonneg: unknown option '$1'" ;;
+    esac
+    shift
+  done
+  for v in "$@"; do
+    if [ "$optional" = 1 ] && [ -z "${!v}" ]; then continue; fi
+    if [[ ${!v} =~ $re ]]; then continue; fi
+    name=${v,,}
+    [ "$raw" = 1 ] || name=--${name//_/-}
+    if [ "$got" = 1 ]; then die "$name must be a $kind integer (got '${!v}')"; fi
+    die "$name must be a $kind integer"
+  done
+}
