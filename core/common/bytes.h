@@ -23,7 +23,7 @@ class ByteWriter {
   }
   void put_floats(const float* p, size_t n) {
     put<uint64_t>(n);
-    s_.append(reinterpret_cast<const char*>(p), 4 * n);
+    if (n) s_.append(reinterpret_cast<const char*>(p), 4 * n);  // p may be null when n == 0
   }
   void put_str(const std::string& v) {
     put<uint64_t>(v.size());
@@ -66,7 +66,7 @@ class ByteReader {
     uint64_t m = get<uint64_t>();
     if (m != n) throw std::runtime_error("size mismatch: stored " + std::to_string(m) + " floats, expected " + std::to_string(n));
     need(4 * n);
-    std::memcpy(p, p_, 4 * n);
+    if (n) std::memcpy(p, p_, 4 * n);  // p may be null when n == 0 (a model without buffers)
     p_ += 4 * n;
   }
   std::string get_str() {

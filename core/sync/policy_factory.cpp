@@ -43,7 +43,8 @@ std::vector<PolicySwitch> parse_switches(const std::vector<std::string>& v) {
       throw UsageError("--switch '" + s + "': expected STEP:SPEC, e.g. 500:ddp");
     char* end = nullptr;
     errno = 0;
-    long long step = std::strtoll(s.substr(0, colon).c_str(), &end, 10);
+    const std::string step_text = s.substr(0, colon);  // outlives `end`, which points into it
+    long long step = std::strtoll(step_text.c_str(), &end, 10);
     if (!end || *end || step < 0 || errno == ERANGE)
       throw UsageError("--switch '" + s + "': STEP must be a non-negative integer");
     std::string spec = s.substr(colon + 1);

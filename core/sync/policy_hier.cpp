@@ -30,9 +30,12 @@ class HierPolicy : public Policy {
       auto x = nodes_.find('x');
       char* e1 = nullptr;
       char* e2 = nullptr;
+      // The parts outlive e1/e2, which point into them.
+      const std::string a = x == std::string::npos ? "" : nodes_.substr(0, x);
+      const std::string b = x == std::string::npos ? "" : nodes_.substr(x + 1);
       if (x != std::string::npos) {
-        a_ = std::strtol(nodes_.substr(0, x).c_str(), &e1, 10);
-        b_ = std::strtol(nodes_.substr(x + 1).c_str(), &e2, 10);
+        a_ = std::strtol(a.c_str(), &e1, 10);
+        b_ = std::strtol(b.c_str(), &e2, 10);
       }
       if (x == std::string::npos || *e1 || *e2 || a_ < 1 || b_ < 1)
         throw UsageError("--policy hier: nodes=" + nodes_ + " (expected AxB, e.g. 2x2, or auto)");
