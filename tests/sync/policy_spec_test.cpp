@@ -27,6 +27,25 @@ TEST(PolicySpec, BadSpecsAreUsageErrors) {
   EXPECT_THROW(make_policy(PolicySpec::parse("dreamddp:profile=/nonexistent")), dd::UsageError);
 }
 
+// Parsed in the unit tests so ASan sees it too (the STEP parser once read a destroyed temporary).
+TEST(PolicySpec, SwitchesParseSortAndRefuseBadSteps) {
+  auto sw = parse_switches({"20:localsgd:k=2", "5:ddp"});
+  ASSERT_EQ(sw.size(), 2u);
+  EXPECT_EQ(sw[0].step, 5);
+  EXPECT_EQ(sw[0].spec, "ddp");
+  EXPECT_EQ(sw[1].step, 20);
+  EXPECT_EQ(sw[1].spec, "localsgd:k=2");
+  for (const char* bad : {"ddp", ":ddp", "x:ddp", "-1:ddp", "5x:ddp", "99999999999999999999:ddp", "5:nosuch"})
+    EXPECT_THROW(parse_switches({bad}), dd::UsageError) << bad;
+}
+
+TEST(PolicySpec, HierNodes) {
+  EXPECT_NO_THROW(make_policy(PolicySpec::parse("hier:nodes=2x3")));
+  EXPECT_NO_THROW(make_policy(PolicySpec::parse("hier:nodes=auto")));
+  for (const char* bad : {"hier:nodes=2", "hier:nodes=x2", "hier:nodes=2x", "hier:nodes=0x2", "hier:nodes=2x2x"})
+    EXPECT_THROW(make_policy(PolicySpec::parse(bad)), dd::UsageError) << bad;
+}
+
 TEST(Policies, BaselineDecisions) {
   std::vector<LayerMeta> layers;
   for (int i = 0; i < 8; ++i) layers.push_back({"l" + std::to_string(i), "linear", 100, 400});
