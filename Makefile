@@ -32,7 +32,7 @@ test-sanitize: deps
 	cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Debug -DDREAMDDP_SANITIZE=ON -DDREAMDDP_NO_CUDA=ON >/dev/null
 	cmake --build build-san -j$(JOBS)
 	cd build-san && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  ctest --output-on-failure -L unit -j$(JOBS) --timeout 900
+	  ctest --output-on-failure -L 'unit|sanitize' -j$(JOBS) --timeout 900
 
 demo: build
 	bash experiments/demo.sh
