@@ -186,8 +186,11 @@ static std::string identity(const SensitivityConfig& c, const std::vector<int64_
   std::string s = c.minibatch ? "minibatch" : "fixed batch=" + std::to_string(c.batch);
   s += " grads=" + std::to_string(grads) + " delays=";
   for (int d : c.delays) s += std::to_string(d) + ",";
-  s += " starts=";
-  for (int64_t t : starts) s += std::to_string(t) + ",";
+  // The probe steps as count + FNV-1a hash: a long run has many, and the identity is stored in every checkpoint.
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t t : starts)
+    for (int i = 0; i < 8; ++i) h = (h ^ ((uint64_t(t) >> (8 * i)) & 0xff)) * 1099511628211ull;
+  s += " starts=" + std::to_string(starts.size()) + ":" + std::to_string(h);
   return s;
 }
 
