@@ -107,7 +107,7 @@ RunRecorder::~RunRecorder() = default;
 telemetry::MetricsWriter* RunRecorder::metrics() { return impl_->w.get(); }
 
 void RunRecorder::set_hosts(const std::vector<std::string>& hosts) {
-  if (impl_->w && !hosts.empty()) impl_->w->set_attribute("hosts", hosts);
+  if (impl_->w) impl_->w->set_attribute("hosts", hosts.empty() ? std::vector<std::string>{host_name()} : hosts);
 }
 
 void RunRecorder::step(const telemetry::StepRow& r) {

@@ -48,7 +48,7 @@ class RunRecorder {
   // resume_after >= 0: continue OUT/metrics.h5, keeping its rows up to that step.
   RunRecorder(const TrainConfig& cfg, models::Model& m, Backend* b, int64_t resume_after = -1);
   ~RunRecorder();
-  // Host name of every rank (root attribute "hosts"), known once the engine has gathered them.
+  // Host name of every rank (root attribute "hosts"), known once the engine has gathered them; empty: this host.
   void set_hosts(const std::vector<std::string>& hosts);
   void step(const telemetry::StepRow& r);
   telemetry::MetricsWriter* metrics();  // null on ranks other than 0
