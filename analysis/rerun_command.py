@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""Prints the dreamddp command that reruns a run, from its metrics.h5 alone (the root attributes hold the full,
+resolved train configuration: DESIGN.md "Telemetry").
+
+  rerun_command.py RUN/metrics.h5 [--out DIR] [--bin PATH] [--save-params PATTERN]
+
+Several ranks become `dreamddp launch -n WORLD -- train ...` (local ranks; on a cluster take the train part).
+Left out on purpose: --resume, --config (its values are among the attributes), --rendezvous and --iface (where the
+ranks met, not what they computed), --control-file (its switches are in /events, kind "switch": add them as
+--switch STEP:SPEC). Exit 2 with one line on stderr for a file that is not a dreamddp metrics file.
+"""
+import argparse
+import shlex
+import sys
+
+# Attribute -> option, in the order `dreamddp train --help` lists them. kind: s string, i int, f float, b flag.
+OPTIONS = [
+    ("model", "s"), ("data", "s"), ("data_dir", "s"), ("policy", "s"), ("backend", "s"), ("device", "s"),
+    ("batch", "i"), ("steps", "i"), ("lr", "f"), ("momentum", "f"), ("nesterov", "b"), ("weight_decay", "f"),
+    ("optimizer", "s"), ("lr_schedule", "s"), ("warmup", "i"), ("seed", "s"), ("eval_every", "i"),
+    ("eval_samples", "i"), ("checkpoint_every", "i"), ("sensitivity", "s"), ("timeout", "f"), ("threads", "i"),
+    ("log_every", "i"), ("check_collectives", "b"), ("staleness_lr", "f"), ("avg_optimizer_state", "b"),
+    ("immediate_update", "b"), ("anomaly", "s"), ("anomaly_spike", "f"), ("anomaly_window", "i"),
+    ("inject_nan", "i"), ("bucket_cap_mb", "i"), ("first_bucket_mb", "f"),
+]
+
+
+def fail(msg):
+    print("rerun_command.py: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def text(v):
+    if isinstance(v, bytes):
+        return v.decode()
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float):
+        return repr(v)  # shortest text that reads back as the same double
+    return str(v)
+
+
+def command(attrs, binary, out, save_params):
+    missing = [k for k, _ in OPTIONS + [("world", "i")] if k not in attrs]
+    if missing:
+        fail("the file lacks the configuration attributes %s (written by an older dreamddp?)" % ", ".join(missing))
+    args = []
+    for key, kind in OPTIONS:
+        v = attrs[key]
+        opt = "--" + key.replace("_", "-")
+        if kind == "b":
+            if int(v):
+                args.append(opt)
+        elif key == "staleness_lr":
+            if float(v) > 0:
+                args += [opt, text(v)]
+        elif key == "inject_nan":
+            if int(v) >= 0:
+                args += [opt, text(v)]
+        elif key == "sensitivity":
+            if text(v):
+                args.append(opt + "=" + text(v))  # one word: the option's value is optional
+        elif key == "data_dir":
+            if text(v):
+                args += [opt, text(v)]
+        else:
+            args += [opt, text(v)]
+    for sw in attrs.get("switches", []):
+        args += ["--switch", text(sw)]
+    args += ["--out", out]
+    if save_params:
+        args += ["--save-params", save_params]
+    world = int(attrs["world"])
+    head = [binary, "launch", "-n", str(world), "--", "train"] if world > 1 else [binary, "train"]
+    return " ".join(shlex.quote(a) for a in head + args)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("metrics")
+    ap.add_argument("--out", default="runs/rerun", help="--out of the new run (default runs/rerun)")
+    ap.add_argument("--bin", default="build/dreamddp")
+    ap.add_argument("--save-params", default="", help="also pass --save-params PATTERN")
+    a = ap.parse_args()
+    try:
+        import h5py
+    except ImportError:
+        fail("needs h5py (Debian's /usr/bin/python3 with python3-h5py)")
+    try:
+        with h5py.File(a.metrics, "r") as f:
+            attrs = dict(f.attrs)
+    except (OSError, ValueError) as e:
+        fail("%s: not a readable HDF5 file (%s)" % (a.metrics, e))
+    if "telemetry_schema_version" not in attrs:
+        fail("%s: not a dreamddp metrics file (no telemetry_schema_version attribute)" % a.metrics)
+    print(command(attrs, a.bin, a.out, a.save_params))
+
+
+if __name__ == "__main__":
+    main()
