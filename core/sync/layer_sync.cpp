@@ -260,9 +260,7 @@ class LayerSync : public SyncEngine {
     plan_version_ = policy_->plan_version();
     const int L = m_.num_layers();
     signals_on_ = policy_->wants_signals();
-    if (signals_on_ && dp_->on_device())
-      throw UsageError("--policy " + spec + ": reads local gradient statistics on the host every step; with "
-                       "--device cuda use ddp, localsgd, plsgd, dreamddp, fixed or staleness");
+    check_policy_fits_device(*policy_, spec, dp_->on_device());
     if (signals_on_) {
       prev_grads_.resize(size_t(a_.num_params));
       signals_.grad_norm.assign(L, 0);

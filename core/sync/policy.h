@@ -89,6 +89,10 @@ class Policy {
 // ddp, localsgd:k=K, plsgd:h=H, dreamddp:h=H[,profile=DIR][,fillin=1][,profile_steps=N], and registered ones.
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec);
 
+// The GPU data path keeps gradients on the device: a policy that reads local gradient statistics on the host every
+// step (wants_signals) is refused there. Throws dd::UsageError naming `spec` when `on_device`.
+void check_policy_fits_device(const Policy& p, const std::string& spec, bool on_device);
+
 // --switch STEP:SPEC values, validated (each SPEC builds a policy) and sorted by step. Throws dd::UsageError.
 struct PolicySwitch {
   int64_t step;

@@ -35,6 +35,12 @@ std::unique_ptr<Policy> make_policy(const PolicySpec& s) {
   throw UsageError("--policy: unknown policy '" + s.name + "' (known: " + known + ")");
 }
 
+void check_policy_fits_device(const Policy& p, const std::string& spec, bool on_device) {
+  if (on_device && p.wants_signals())
+    throw UsageError("--policy " + spec + ": reads local gradient statistics on the host every step; with "
+                     "--device cuda use ddp, localsgd, plsgd, dreamddp, fixed or staleness");
+}
+
 std::vector<PolicySwitch> parse_switches(const std::vector<std::string>& v) {
   std::vector<PolicySwitch> out;
   for (auto& s : v) {

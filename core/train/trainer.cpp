@@ -42,10 +42,7 @@ static void validate_cuda(const TrainConfig& c) {
   // part) would copy the whole gradient to the host per step: refused rather than silently slow.
   std::vector<std::string> specs{c.policy};
   for (auto& sw : sync::parse_switches(c.switches)) specs.push_back(sw.spec);
-  for (auto& spec : specs)
-    if (sync::make_policy(sync::PolicySpec::parse(spec))->wants_signals())
-      throw UsageError("--policy " + spec + ": reads local gradient statistics on the host every step; with "
-                       "--device cuda use ddp, localsgd, plsgd, dreamddp, fixed or staleness");
+  for (auto& spec : specs) sync::check_policy_fits_device(*sync::make_policy(sync::PolicySpec::parse(spec)), spec, true);
 }
 
 void resolve_and_validate(TrainConfig& c) {
