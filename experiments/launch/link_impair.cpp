@@ -122,6 +122,19 @@ bool wait_readable(int fd, int stop_fd, int64_t timeout_ns) {
   return !(rc > 0 && (p[1].revents & POLLIN));
 }
 
+// One frame's message header over `iov`; for receives also where the sender's address and control data go.
+void frame_msg(mmsghdr& m, iovec& iov, sockaddr_ll* from = nullptr, void* control = nullptr, size_t control_len = 0) {
+  m = {};
+  m.msg_hdr.msg_iov = &iov;
+  m.msg_hdr.msg_iovlen = 1;
+  if (from) {
+    m.msg_hdr.msg_name = from;
+    m.msg_hdr.msg_namelen = sizeof *from;
+  }
+  m.msg_hdr.msg_control = control;
+  m.msg_hdr.msg_controllen = control_len;
+}
+
 // Sends msgs[0..n) in order; a frame the kernel refuses is counted and skipped. Returns frames sent; stops
 // early (returning fewer) only when the socket stays full past its send timeout.
 int send_all(int fd, mmsghdr* msgs, int n, uint64_t* errors) {
@@ -219,13 +232,7 @@ void LinkImpair::uplink() {
       const int n = full ? 1 : static_cast<int>(std::min<size_t>({size_t(kBatch), cap - idx, cap - used}));
       for (int i = 0; i < n; ++i) {
         iov[i] = {full ? scratch.data() : &data[(idx + i) * kSlot], kSlot};
-        msgs[i] = {};
-        msgs[i].msg_hdr.msg_iov = &iov[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
-        msgs[i].msg_hdr.msg_name = &from[i];
-        msgs[i].msg_hdr.msg_namelen = sizeof from[i];
-        msgs[i].msg_hdr.msg_control = control[i];
-        msgs[i].msg_hdr.msg_controllen = sizeof control[i];
+        frame_msg(msgs[i], iov[i], &from[i], control[i], sizeof control[i]);
       }
       const int r = recvmmsg(node_fd_, msgs, static_cast<unsigned>(n), MSG_DONTWAIT | MSG_TRUNC, nullptr);
       if (r <= 0) break;
@@ -267,9 +274,7 @@ void LinkImpair::uplink() {
       int n = 0;
       while (n < kBatch && head + n != tail && idx + n < cap && due[idx + n] <= now) {
         iov[n] = {&data[(idx + n) * kSlot], len[idx + n]};
-        msgs[n] = {};
-        msgs[n].msg_hdr.msg_iov = &iov[n];
-        msgs[n].msg_hdr.msg_iovlen = 1;
+        frame_msg(msgs[n], iov[n]);
         ++n;
       }
       const int sent = send_all(bridge_fd_, msgs, n, &c.send_errors);
@@ -290,11 +295,7 @@ void LinkImpair::downlink() {
   while (wait_readable(bridge_fd_, stop_fd_, -1)) {
     for (int i = 0; i < kBatch; ++i) {
       iov[i] = {&data[size_t(i) * kSlot], kSlot};
-      msgs[i] = {};
-      msgs[i].msg_hdr.msg_iov = &iov[i];
-      msgs[i].msg_hdr.msg_iovlen = 1;
-      msgs[i].msg_hdr.msg_name = &from[i];
-      msgs[i].msg_hdr.msg_namelen = sizeof from[i];
+      frame_msg(msgs[i], iov[i], &from[i]);
     }
     const int r = recvmmsg(bridge_fd_, msgs, kBatch, MSG_DONTWAIT | MSG_TRUNC, nullptr);
     if (r <= 0) continue;
@@ -306,9 +307,7 @@ void LinkImpair::downlink() {
         continue;
       }
       iov[i].iov_len = msgs[i].msg_len;
-      out[n] = {};
-      out[n].msg_hdr.msg_iov = &iov[i];
-      out[n].msg_hdr.msg_iovlen = 1;
+      frame_msg(out[n], iov[i]);
       ++n;
     }
     frames += static_cast<uint64_t>(n);
