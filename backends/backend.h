@@ -62,6 +62,9 @@ std::string launcher_job_id();
 // FALLBACK_DIR/.rendezvous[/JOB] (JOB = launcher_job_id(), so rerunning into the same directory never meets an
 // earlier job's keys), else "" (no fallback directory: the caller decides).
 std::string resolve_rendezvous(const std::string& flag, const std::string& fallback_dir);
+// Throws dd::UsageError unless `url` is "" or names a scheme a store can be made from (file:///abs/path,
+// redis://host[:port][/JOB]). A single process never opens its store, so this is how it still refuses a typo.
+void check_rendezvous_scheme(const std::string& url);
 
 struct BackendOptions {
   std::string kind = "gloo";   // gloo | mpi | nccl

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backends/backend.h"
+#include "core/common/error.h"
 
 namespace dd {
 
@@ -32,6 +33,22 @@ std::string resolve_rendezvous(const std::string& flag, const std::string& fallb
   if (fallback_dir.empty()) return "";
   const std::string job = launcher_job_id();
   return "file://" + fallback_dir + "/.rendezvous" + (job.empty() ? "" : "/" + job);
+}
+
+void check_rendezvous_scheme(const std::string& url) {
+  if (url.empty()) return;
+  const std::string hint = "; pass --rendezvous file:///a/shared/dir or redis://host:port[/JOB]";
+  if (url.rfind("file://", 0) == 0) {
+    if (url.size() == 7 || url[7] != '/')
+      throw UsageError("rendezvous '" + url + "' must be file:// followed by an absolute path" + hint);
+    return;
+  }
+  if (url.rfind("redis://", 0) == 0) {
+    if (url.size() == 8 || url[8] == '/' || url[8] == ':')
+      throw UsageError("rendezvous '" + url + "': missing host" + hint);
+    return;
+  }
+  throw UsageError("unknown rendezvous '" + url + "'" + hint);
 }
 
 }  // namespace dd

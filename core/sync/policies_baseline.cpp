@@ -4,6 +4,7 @@
 
 #include "core/common/error.h"
 #include "core/sync/policy.h"
+#include "core/sync/schedule_solver.h"
 #include "core/sync/policy_factory.h"
 #include "core/sync/schedule_model.h"
 
@@ -30,7 +31,7 @@ class LocalSgdPolicy : public Policy {
 
 class PlSgdPolicy : public Policy {
  public:
-  explicit PlSgdPolicy(const PolicySpec& s) : h_(int(s.get_int("h", 8, 1, 4096))) { s.allow_only({"h"}); }
+  explicit PlSgdPolicy(const PolicySpec& s) : h_(int(s.get_int("h", 8, 1, kMaxPhases))) { s.allow_only({"h"}); }
   std::string describe() const override { return "plsgd:h=" + std::to_string(h_); }
   void setup(const std::vector<LayerMeta>& layers, int world) override {
     Policy::setup(layers, world);

@@ -20,7 +20,7 @@ namespace {
 class DreamDdpPolicy : public Policy {
  public:
   explicit DreamDdpPolicy(const PolicySpec& s)
-      : h_(int(s.get_int("h", 8, 1, 4096))), fillin_(s.get_bool("fillin", true)),
+      : h_(int(s.get_int("h", 8, 1, kMaxPhases))), fillin_(s.get_bool("fillin", true)),
         profile_dir_(s.get_str("profile", "")), profile_steps_(s.get_int("profile_steps", 6, 2, 10000)) {
     s.allow_only({"h", "fillin", "profile", "profile_steps"});
     if (!profile_dir_.empty()) file_profile_ = read_profile(profile_dir_);

@@ -5,6 +5,9 @@
 
 namespace dd::sync {
 
+// The largest H (steps between a layer's syncs) that the solver, `dreamddp schedule` and the periodic policies accept.
+constexpr int kMaxPhases = 4096;
+
 // The work budgets make results independent of machine speed; time_budget_s is a safety net on slow machines.
 struct SolveOptions {
   long long work_budget = 200'000'000;  // local search, in layers visited (~0.1 s)

@@ -19,6 +19,7 @@
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 #include "core/sync/engine.h"
+#include "core/sync/layer_meta.h"
 #include "core/sync/policy.h"
 #include "core/telemetry/metrics_writer.h"
 #include "core/train/anomaly.h"
@@ -93,6 +94,11 @@ void resolve_and_validate(TrainConfig& c) {
     throw UsageError("--lr-schedule: unknown schedule '" + c.lr_schedule + "' (expected const, cosine or step)");
   if (c.staleness_gamma != 0 && !(c.staleness_gamma > 0 && c.staleness_gamma <= 1))
     throw UsageError("--staleness-lr must be in (0, 1]");
+  // Model-dependent policy mistakes (a `fixed` pattern naming no layer, a profile of another model) are refused
+  // here, before anything is written, also for a single process, which has no sync engine to find them.
+  const auto probe = models::make_model(c.model, c.seed);
+  sync::check_policy_fits_model(c.policy, probe->layers(), c.world);
+  for (auto& sw : sync::parse_switches(c.switches)) sync::check_policy_fits_model(sw.spec, probe->layers(), c.world);
 }
 
 struct Trainer::Impl {
@@ -169,7 +175,11 @@ nlohmann::json Trainer::run() {
   std::vector<bool> skip(model.num_layers(), false);
   bool local_anomaly = false;
   std::vector<int64_t> idx(cfg.batch);
-  const int64_t warm = start + std::min<int64_t>(5, (cfg.steps - start) / 10);
+  // Timed steps start after a short warm-up, and never before a self-profiling policy (dreamddp) has finished
+  // its lock-step profiling steps: those run at ddp's speed and are not the policy's throughput.
+  const int64_t profile_end = sync::make_policy(sync::PolicySpec::parse(cfg.policy))->profile_steps();
+  int64_t warm = start + std::min<int64_t>(5, (cfg.steps - start) / 10);
+  if (profile_end > warm && profile_end < cfg.steps) warm = profile_end;
   double t_start = now_s(), t_warm = t_start;
   float loss = NAN;
   double exposed_total = 0, step_total = 0;

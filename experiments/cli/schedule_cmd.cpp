@@ -62,7 +62,8 @@ int cmd_schedule(int argc, char** argv) {
   if (!vm.count("profile")) throw UsageError("schedule: --profile DIR is required");
   if (!vm.count("h")) throw UsageError("schedule: --h H is required");
   const int H = vm["h"].as<int>();
-  if (H < 1) throw UsageError("schedule: --h must be >= 1, got " + std::to_string(H));
+  if (H < 1 || H > sync::kMaxPhases)
+    throw UsageError("schedule: --h must be in [1, " + std::to_string(sync::kMaxPhases) + "], got " + std::to_string(H));
   const std::string dir = vm["profile"].as<std::string>();
   const bool use_fillin = vm["fillin"].as<bool>();
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";

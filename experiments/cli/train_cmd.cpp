@@ -21,6 +21,7 @@ int cmd_train(int argc, char** argv) {
   // Resuming continues the run in its own directory unless --out says otherwise.
   if (!cfg.resume.empty() && cfg.out.empty()) cfg.out = cfg.resume;
   train::resolve_and_validate(cfg);
+  check_rendezvous_scheme(cfg.rendezvous);  // also where one process never opens the store
   if (!cfg.resume.empty()) train::choose_checkpoint(cfg.resume, cfg.rank, nullptr);  // this rank has an intact one
   const bool continuing = !cfg.resume.empty() && cfg.out == cfg.resume;
   if (!cfg.out.empty()) train::prepare_run_dir(cfg.out, cfg.overwrite, cfg.rank == 0 && !continuing);

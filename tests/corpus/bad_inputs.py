@@ -235,6 +235,9 @@ def cli_cases(tmp):
     add("--help with a value", ["--help=3"], "help")
     add("empty option name", ["--", "x"], "x")
     add("--sensitivity every=0", ["--sensitivity", "every=0"], "sensitivity")
+    # A single process opens no store, yet a misspelt --rendezvous is refused, not silently ignored.
+    for v in ["foo://x", "tcp://127.0.0.1:1", "file://relative/dir", "file://", "redis://", "redis://:6379", "x"]:
+        add("--rendezvous %r (one process)" % v, ["--rendezvous", v], "rendezvous")
     # --out problems: a file, a directory that is not empty (must stay untouched), an unwritable place.
     a_file = os.path.join(tmp, "cli_a_file")
     with open(a_file, "w") as f:
@@ -253,6 +256,8 @@ def cli_cases(tmp):
     cases.append(Case("cli", "schedule --h 0", ["schedule", "--profile", tmp, "--h", "0"], "--h"))
     cases.append(Case("cli", "schedule --h abc", ["schedule", "--profile", tmp, "--h", "abc"], "h"))
     cases.append(Case("cli", "schedule --h 1e10", ["schedule", "--profile", tmp, "--h", "99999999999"], "h"))
+    cases.append(Case("cli", "schedule --h 2000000000", ["schedule", "--profile", tmp, "--h", "2000000000"], "--h"))
+    cases.append(Case("cli", "schedule --h 4097", ["schedule", "--profile", tmp, "--h", "4097"], "--h"))
     cases.append(Case("cli", "schedule without --h", ["schedule", "--profile", tmp], "--h"))
     cases.append(Case("cli", "schedule unknown option", ["schedule", "--bogus"], "bogus"))
     # Controls: the quick settings themselves are accepted.
@@ -775,6 +780,7 @@ def policy_cases(tmp):
              "dreamddp:h=8,profile=" + tmp + "/no_profile", "staleness:t=0", "staleness:t=-3", "staleness:t=",
              "threshold:thr=2", "threshold:thr=nan", "threshold:ema=1", "threshold:min=0", "threshold:z=inf",
              "hybrid:bogus=1", "hier:nodes=0x0", "hier:fast=1.5", "hier:intra=0", "fixed:in=0", "fixed:=3",
+             "fixed:nosuch*=2,default=1", "fixed:fc9=2",
              "ddp+staleness:t=0", "ddp+", "+staleness:t=8", "ddp+ddp", "localsgd:k=4+bogus:t=1",
              "ddp\x01", "dd\u2603p", "\u202eddp", "dreamddp:h=\u0668", "ddp:k=1\tx",
              "a" * 100000, "localsgd:" + ",".join("k%d=1" % i for i in range(10000)),
