@@ -51,6 +51,24 @@ TEST(ScheduleModel, FillInAddsOnlyFreeSyncs) {
   EXPECT_DOUBLE_EQ(modelled_time(b, c, 2, phase, &f), 6.25);
 }
 
+TEST(ScheduleModel, FillInNeverOpensACollectiveInAStepWithoutOne) {
+  // Three layers, H=4: phases 2 and 3 hold no layer, so fill-in adds nothing there even though the channel is idle.
+  const std::vector<double> b{1, 1, 4}, c{.1, .1, .1};
+  const std::vector<int> phase{0, 0, 1};
+  const FillIn f = fill_in(b, c, 4, phase);
+  ASSERT_EQ(f.size(), 3u);
+  size_t added = 0;
+  for (size_t l = 0; l < f.size(); ++l)
+    for (int p : f[l]) {
+      EXPECT_TRUE(p == 0 || p == 1) << "layer " << l << " filled into empty phase " << p;
+      ++added;
+    }
+  // Layer 2 joins phase 0 (ends 4.1, the phase still ends at 6.1); layer 1 joins phase 1 (ends 5.1 <= B = 6);
+  // layer 0 would end at 6.1 > B in phase 1.
+  EXPECT_EQ(f, (FillIn{{}, {1}, {0}}));
+  EXPECT_EQ(added, 2u);
+}
+
 TEST(ScheduleModel, FillInCountsInTheModel) {
   // A fill-in that is not free must show up: layer 0 added at phase 1 of the example above costs 0.5 / 2.
   const FillIn f{{1}, {}, {}};
