@@ -2,6 +2,7 @@
 #include "core/data/sharder.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -26,6 +27,8 @@ Sharder::Sharder(int64_t dataset_size, uint64_t seed, int world, int rank, int64
   if (rank < 0 || rank >= world)
     throw dd::UsageError("rank " + std::to_string(rank) + " is outside world size " + std::to_string(world));
   if (batch < 1) throw dd::UsageError("--batch must be at least 1, got " + std::to_string(batch));
+  const char* fault = std::getenv("DREAMDDP_FAULT_SHARDS");
+  fault_rank0_ = fault && std::string(fault) == "rank0";
 }
 
 Sharder::~Sharder() = default;
@@ -55,7 +58,7 @@ void Sharder::copy_positions(int64_t first, int64_t n, int64_t* out) const {
 }
 
 void Sharder::indices(int64_t step, int64_t* out) const {
-  copy_positions(step * global_batch() + int64_t(rank_) * batch_, batch_, out);
+  copy_positions(step * global_batch() + (fault_rank0_ ? 0 : int64_t(rank_) * batch_), batch_, out);
 }
 
 std::vector<int64_t> Sharder::batch(int64_t step) const {

@@ -12,6 +12,9 @@ namespace dd::data {
 // takes the r-th contiguous slice of b. Hence N ranks with batch b see exactly the samples that one process
 // with batch N*b sees. Stateless in the step: resuming at step t needs only t.
 // indices() may be called from several threads (the permutation cache is locked).
+// Fault injection for the exactness tests: with DREAMDDP_FAULT_SHARDS=rank0 in the environment every rank reads
+// rank 0's slice (the classic sharding bug: the rank offset forgotten), so a test can show that it catches it.
+// (Permuting whole slices among ranks cannot be caught by any DDP test: the average over ranks is the same.)
 class Sharder {
  public:
   Sharder(int64_t dataset_size, uint64_t seed, int world, int rank, int64_t batch);
@@ -45,6 +48,7 @@ class Sharder {
   int world_;
   int rank_;
   int64_t batch_;
+  bool fault_rank0_ = false;
   std::unique_ptr<Cache> cache_;
 };
 
