@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/backend.h"
+#include "experiments/cli/bench_gemm.h"
 #include "core/common/clock.h"
 #include "core/common/error.h"
 #include "experiments/commands.h"
@@ -90,9 +91,9 @@ int parse_int(const std::string& opt, const std::string& v, int lo) {
 BenchArgs parse(int argc, char** argv) {
   BenchArgs a;
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")
-    throw UsageError(std::string("bench: which benchmark? only 'allreduce' exists\n") + kUsage);
+    throw UsageError(std::string("bench: which benchmark? 'allreduce' or 'gemm'\n") + kUsage);
   if (std::string(argv[1]) != "allreduce")
-    throw UsageError("bench: unknown benchmark '" + std::string(argv[1]) + "' (only 'allreduce')\n" + kUsage);
+    throw UsageError("bench: unknown benchmark '" + std::string(argv[1]) + "' (expected 'allreduce' or 'gemm')\n" + kUsage);
   for (int i = 2; i < argc; ++i) {
     std::string key = argv[i], val;
     if (key == "--compare-bare") {
@@ -203,6 +204,7 @@ long long count_wrong(const std::vector<float>& out, double rank_sum) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "gemm") return bench_gemm(argc - 1, argv + 1);
   BenchArgs a = parse(argc, argv);
   RankInfo ri = discover_rank();
   BackendOptions bo;

@@ -1,0 +1,91 @@
+"""One sitting's facts, shared by every script that measures or compares (bench_step, throughput, regime_map):
+the machine (CPU model, flags, cores, load), our own GEMM rate, and the check that the PyTorch peer ran at its best.
+
+A ratio against the peer is only published when the peer's one-thread GEMM rate (its `gemm_gflops`, same shape as
+ours: 64x1024 . 1024x1024) is at least PEER_MIN_GEMM_FRACTION of ours, measured in the same sitting; a run whose
+1-minute load average was above the number of cores is marked noisy.
+"""
+import datetime
+import json
+import os
+import platform
+import socket
+import subprocess
+
+PEER_MIN_GEMM_FRACTION = 0.7
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def cpu_flags():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return [f for f in ("avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "amx_tile") if f in have]
+    except OSError:
+        pass
+    return []
+
+
+def load1():
+    return float(open("/proc/loadavg").read().split()[0])
+
+
+def noisy(load):
+    """True when the machine was busier than it has cores (someone else's work ran beside the measurement)."""
+    return load > (os.cpu_count() or 1)
+
+
+def git_commit(repo):
+    try:
+        return subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              timeout=10).stdout.strip() or "unknown"
+    except Exception:
+        return "unknown"
+
+
+def machine(repo=None):
+    """The block every results file carries."""
+    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "host": socket.gethostname(), "cpu": cpu_model(), "cpu_flags": cpu_flags(), "cores": os.cpu_count(),
+            "load_1m": load1(), "commit": git_commit(repo) if repo else "unknown"}
+
+
+def our_gemm_gflops(binary, threads=1):
+    """Our GEMM rate at the peer's shape, through `dreamddp bench gemm` (best of three 0.3 s windows)."""
+    p = subprocess.run([binary, "bench", "gemm", "--threads", str(threads)], capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode != 0:
+        raise SystemExit("sitting: %s bench gemm failed: %s" % (binary, p.stderr.strip()[-300:]))
+    return float(json.loads(p.stdout.strip().splitlines()[-1])["gemm_gflops"])
+
+
+def judge_peer(peer, ours_gflops):
+    """(ok, note) for one peer result (its JSON line as a dict, or None when it refused to run)."""
+    if peer is None:
+        return False, "the peer did not run (see its log): no ratio"
+    g = peer.get("gemm_gflops")
+    if g is None:
+        return False, "the peer did not report its GEMM rate: no ratio"
+    if "netlib" in str(peer.get("blas", "")):
+        return False, "the peer runs on netlib's reference BLAS: misconfigured, no ratio"
+    if g < PEER_MIN_GEMM_FRACTION * ours_gflops:
+        return False, ("the peer's GEMM rate %.1f GFLOP/s is below %.1f x ours (%.1f): misconfigured, no ratio"
+                       % (g, PEER_MIN_GEMM_FRACTION, ours_gflops))
+    return True, "peer GEMM %.1f GFLOP/s vs ours %.1f (%.2fx)" % (g, ours_gflops, g / ours_gflops)
+
+
+def peer_config(peer):
+    """What to print beside every ratio."""
+    if not peer:
+        return {}
+    return {k: peer.get(k) for k in ("peer", "blas", "gemm_gflops", "threads", "openblas_coretype")}
