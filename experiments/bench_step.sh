@@ -8,10 +8,16 @@
 # warm-up steps); peer = torch_ddp.py with WORLD_SIZE=1 RANK=0 THREADS=1 (its step_ms, after --warmup steps).
 # Runs alternate ours/peer/ours/peer (REPS repetitions each, default 2) and the best (lowest) of each is
 # compared, which damps the noise of a shared machine. Prints a table and, last, one JSON line.
-# Targets: ours/peer <= 1.3 for mlp and gpt-mini, <= 2.0 for cnn and resnet20.
+# Target: ours/peer <= 1.0 for every model.
+# The peer must run at its best (experiments/lib/sitting.py): our GEMM rate (`dreamddp bench gemm`, the peer's
+# shape and thread count) is measured at the start and the end of the sitting; a peer whose own `gemm_gflops` is
+# below 0.7x ours, that runs on netlib's BLAS, or that refuses to run gets no ratio ("misconfigured"), and a model
+# measured while the load average exceeded the core count is marked noisy.
 # Environment: DREAMDDP_BIN (default <repo>/build/dreamddp), TORCH_PEER (default: shared/peers/torch_ddp.py
-# beside or above the repository), REPS, BENCH_STRICT=1 (exit 1 when a target is missed).
-# OPENBLAS_CORETYPE and the BLAS that PyTorch loads are left as the environment has them (both are reported).
+# beside or above the repository), REPS, THREADS (per process, both systems; default 1), SAVE=FILE (also write the
+# JSON with the sitting's machine block and command there), BENCH_STRICT=1 (exit 1 when a target is missed or no
+# ratio could be given). OPENBLAS_CORETYPE and the BLAS PyTorch loads are left as the environment has them (the
+# peer drops OPENBLAS_CORETYPE itself when its GEMM is correct without it; both are reported).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" bench_step
 
@@ -20,6 +26,7 @@ root=$(dirname "$here")
 py=/usr/bin/python3
 bin=${DREAMDDP_BIN:-$root/build/dreamddp}
 reps=${REPS:-2}
+threads=${THREADS:-1}
 
 peer=${TORCH_PEER:-}
 if [[ -z $peer ]]; then
@@ -31,6 +38,7 @@ need_bin "$bin" "build it, or set DREAMDDP_BIN"
 [[ -n $peer && -f $peer ]] || die "PyTorch peer torch_ddp.py not found (looked in $root/shared/peers and $root/../shared/peers; set TORCH_PEER)"
 $py -c 'import torch' 2>/dev/null || die "python3-torch is not installed (make deps-peer)"
 [[ $reps =~ ^[1-9][0-9]*$ ]] || die "REPS must be a positive integer, got '$reps'"
+[[ $threads =~ ^[1-9][0-9]?$ ]] || die "THREADS must be an integer in 1..99, got '$threads'"
 
 models=("$@")
 [[ ${#models[@]} -gt 0 ]] || models=(mlp cnn resnet20 gpt-mini)
@@ -40,7 +48,7 @@ models=("$@")
 declare -A batch=([mlp]=64 [cnn]=64 [resnet20]=64 [gpt-mini]=8)
 declare -A ours_steps=([mlp]=60 [cnn]=30 [resnet20]=30 [gpt-mini]=25)
 declare -A peer_steps=([mlp]=30 [cnn]=15 [resnet20]=15 [gpt-mini]=8)
-declare -A target=([mlp]=1.3 [cnn]=2.0 [resnet20]=2.0 [gpt-mini]=1.3)
+declare -A target=([mlp]=1.0 [cnn]=1.0 [resnet20]=1.0 [gpt-mini]=1.0)
 for m in "${models[@]}"; do
   [[ -n ${batch[$m]:-} ]] || die "unknown model '$m' (expected mlp, cnn, resnet20 or gpt-mini)"
 done
@@ -48,27 +56,18 @@ done
 work=$(mktemp -d /tmp/dd-bench-step-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-# Which BLAS PyTorch's GEMMs go through decides the peer's speed; say it, since Debian's default is the
-# unoptimized netlib reference libblas3 unless libopenblas0 (or another provider) is installed.
-peer_blas=$($py - <<'EOF'
-import torch, re
-libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if re.search(r'(blas|blis|mkl_rt)', l)})
-print(', '.join(libs) or 'none found')
-EOF
-)
+gemm() { $py -c 'import sys; sys.path.insert(0, sys.argv[1]); import sitting; print(sitting.our_gemm_gflops(sys.argv[2], int(sys.argv[3])))' "$here/lib" "$bin" "$threads"; }
 echo "# bench_step: $(nproc) CPU(s), load average $(cut -d' ' -f1-3 /proc/loadavg), OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-<unset>}"
 echo "# ours: $bin   peer: $peer (torch $($py -c 'import torch; print(torch.__version__)'))"
-echo "# peer BLAS: $peer_blas"
-if [[ $peer_blas == *"/blas/libblas.so"* ]]; then
-  echo "# warning: PyTorch uses the netlib reference BLAS here; its GEMMs are unoptimized, so ratios flatter us"
-fi
-echo "# batch per model: mlp/cnn/resnet20 64, gpt-mini 8; 1 thread; best of $reps alternating repetitions"
+gemm_start=$(gemm)
+echo "# our GEMM 64x1024.1024x1024 with $threads thread(s): $gemm_start GFLOP/s (start of the sitting)"
+echo "# batch per model: mlp/cnn/resnet20 64, gpt-mini 8; $threads thread(s); best of $reps alternating repetitions"
 
 # ours_run MODEL REP: prints "step_ms fwd_ms bwd_ms upd_ms" (the breakdown: means of metrics.h5 /steps after
 # the warm-up steps, as the trainer counts them).
 ours_run() {
   local m=$1 out=$work/ours-$1-$2
-  "$bin" train --model "$m" --data synthetic --batch "${batch[$m]}" --threads 1 --steps "${ours_steps[$m]}" \
+  "$bin" train --model "$m" --data synthetic --batch "${batch[$m]}" --threads "$threads" --steps "${ours_steps[$m]}" \
     --eval-samples 16 --log-every 1000000 --out "$out" >"$out.log" 2>&1 || {
     echo "bench_step: dreamddp train --model $m failed:" >&2; tail -5 "$out.log" >&2; exit 1; }
   $py - "$out" <<'EOF'
@@ -82,52 +81,89 @@ print('%.3f %.3f %.3f %.3f' % (s['step_ms'], mean('forward_ms'), mean('backward_
 EOF
 }
 
-# peer_run MODEL REP: prints step_ms of the PyTorch peer.
+# peer_run MODEL REP: prints the peer's JSON line, or {"refused": LAST LOG LINE} when it would not run.
 peer_run() {
   local m=$1 log=$work/peer-$1-$2.log
-  WORLD_SIZE=1 RANK=0 THREADS=1 $py "$peer" --model "$m" --batch "${batch[$m]}" --steps "${peer_steps[$m]}" \
-    --warmup 2 --store "$work/store-$m-$2" >"$log" 2>&1 || {
-    echo "bench_step: torch_ddp.py --model $m failed:" >&2; tail -5 "$log" >&2; exit 1; }
-  $py -c 'import json, sys; print("%.3f" % json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["step_ms"])' "$log"
+  if ! WORLD_SIZE=1 RANK=0 THREADS=$threads $py "$peer" --model "$m" --batch "${batch[$m]}" --steps "${peer_steps[$m]}" \
+    --warmup 2 --store "$work/store-$m-$2" >"$log" 2>&1; then
+    echo "bench_step: torch_ddp.py --model $m did not run:" >&2; tail -3 "$log" >&2
+    $py -c 'import json, sys; print(json.dumps({"refused": sys.argv[1]}))' "$(tail -n 1 "$log")"
+    return 0
+  fi
+  grep '^{' "$log" | tail -n 1
 }
 
-lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }  # floating-point a < b
-
-rows=()
-printf '%-9s %11s %11s %7s %7s %7s   %s\n' model "ours ms" "torch ms" ratio target verdict "ours fwd/bwd/upd ms"
+rows=$work/rows.jsonl
 for m in "${models[@]}"; do
-  best_ours="" best_peer="" breakdown="" all_ours=() all_peer=()
   for ((r = 1; r <= reps; ++r)); do
+    l0=$(cut -d' ' -f1 /proc/loadavg)
     res=$(ours_run "$m" "$r")
-    read -r o f b u <<<"$res"
     p=$(peer_run "$m" "$r")
-    all_ours+=("$o") all_peer+=("$p")
-    if [[ -z $best_ours ]] || lt "$o" "$best_ours"; then best_ours=$o breakdown="$f/$b/$u"; fi
-    if [[ -z $best_peer ]] || lt "$p" "$best_peer"; then best_peer=$p; fi
+    l1=$(cut -d' ' -f1 /proc/loadavg)
+    printf '{"model": "%s", "ours": "%s", "peer": %s, "load": [%s, %s]}\n' "$m" "$res" "$p" "$l0" "$l1" >>"$rows"
   done
-  ratio=$(awk -v a="$best_ours" -v b="$best_peer" 'BEGIN { printf "%.3f", a / b }')
-  verdict=PASS
-  lt "${target[$m]}" "$ratio" && verdict=FAIL
-  printf '%-9s %11.2f %11.2f %7.2f %7s %7s   %s\n' "$m" "$best_ours" "$best_peer" "$ratio" "<=${target[$m]}" \
-    "$verdict" "$breakdown"
-  rows+=("$m ${batch[$m]} $best_ours $best_peer $ratio ${target[$m]} $verdict $breakdown $(IFS=,; echo "${all_ours[*]},${all_peer[*]}")")
 done
+gemm_end=$(gemm)
 
-summary=$(printf '%s\n' "${rows[@]}" | $py -c '
-import json, sys
-res = []
-for line in sys.stdin:
-    m, b, o, p, r, t, v, br, runs = line.split()
-    runs = [float(x) for x in runs.split(",")]
-    ao, ap = runs[:len(runs) // 2], runs[len(runs) // 2:]
-    f, bw, u = (float(x) for x in br.split("/"))
-    res.append({"model": m, "batch": int(b), "ours_step_ms": float(o), "torch_step_ms": float(p),
-                "ratio": float(r), "target": float(t), "pass": v == "PASS",
-                "ours_breakdown_ms": {"forward": f, "backward": bw, "update": u},
-                "ours_runs_ms": ao, "torch_runs_ms": ap})
-print(json.dumps({"bench": "step_time", "threads": 1, "world": 1, "reps": int(sys.argv[1]),
-                  "peer_blas": sys.argv[2], "results": res, "pass": all(r["pass"] for r in res)}))
-' "$reps" "$peer_blas")
+summary=$($py - "$here/lib" "$rows" "$reps" "$threads" "$gemm_start" "$gemm_end" "${SAVE:-}" "$root" "$*" <<'EOF'
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import sitting
+rows_path, reps, threads, g0, g1, save, root, argv = sys.argv[2:]
+reps, threads, g0, g1 = int(reps), int(threads), float(g0), float(g1)
+ours_gemm = max(g0, g1)  # the stricter yardstick for the peer
+target = {"mlp": 1.0, "cnn": 1.0, "resnet20": 1.0, "gpt-mini": 1.0}
+batch = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8}
+by_model = {}
+for line in open(rows_path):
+    r = json.loads(line)
+    by_model.setdefault(r["model"], []).append(r)
+print("# our GEMM at the end of the sitting: %.1f GFLOP/s" % g1)
+print("%-9s %9s %9s %6s %7s %-7s %-16s %s" % ("model", "ours ms", "torch ms", "ratio", "target", "verdict",
+                                             "ours fwd/bwd/upd", "peer BLAS | GEMM GFLOP/s | threads"))
+res, all_pass = [], True
+for m, rs in by_model.items():
+    ours = [[float(x) for x in r["ours"].split()] for r in rs]
+    peers = [r["peer"] for r in rs]
+    ran = [p for p in peers if "step_ms" in p]
+    best_o = min(ours, key=lambda o: o[0])
+    best_p = min(ran, key=lambda p: p["step_ms"]) if ran else None
+    # Every repetition of the peer must have run at its best, not only the fastest one.
+    ok, note = (True, "") if len(ran) == len(peers) else (False, "the peer did not run in every repetition: no ratio")
+    for p in ran if ok else []:
+        ok, note = sitting.judge_peer(p, ours_gemm)
+        if not ok:
+            break
+    if ok:
+        note = sitting.judge_peer(best_p, ours_gemm)[1]
+    ratio = best_o[0] / best_p["step_ms"] if ok else None
+    verdict = "-" if ratio is None else ("PASS" if ratio <= target[m] else "FAIL")
+    load = max(max(r["load"]) for r in rs)
+    noisy = sitting.noisy(load)
+    all_pass &= verdict == "PASS"
+    peer_desc = ("%s | %.1f | %s" % (best_p["blas"], best_p["gemm_gflops"], best_p["threads"])) if best_p else "did not run"
+    print("%-9s %9.2f %9s %6s %7s %-7s %-16s %s%s" % (
+        m, best_o[0], "%.2f" % best_p["step_ms"] if best_p else "-", "%.2f" % ratio if ratio else "-",
+        "<=%.1f" % target[m], verdict, "%.1f/%.1f/%.1f" % tuple(best_o[1:]), peer_desc,
+        "" if ok else "\n          NO RATIO: " + note))
+    if noisy:
+        print("          noisy: the load average reached %.2f on %d cores while %s ran" % (load, os.cpu_count(), m))
+    res.append({"model": m, "batch": batch[m], "ours_step_ms": best_o[0],
+                "torch_step_ms": best_p["step_ms"] if best_p else None, "ratio": ratio, "target": target[m],
+                "pass": verdict == "PASS", "peer_ok": ok, "peer_note": note, "noisy": noisy, "max_load": load,
+                "ours_breakdown_ms": {"forward": best_o[1], "backward": best_o[2], "update": best_o[3]},
+                "ours_runs_ms": [o[0] for o in ours], "torch_runs_ms": [p.get("step_ms") for p in peers],
+                "peer": sitting.peer_config(best_p) if best_p else {"refused": [p.get("refused") for p in peers]}})
+out = {"bench": "step_time", "threads": threads, "world": 1, "reps": reps,
+       "ours_gemm_gflops": {"start": g0, "end": g1}, "machine": sitting.machine(root),
+       "command": ("REPS=%d THREADS=%d experiments/bench_step.sh %s" % (reps, threads, argv)).strip(),
+       "results": res, "pass": all_pass}
+if save:
+    json.dump(out, open(save, "w"), indent=1)
+    print("# saved to " + save)
+print(json.dumps(out))
+EOF
+)
 echo "$summary"
-if [[ ${BENCH_STRICT:-0} == 1 ]] && [[ $summary == *'"pass": false'* ]]; then exit 1; fi
+if [[ ${BENCH_STRICT:-0} == 1 ]] && [[ $(tail -n 1 <<<"$summary") == *'"pass": false'* ]]; then exit 1; fi
 exit 0
