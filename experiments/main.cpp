@@ -18,6 +18,7 @@ const char* kUsage =
     "  bench      bench allreduce: nccl-tests style table of a backend\n"
     "  schedule   DreamDDP schedule solver on a per-layer profile\n"
     "  profile    measure per-layer backward and communication times (bp.json, comm.json)\n"
+    "  simulate   the engine's policies on N simulated ranks over SimGrid (per-layer times from a profile)\n"
     "run 'dreamddp <command> --help' for its options\n";
 
 // One line, printable: control bytes of user input echoed in a message are escaped as \xNN.
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return dd::cli::cmd_bench(argc - 1, argv + 1);
     if (cmd == "schedule") return dd::cli::cmd_schedule(argc - 1, argv + 1);
     if (cmd == "profile") return dd::cli::cmd_profile(argc - 1, argv + 1);
+    if (cmd == "simulate") return dd::cli::cmd_simulate(argc - 1, argv + 1);
     std::fprintf(stderr, "dreamddp: error: unknown command '%s' (run 'dreamddp --help')\n", printable(cmd.c_str()).c_str());
     return 2;
   } catch (const dd::UsageError& e) {

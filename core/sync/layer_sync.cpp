@@ -19,6 +19,7 @@
 #include "core/sync/bucket_plan.h"
 #include "core/sync/data_path.h"
 #include "core/sync/policy.h"
+#include "core/sync/step_plan.h"
 #include "core/telemetry/metrics_writer.h"
 
 namespace dd::sync {
@@ -77,14 +78,7 @@ class LayerSync : public SyncEngine {
       ++next_switch_;
     }
     const bool lockstep_all = step < policy_->profile_steps() || step < fallback_until_;
-    const std::vector<bool> was_lockstep = lockstep_;
-    for (int l = 0; l < m_.num_layers(); ++l) {
-      actions_[l] = lockstep_all ? Action::AllreduceGrads : policy_->decide(l, step);
-      lockstep_[l] = actions_[l] == Action::AllreduceGrads;
-      // Local updates since the layer's last sync, counting this step's (lr_l = lr * gamma^stale_l).
-      stale_[l] = actions_[l] == Action::None ? stale_[l] + 1 : 0;
-    }
-    enter_lockstep(was_lockstep);
+    enter_lockstep(decide_step(*policy_, step, lockstep_all, actions_, lockstep_, stale_));
     plan_launches();
   }
 
@@ -92,20 +86,15 @@ class LayerSync : public SyncEngine {
   // keeps them identical). A layer entering lock-step from a local regime (a switch, a fallback, a policy that
   // changes its mind) is therefore first averaged once, parameters, buffers and optimizer state. All ranks see
   // the same transitions, so this blocking average is a collective like any other.
-  void enter_lockstep(const std::vector<bool>& was_lockstep) {
-    std::vector<bool> entering(m_.num_layers(), false);
+  void enter_lockstep(const std::vector<bool>& entering) {
     bool any = false;
-    for (int l = 0; l < m_.num_layers(); ++l) {
-      entering[l] = lockstep_[l] && !was_lockstep[l];
-      any |= entering[l];
-    }
+    for (bool e : entering) any |= e;
     if (any) average_layers(entering, /*optimizer_state=*/true, /*all_buffers=*/false, /*log=*/true);
   }
 
   void plan_launches() {
     buckets_ = plan_buckets(actions_, ranges_, o_.first_bucket_bytes, o_.bucket_cap_bytes);
-    std::fill(trigger_.begin(), trigger_.end(), -1);
-    for (size_t i = 0; i < buckets_.size(); ++i) trigger_[buckets_[i].lo] = int(i);
+    trigger_ = bucket_triggers(buckets_, m_.num_layers());
     inflight_.clear();
   }
 
@@ -310,20 +299,21 @@ class LayerSync : public SyncEngine {
   }
   WorkPtr allreduce(float* p, int64_t n, const char* what) { return allreduce(b_, p, n, what); }
 
+  float* arena(const BucketPart& p) const {
+    switch (p.arena) {
+      case Arena::Grads: return a_.grads + p.off;
+      case Arena::Params: return a_.params + p.off;
+      case Arena::Buffers: return a_.buffers + p.off;
+      case Arena::OptState: return a_.opt_state + p.off;
+    }
+    return nullptr;
+  }
+
   void launch(const Bucket& bk) {
     InFlight f{bk, {}, now_s()};
-    if (bk.action == Action::AllreduceGrads) {
-      f.works.push_back(allreduce(b_, a_.grads + bk.param_off, bk.param_n, "allreduce-grads", bk.lo));
-    } else {
-      Backend& g = bk.action == Action::AverageGroup ? *intra_ : b_;
-      f.works.push_back(allreduce(g, a_.params + bk.param_off, bk.param_n, action_name(bk.action), bk.lo));
-      if (bk.buffer_n)
-        f.works.push_back(allreduce(g, a_.buffers + bk.buffer_off, bk.buffer_n, "average-buffers", bk.lo));
-      if (o_.average_optimizer_state)
-        for (int s = 0; s < a_.state_slots; ++s)
-          f.works.push_back(allreduce(g, a_.opt_state + s * a_.num_params + bk.param_off, bk.param_n,
-                                      "average-optimizer-state", bk.lo));
-    }
+    Backend& g = bk.action == Action::AverageGroup ? *intra_ : b_;
+    for (auto& part : bucket_parts(bk, true, o_.average_optimizer_state ? a_.state_slots : 0, a_.num_params))
+      f.works.push_back(allreduce(g, arena(part), part.n, part.what, bk.lo));
     inflight_.push_back(std::move(f));
   }
 
@@ -343,19 +333,11 @@ class LayerSync : public SyncEngine {
   // Blocking average of the parameters of the chosen layers (and, optionally, their optimizer state); buffers
   // of the chosen layers, or of all layers.
   void average_layers(const std::vector<bool>& which, bool optimizer_state, bool all_buffers, bool log = false) {
-    std::vector<Action> a(m_.num_layers());
-    for (int l = 0; l < m_.num_layers(); ++l) a[l] = which[l] ? Action::AverageParams : Action::None;
-    auto plan = plan_buckets(a, ranges_, o_.bucket_cap_bytes, o_.bucket_cap_bytes);
     std::vector<InFlight> sent;
-    for (auto& bk : plan) {
+    for (auto& bk : plan_average(which, ranges_, o_.bucket_cap_bytes)) {
       InFlight f{bk, {}, now_s()};
-      f.works.push_back(allreduce(a_.params + bk.param_off, bk.param_n, "average-params"));
-      if (!all_buffers && bk.buffer_n)
-        f.works.push_back(allreduce(a_.buffers + bk.buffer_off, bk.buffer_n, "average-buffers"));
-      if (optimizer_state)
-        for (int s = 0; s < a_.state_slots; ++s)
-          f.works.push_back(allreduce(a_.opt_state + s * a_.num_params + bk.param_off, bk.param_n,
-                                      "average-optimizer-state"));
+      for (auto& part : bucket_parts(bk, !all_buffers, optimizer_state ? a_.state_slots : 0, a_.num_params))
+        f.works.push_back(allreduce(arena(part), part.n, part.what));
       sent.push_back(std::move(f));
     }
     WorkPtr buffers;

@@ -1,0 +1,179 @@
+// `dreamddp simulate`: the engine's policies and bucket plan on N x G simulated ranks over SimGrid's network model
+// (experiments/sim), per-layer times from a profile; writes metrics.h5 / summary.json like `train`.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/common/error.h"
+#include "core/train/run_dir.h"
+#include "experiments/commands.h"
+#include "experiments/sim/platform_spec.h"
+#include "experiments/sim/sim_layers.h"
+#include "experiments/sim/sim_output.h"
+#include "experiments/sim/simulator.h"
+
+namespace dd::cli {
+
+namespace {
+namespace po = boost::program_options;
+
+double non_negative_ms(const po::variables_map& vm, const char* key) {
+  const double v = vm[key].as<double>();
+  if (!(v >= 0) || v > 1e9) throw UsageError(std::string("simulate: --") + key + " must be >= 0 ms");
+  return v / 1e3;
+}
+
+}  // namespace
+
+int cmd_simulate(int argc, char** argv) {
+  po::options_description desc(
+      "Usage: dreamddp simulate --profile DIR (--cluster NxG[,intra=BW][,inter=BW][,lat=T] | --platform FILE)\n"
+      "                         --policy SPEC --steps S [--batch B] [--out DIR] [options]\n"
+      "Runs the engine's own policies and bucket plan on simulated ranks over SimGrid: each rank computes forward\n"
+      "and per-layer backward times from the profile (DIR/bp.json, DIR/comm.json), launches what the policy decides\n"
+      "through a per-rank FIFO queue, and waits where the engine waits; collectives are ring all-reduces simulated\n"
+      "as their chunk transfers. --cluster: N nodes of G ranks; each rank has a link of `intra` to its node switch,\n"
+      "each node an uplink of `inter` to the top switch; `lat` is the node-to-node latency (defaults: intra=800Gbps,\n"
+      "inter=1Gbps, lat=0us). Bandwidths: bps/Mbps/Gbps (bits) or Bps/MBps/GBps (bytes); times: s/ms/us/ns.\n"
+      "Last line is a JSON summary.\nOptions");
+  std::vector<std::string> slow, cfg;
+  desc.add_options()("help", "show this help")(
+      "profile", po::value<std::string>(), "directory holding bp.json and comm.json (layer -> seconds)")(
+      "cluster", po::value<std::string>(), "NxG[,intra=BW][,inter=BW][,lat=T], e.g. 16x8,intra=300GBps,inter=1Gbps,lat=50us")(
+      "platform", po::value<std::string>(), "a SimGrid XML platform instead; ranks = its hosts sorted by name, "
+      "grouped (hier nodes=auto) by their zone; hosts of 1Gf run the profile's times")(
+      "policy", po::value<std::string>()->default_value("ddp"), "policy spec, as for train (ddp, localsgd:k=K, "
+      "plsgd:h=H, dreamddp:h=H[,profile=DIR], fixed:..., staleness:t=T, hier:...)")(
+      "steps", po::value<int64_t>()->default_value(100), "simulated steps")(
+      "batch", po::value<int64_t>()->default_value(0), "per-rank batch size (for samples_per_s)")(
+      "out", po::value<std::string>(), "write metrics.h5 and summary.json to DIR (must be empty)")(
+      "overwrite", po::bool_switch(), "allow a non-empty --out")(
+      "slow", po::value(&slow)->composing(), "RANK=FACTOR: that rank's compute takes FACTOR times as long "
+      "(straggler; repeatable), e.g. --slow 3=1.5")(
+      "model", po::value<std::string>(), "layer sizes from this project's model (mlp, cnn, resnet20, gpt-mini); "
+      "the profile must name its layers (e.g. one written by `dreamddp profile`)")(
+      "bytes", po::value<std::string>(), "layer sizes from a JSON file layer -> bytes (default DIR/bytes.json)")(
+      "comm-bw", po::value<std::string>(), "layer sizes implied by the comm times: bytes = comm_s x BW")(
+      "forward-ms", po::value<double>()->default_value(0), "forward time per step (profiles hold backward only)")(
+      "update-ms", po::value<double>()->default_value(0), "optimizer update time per step")(
+      "bucket-cap-mb", po::value<double>()->default_value(25), "bucket cap in MiB (0: one bucket per layer)")(
+      "first-bucket-mb", po::value<double>()->default_value(1), "first bucket cap in MiB")(
+      "avg-optimizer-state", po::bool_switch(), "average optimizer state with the parameters (as train's option)")(
+      "opt-slots", po::value<int>()->default_value(1), "optimizer state slots (sgd 1, adamw 2)")(
+      "anomaly", po::value<std::string>()->default_value("fallback"), "as train: anything but off adds the anomaly "
+      "flag to the per-step control all-reduce")(
+      "signals", po::value<std::string>()->default_value("none"), "none: refuse policies that read gradient "
+      "signals; constant: feed them cos = 1, norm = 1 (hier then picks its fast tier in forward order)")(
+      "events", po::value<std::string>()->default_value("rank0"), "rank0 (as train) or all: whose /sync_events")(
+      "collectives", po::value<std::string>()->default_value("auto"), "ring: 2(n-1) chunk transfers per rank; "
+      "fused: one flow of 2(n-1)/n x bytes per ring edge (faster to simulate; latency paid once, not per step); "
+      "auto: ring up to 32 ranks per collective, fused beyond")(
+      "cfg", po::value(&cfg)->composing(), "SimGrid option KEY:VALUE (repeatable), e.g. network/model:CM02");
+  po::variables_map vm;
+  try {
+    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(argc, argv).options(desc).style(style).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string("simulate: ") + e.what() + " (see dreamddp simulate --help)");
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (!vm.count("profile")) throw UsageError("simulate: --profile DIR is required");
+  if (vm.count("cluster") == vm.count("platform"))
+    throw UsageError("simulate: give exactly one of --cluster NxG[,...] and --platform FILE");
+  sim::PlatformSpec platform;
+  if (vm.count("cluster")) platform = sim::parse_cluster(vm["cluster"].as<std::string>());
+  else platform.file = vm["platform"].as<std::string>();
+  for (auto& s : slow) sim::parse_slow(s, platform);
+
+  sim::SimOptions o;
+  o.policy = vm["policy"].as<std::string>();
+  o.steps = vm["steps"].as<int64_t>();
+  if (o.steps < 1 || o.steps > 10000000) throw UsageError("simulate: --steps must be in [1, 10000000]");
+  o.batch = vm["batch"].as<int64_t>();
+  if (o.batch < 0) throw UsageError("simulate: --batch must be >= 0");
+  o.forward_s = non_negative_ms(vm, "forward-ms");
+  o.update_s = non_negative_ms(vm, "update-ms");
+  const double cap = vm["bucket-cap-mb"].as<double>(), first = vm["first-bucket-mb"].as<double>();
+  if (!(cap >= 0) || cap > 1e6 || !(first >= 0) || first > 1e6)
+    throw UsageError("simulate: --bucket-cap-mb and --first-bucket-mb must be in [0, 1e6]");
+  o.bucket_cap_bytes = int64_t(cap * (1 << 20));
+  o.first_bucket_bytes = int64_t(first * (1 << 20));
+  o.average_optimizer_state = vm["avg-optimizer-state"].as<bool>();
+  o.opt_slots = vm["opt-slots"].as<int>();
+  if (o.opt_slots < 0 || o.opt_slots > 8) throw UsageError("simulate: --opt-slots must be in [0, 8]");
+  const std::string anomaly = vm["anomaly"].as<std::string>();
+  if (anomaly != "off" && anomaly != "fallback" && anomaly != "stop")
+    throw UsageError("simulate: --anomaly must be off, fallback or stop, got '" + anomaly + "'");
+  o.anomaly_votes = anomaly != "off";
+  const std::string signals = vm["signals"].as<std::string>();
+  if (signals != "none" && signals != "constant")
+    throw UsageError("simulate: --signals must be none or constant, got '" + signals + "'");
+  o.constant_signals = signals == "constant";
+  const std::string events = vm["events"].as<std::string>();
+  if (events != "rank0" && events != "all") throw UsageError("simulate: --events must be rank0 or all");
+  o.all_rank_events = events == "all";
+  o.collectives = vm["collectives"].as<std::string>();
+  if (o.collectives != "ring" && o.collectives != "fused" && o.collectives != "auto")
+    throw UsageError("simulate: --collectives must be ring, fused or auto, got '" + o.collectives + "'");
+  for (auto& c : cfg) {
+    if (c.find(':') == std::string::npos || c.front() == ':' || c.back() == ':')
+      throw UsageError("simulate: --cfg " + c + ": expected KEY:VALUE, e.g. network/model:CM02");
+    o.simgrid_cfg.push_back(c);
+  }
+
+  sim::LayerSizeSource src;
+  if (vm.count("model")) src.model = vm["model"].as<std::string>();
+  if (vm.count("bytes")) src.bytes = vm["bytes"].as<std::string>();
+  if (vm.count("comm-bw")) src.comm_Bps = sim::parse_bandwidth(vm["comm-bw"].as<std::string>(), "--comm-bw");
+  const std::string profile = vm["profile"].as<std::string>();
+  const auto layers = sim::load_layers(profile, src);
+
+  const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
+  if (!out.empty()) train::prepare_run_dir(out, vm["overwrite"].as<bool>(), true);
+  if (!platform.file.empty() && !std::ifstream(platform.file))
+    throw UsageError("--platform " + platform.file + ": cannot read the file");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  double last = 0;
+  auto progress = [&](int64_t step) {
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (step + 1 == o.steps || el - last >= 2.0) {
+      last = el;
+      std::fprintf(stderr, "simulate: step %lld/%lld (%.1f s)\n", (long long)(step + 1), (long long)o.steps, el);
+    }
+  };
+  const auto res = sim::simulate(layers, platform, o, progress);
+  auto summary = sim::summarize(res, layers, o, profile);
+  if (!out.empty()) {
+    std::map<std::string, std::string> attrs = {
+        {"profile", profile}, {"policy", o.policy}, {"data", "simulated"}, {"sizes", layers.size_source},
+        {"cluster", vm.count("cluster") ? vm["cluster"].as<std::string>() : ""}, {"platform", platform.file},
+        {"collectives", o.collectives}, {"out", out}};
+    if (!src.model.empty()) attrs["model"] = src.model;
+    std::string slows;
+    for (auto& s : slow) slows += (slows.empty() ? "" : ",") + s;
+    attrs["slow"] = slows;
+    sim::write_run(out, true, res, layers, attrs, summary);
+  }
+  std::fprintf(stderr,
+               "simulated %lld steps of %s on %d ranks (%d layers): %.3f ms/step, exposed comm %.1f%%, %lld flows "
+               "in %.2f s%s%s\n",
+               (long long)o.steps, o.policy.c_str(), res.world, layers.size(), res.step_ms,
+               res.exposed_comm_fraction * 100, (long long)res.flows, res.wall_s, out.empty() ? "" : " -> ",
+               out.c_str());
+  std::cout << summary.dump() << std::endl;
+  return 0;
+}
+
+}  // namespace dd::cli

@@ -1,0 +1,80 @@
+// load_layers: profile times from core/sync/profile_io, sizes from a model, a bytes file or the comm times.
+#include "experiments/sim/sim_layers.h"
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "core/common/error.h"
+#include "core/models/model.h"
+#include "core/sync/profile_io.h"
+
+namespace dd::sim {
+namespace {
+
+void add(SimLayers& s, const std::string& name, const std::string& kind, int64_t params, int64_t buffers) {
+  s.meta.push_back({name, kind, params, 4 * (params + buffers)});
+  s.ranges.push_back({s.num_params, params, s.num_buffers, buffers});
+  s.num_params += params;
+  s.num_buffers += buffers;
+}
+
+}  // namespace
+
+SimLayers load_layers(const std::string& dir, const LayerSizeSource& src) {
+  const auto prof = sync::read_profile(dir);
+  if (prof.names.empty()) throw UsageError("profile " + dir + ": bp.json has no layers");
+  int given = !src.model.empty() + !src.bytes.empty() + (src.comm_Bps > 0);
+  if (given > 1) throw UsageError("simulate: give only one of --model, --bytes, --comm-bw");
+  SimLayers s;
+  std::map<std::string, size_t> at;
+  for (size_t i = 0; i < prof.names.size(); ++i) at[prof.names[i]] = i;
+  if (!src.model.empty()) {
+    auto m = models::make_model(src.model, 1);
+    for (auto* l : m->layers()) {
+      auto it = at.find(l->name);
+      if (it == at.end())
+        throw UsageError("profile " + dir + " has no layer '" + l->name + "' of model " + src.model +
+                         " (write one with `dreamddp profile --model " + src.model + "`)");
+      // The model's own arena offsets, so the bucket planner fuses exactly what training fuses.
+      s.meta.push_back({l->name, l->kind(), l->num_params(), 4 * (l->num_params() + l->num_buffers())});
+      s.ranges.push_back({l->param_offset(), l->num_params(), l->buffer_offset(), l->num_buffers()});
+      s.bp_s.push_back(prof.bp[it->second]);
+      s.comm_s.push_back(prof.comm[it->second]);
+    }
+    s.num_params = int64_t(m->params().size());
+    s.num_buffers = int64_t(m->buffers().size());
+    s.size_source = "model " + src.model;
+    return s;
+  }
+  std::vector<int64_t> floats(prof.names.size(), 0);
+  if (src.comm_Bps > 0) {
+    for (size_t i = 0; i < floats.size(); ++i) floats[i] = std::llround(prof.comm[i] * src.comm_Bps / 4);
+    s.size_source = "comm times at " + std::to_string(src.comm_Bps) + " B/s";
+  } else {
+    std::string file = src.bytes;
+    if (file.empty()) {
+      file = (std::filesystem::path(dir) / "bytes.json").string();
+      if (!std::filesystem::exists(file))
+        throw UsageError("profile " + dir + " has no layer sizes (bytes.json): give --model M, --bytes FILE or "
+                         "--comm-bw BW");
+    }
+    std::map<std::string, double> bytes;
+    for (auto& [n, v] : sync::read_layer_times(file)) bytes[n] = v;
+    for (size_t i = 0; i < floats.size(); ++i) {
+      auto it = bytes.find(prof.names[i]);
+      if (it == bytes.end()) throw UsageError(file + ": no size for layer '" + prof.names[i] + "' of " + dir);
+      if (it->second > 4e12) throw UsageError(file + ": layer '" + prof.names[i] + "' is larger than 4 TB");
+      floats[i] = std::llround(it->second / 4);
+    }
+    s.size_source = "bytes " + file;
+  }
+  for (size_t i = 0; i < floats.size(); ++i) {
+    add(s, prof.names[i], "Layer", floats[i], 0);
+    s.bp_s.push_back(prof.bp[i]);
+    s.comm_s.push_back(prof.comm[i]);
+  }
+  return s;
+}
+
+}  // namespace dd::sim

@@ -1,0 +1,34 @@
+// The layer table a simulation runs on: per layer (forward order) the policy's LayerMeta, the arena ranges the
+// bucket planner fuses, and the profile's backward and all-reduce times. Built from a profile directory plus a
+// source of layer sizes (the project's model, a bytes.json, or sizes implied by the comm times).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/sync/bucket_plan.h"
+#include "core/sync/policy.h"
+
+namespace dd::sim {
+
+struct SimLayers {
+  std::vector<sync::LayerMeta> meta;
+  std::vector<sync::LayerRange> ranges;
+  std::vector<double> bp_s, comm_s;  // from bp.json / comm.json
+  int64_t num_params = 0, num_buffers = 0;
+  std::string size_source;           // how the sizes were obtained (for the run's attributes)
+  int size() const { return int(meta.size()); }
+};
+
+struct LayerSizeSource {
+  std::string model;   // --model M: the project's model (names must match the profile's, as for dreamddp:profile=)
+  std::string bytes;   // --bytes FILE: JSON layer -> bytes
+  double comm_Bps = 0; // --comm-bw BW: bytes_l = comm_l * BW (so a one-link 2-rank ring of bandwidth BW with
+                       // CM02's model, no latency, takes exactly comm_l)
+};
+
+// Reads DIR/bp.json, DIR/comm.json (core/sync/profile_io) and the sizes; without any source, DIR/bytes.json.
+// Throws dd::UsageError naming the file or the layer that is missing or bad.
+SimLayers load_layers(const std::string& profile_dir, const LayerSizeSource& src);
+
+}  // namespace dd::sim

@@ -1,0 +1,503 @@
+// SimGrid implementation of simulate(): per rank one compute actor (the training loop and the engine's hook, with
+// the real core/sync policy, step plan and bucket plan) and one communication actor (the backend's thread: runs
+// the rank's collectives FIFO in launch order as ring transfers between ring neighbours).
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <memory>
+
+#include "core/common/error.h"
+#include "core/sync/step_plan.h"
+#include "experiments/sim/simulator.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace dd::sim {
+namespace {
+
+// A nominal host computes kRefSpeed flop/s; a profile second is kRefSpeed flops, so a host of speed s runs it in
+// kRefSpeed / s seconds (platform files: 1Gf is nominal); --slow R=F multiplies rank R's compute by F.
+constexpr double kRefSpeed = 1e9;
+
+struct Job {
+  const std::vector<int>* members;  // the ring, in rank order
+  int64_t bytes;
+};
+
+struct RankState {
+  sg4::Host* host = nullptr;
+  sg4::MutexPtr mu;
+  sg4::ConditionVariablePtr cv;
+  std::deque<int64_t> queue;  // job ids waiting for the communication actor
+  std::vector<Job> jobs;
+  std::vector<double> end;    // completion time per job id
+  int64_t done = 0;           // jobs [0, done) are complete (FIFO)
+  bool stop = false;
+  std::map<int, sg4::Mailbox*> to, from;  // ring neighbours' mailboxes
+};
+
+struct World {
+  const SimLayers* L = nullptr;
+  const SimOptions* o = nullptr;
+  int n = 0;
+  std::vector<RankState> ranks;
+  std::vector<int> all;                     // 0..n-1
+  std::vector<std::vector<int>> groups;     // hier sub-groups (members, rank order); empty: none
+  std::vector<int> group_of;                // rank -> index into groups
+  std::vector<std::string> hosts;           // rank -> node name (hier nodes=auto groups by it)
+  SimResult* res = nullptr;
+  const std::function<void(int64_t)>* progress = nullptr;
+  const std::map<int, double>* slow = nullptr;  // rank -> compute factor
+  int64_t flows = 0;
+  double last_end = 0;
+};
+
+sg4::Mailbox* mailbox(World& w, int from, int to) {
+  auto& m = w.ranks[from].to;
+  auto it = m.find(to);
+  if (it != m.end()) return it->second;
+  auto* mb = sg4::Mailbox::by_name("r" + std::to_string(from) + ">r" + std::to_string(to));
+  m[to] = mb;
+  return mb;
+}
+
+// One all-reduce on rank r's side: ring reduce-scatter then all-gather, 2(n-1) steps; at each step the rank sends
+// one chunk (bytes/n) to its successor and receives one from its predecessor, and goes on when both are done.
+// "fused": the same bytes per ring edge, 2(n-1)/n * bytes, as one flow (fewer events, no per-step latency).
+void run_allreduce(World& w, int r, const Job& j) {
+  const auto& m = *j.members;
+  const int n = int(m.size());
+  if (n <= 1) return;
+  const int pos = int(std::find(m.begin(), m.end(), r) - m.begin());
+  const int next = m[(pos + 1) % n], prev = m[(pos + n - 1) % n];
+  sg4::Mailbox* out = mailbox(w, r, next);
+  sg4::Mailbox* in = mailbox(w, prev, r);
+  static int token = 0;
+  // auto: the exact ring up to 32 ranks per collective, fused beyond (2(n-1) x n transfers per collective would
+  // make 64+ ranks minutes of simulation: README "Speed").
+  const bool fused = w.o->collectives == "fused" || (w.o->collectives == "auto" && n > 32);
+  const int steps = fused ? 1 : 2 * (n - 1);
+  const double chunk = fused ? double(j.bytes) * 2.0 * (n - 1) / n : double(j.bytes) / n;
+  for (int k = 0; k < steps; ++k) {
+    auto s = out->put_async(&token, uint64_t(std::llround(chunk)));
+    void* got = nullptr;
+    auto g = in->get_async(&got);
+    s->wait();
+    g->wait();
+  }
+  w.flows += steps;
+}
+
+void comm_actor(World* w, int r) {
+  RankState& R = w->ranks[r];
+  while (true) {
+    int64_t id;
+    {
+      std::unique_lock<sg4::Mutex> lk(*R.mu);
+      while (R.queue.empty() && !R.stop) R.cv->wait(lk);
+      if (R.queue.empty()) return;
+      id = R.queue.front();
+      R.queue.pop_front();
+    }
+    run_allreduce(*w, r, R.jobs[size_t(id)]);
+    std::unique_lock<sg4::Mutex> lk(*R.mu);
+    R.end[size_t(id)] = sg4::Engine::get_clock();
+    R.done = id + 1;
+    R.cv->notify_all();
+  }
+}
+
+// The training loop and the sync engine of one rank (core/train/trainer.cpp + core/sync/layer_sync.cpp), with
+// compute replaced by the profile's times and the collectives by jobs for the communication actor.
+class RankLoop {
+ public:
+  RankLoop(World& w, int r) : w_(w), r_(r), R_(w.ranks[size_t(r)]), L_(*w.L), o_(*w.o) {}
+
+  void run() {
+    const int nl = L_.size();
+    policy_ = sync::make_policy(sync::PolicySpec::parse(o_.policy));
+    policy_->setup(L_.meta, w_.n);
+    actions_.assign(nl, sync::Action::None);
+    lockstep_.assign(nl, true);
+    stale_.assign(nl, 0);
+    ready_.assign(nl, 0);
+    signals_.grad_norm.assign(nl, 1);
+    signals_.cos_prev.assign(nl, 1);
+    signals_.stale.assign(nl, 0);
+    policy_votes_ = size_t(nl) * size_t(policy_->votes_per_layer());
+    votes_.assign(policy_votes_ + (o_.anomaly_votes ? 1 : 0), 0.0f);
+    auto f = w_.slow->find(r_);
+    slow_ = f == w_.slow->end() ? 1.0 : f->second;
+    const double t_start = now();
+    const int64_t warm = std::min<int64_t>(5, o_.steps / 10);
+    double t_warm = t_start, exposed_total = 0, step_total = 0;
+    for (int64_t step = 0; step < o_.steps; ++step) {
+      step_ = step;
+      if (step == warm) t_warm = now();
+      const double t0 = now();
+      t_bwd_ = t0;
+      exposed_ms_ = 0;
+      bytes_ = 0;
+      apply_agreed_votes();
+      const bool lockstep_all = step < policy_->profile_steps();
+      auto entering = sync::decide_step(*policy_, step, lockstep_all, actions_, lockstep_, stale_);
+      if (std::find(entering.begin(), entering.end(), true) != entering.end())
+        average_layers(entering, /*optimizer_state=*/true, /*all_buffers=*/false, /*log=*/true);
+      buckets_ = sync::plan_buckets(actions_, L_.ranges, o_.first_bucket_bytes, o_.bucket_cap_bytes);
+      trigger_ = sync::bucket_triggers(buckets_, nl);
+      inflight_.clear();
+      const double t1 = now();
+      compute(o_.forward_s);
+      const double t2 = now();
+      t_bwd_ = t2;
+      for (int l = nl - 1; l >= 0; --l) {
+        compute(L_.bp_s[size_t(l)]);
+        ready_[size_t(l)] = now();
+        if (trigger_[size_t(l)] >= 0) launch(buckets_[size_t(trigger_[size_t(l)])]);
+      }
+      const double t3 = now();
+      if (!inflight_.empty()) wait_for(inflight_.back().last);
+      const double t4 = now();
+      exposed_ms_ += (t4 - t3) * 1e3;
+      record_timeline(t4);
+      compute(o_.update_s);
+      const double t_upd = now();
+      after_update();
+      const double t5 = now();
+      const double step_s = t5 - t0;
+      if (step >= warm) {
+        exposed_total += exposed_ms_ / 1e3;
+        step_total += step_s;
+      }
+      if (r_ == 0) {
+        const double elapsed = t5 - t_start;
+        const double per_rank = double(o_.batch) * w_.n;
+        const double sps = step >= warm && t5 > t_warm ? double(step + 1 - warm) * per_rank / (t5 - t_warm)
+                                                       : double(step + 1) * per_rank / elapsed;
+        telemetry::StepRow row{step, elapsed, NAN, 0, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t_upd - t4) * 1e3,
+                               exposed_ms_, bytes_, o_.batch > 0 ? sps : 0};
+        w_.res->steps.push_back(row);
+        if (*w_.progress) (*w_.progress)(step);
+      }
+    }
+    if (control_ >= 0) wait_for(control_);
+    w_.last_end = std::max(w_.last_end, now());
+    if (r_ == 0) {
+      w_.res->plan = policy_->plan();
+      const int64_t timed = o_.steps - warm;
+      w_.res->step_ms = timed > 0 ? (now() - t_warm) / double(timed) * 1e3 : 0;
+      w_.res->exposed_comm_fraction = step_total > 0 ? exposed_total / step_total : 0;
+    }
+    w_.res->collectives_per_rank[size_t(r_)] = int64_t(R_.jobs.size());
+    std::unique_lock<sg4::Mutex> lk(*R_.mu);
+    R_.stop = true;
+    R_.cv->notify_all();
+  }
+
+ private:
+  struct InFlight {
+    sync::Bucket bucket;
+    int64_t first, last;  // job ids
+    double launch;
+  };
+
+  static double now() { return sg4::Engine::get_clock(); }
+
+  void compute(double seconds) {
+    if (seconds > 0) sg4::this_actor::execute(seconds * slow_ * kRefSpeed);
+  }
+
+  int64_t push(const std::vector<int>* members, int64_t bytes) {
+    std::unique_lock<sg4::Mutex> lk(*R_.mu);
+    const int64_t id = int64_t(R_.jobs.size());
+    R_.jobs.push_back({members, bytes});
+    R_.end.push_back(0);
+    R_.queue.push_back(id);
+    R_.cv->notify_all();
+    return id;
+  }
+
+  void wait_for(int64_t id) {
+    std::unique_lock<sg4::Mutex> lk(*R_.mu);
+    while (R_.done <= id) R_.cv->wait(lk);
+  }
+
+  const std::vector<int>* members(sync::Action a) const {
+    if (a == sync::Action::AverageGroup && !w_.groups.empty()) return &w_.groups[size_t(w_.group_of[size_t(r_)])];
+    return &w_.all;
+  }
+
+  // One collective counted like LayerSync::allreduce (bytes of this rank's payload).
+  int64_t collective(const std::vector<int>* m, int64_t floats) {
+    bytes_ += 4 * floats;
+    return push(m, 4 * floats);
+  }
+
+  void launch(const sync::Bucket& bk) {
+    InFlight f{bk, -1, -1, now()};
+    for (auto& part : sync::bucket_parts(bk, true, o_.average_optimizer_state ? o_.opt_slots : 0, L_.num_params)) {
+      const int64_t id = collective(members(bk.action), part.n);
+      if (f.first < 0) f.first = id;
+      f.last = id;
+    }
+    inflight_.push_back(f);
+  }
+
+  // LayerSync::average_layers: blocking average of the chosen layers (and optionally optimizer state).
+  void average_layers(const std::vector<bool>& which, bool optimizer_state, bool all_buffers, bool log) {
+    std::vector<InFlight> sent;
+    for (auto& bk : sync::plan_average(which, L_.ranges, o_.bucket_cap_bytes)) {
+      InFlight f{bk, -1, -1, now()};
+      for (auto& part : sync::bucket_parts(bk, !all_buffers, optimizer_state ? o_.opt_slots : 0, L_.num_params)) {
+        const int64_t id = collective(&w_.all, part.n);
+        if (f.first < 0) f.first = id;
+        f.last = id;
+      }
+      sent.push_back(f);
+    }
+    int64_t last = sent.empty() ? -1 : sent.back().last;
+    if (all_buffers && L_.num_buffers) last = collective(&w_.all, L_.num_buffers);
+    if (last >= 0) wait_for(last);
+    if (log)
+      for (auto& f : sent) log_event(f);
+  }
+
+  void average_all(bool count_stats, bool log) {
+    std::vector<bool> local(lockstep_.size());
+    for (size_t l = 0; l < local.size(); ++l) local[l] = !lockstep_[l];
+    const int64_t b0 = bytes_;
+    average_layers(local, o_.average_optimizer_state, /*all_buffers=*/true, log);
+    if (!count_stats) bytes_ = b0;
+  }
+
+  void apply_agreed_votes() {
+    if (control_ >= 0) {
+      const double t0 = now();
+      wait_for(control_);
+      exposed_ms_ += (now() - t0) * 1e3;
+      control_ = -1;
+      agreed_ready_ = true;
+    }
+    if (!agreed_ready_) return;
+    agreed_ready_ = false;
+    if (policy_votes_) {
+      // Every rank cast the same votes (identical constant signals): the sum over ranks is world x votes.
+      std::vector<float> sums(votes_.begin(), votes_.begin() + long(policy_votes_));
+      for (auto& v : sums) v *= float(w_.n);
+      policy_->on_agreed(control_step_, sums.data(), w_.n);
+    }
+  }
+
+  void after_update() {
+    if (!votes_.empty()) {  // LayerSync::cast_votes: the control all-reduce, waited for at the next step
+      if (policy_votes_) {
+        for (size_t l = 0; l < stale_.size(); ++l) signals_.stale[l] = stale_[l];
+        policy_->cast_votes(step_, signals_, votes_.data());
+      }
+      control_ = push(&w_.all, int64_t(4 * votes_.size()));
+      control_step_ = step_;
+    }
+    if (policy_->full_average_after(step_)) {
+      const double t0 = now();
+      average_all(true, true);
+      exposed_ms_ += (now() - t0) * 1e3;
+      std::fill(stale_.begin(), stale_.end(), 0);
+    }
+    if (policy_->profile_steps() > 0 && step_ + 1 == policy_->profile_steps()) finish_profile();
+  }
+
+  // LayerSync::finish_profile: the timed all-reduces of measure_comm_model (4 x 256 floats, 4 x 1 Mi floats), the
+  // agreement on the profile (2L floats averaged, then broadcast: simulated as a second all-reduce), then the
+  // policy schedules from the profile's times (what the measurement estimates).
+  void finish_profile() {
+    int64_t last = -1;
+    for (int i = 0; i < 4; ++i) last = push(&w_.all, 4 * 256);
+    for (int i = 0; i < 4; ++i) last = push(&w_.all, 4 * (1 << 20));
+    last = push(&w_.all, 8 * int64_t(L_.size()));
+    last = push(&w_.all, 8 * int64_t(L_.size()));
+    wait_for(last);
+    sync::LayerTimes t;
+    t.backward_s = L_.bp_s;
+    t.comm_s = L_.comm_s;
+    policy_->on_profile(t);
+  }
+
+  bool logs() const { return r_ == 0 || o_.all_rank_events; }
+
+  void record_timeline(double) {
+    if (!logs()) return;
+    if (step_ % 10 == 0)
+      for (int l = L_.size() - 1; l >= 0; --l)
+        w_.res->ready.push_back({step_, int32_t(r_), int32_t(l), ready_[size_t(l)] - t_bwd_});
+    for (auto& f : inflight_) log_event(f);
+  }
+
+  void log_event(const InFlight& f) {
+    if (!logs()) return;
+    double end = 0;
+    {
+      std::unique_lock<sg4::Mutex> lk(*R_.mu);
+      for (int64_t id = f.first; id <= f.last; ++id) end = std::max(end, R_.end[size_t(id)]);
+    }
+    telemetry::SyncEventRow e;
+    e.step = step_;
+    e.first_layer = f.bucket.lo;
+    e.last_layer = f.bucket.hi;
+    e.action = f.bucket.action == sync::Action::AllreduceGrads ? telemetry::SyncAction::kAllreduceGrads
+                                                               : telemetry::SyncAction::kAverageParams;
+    e.group = f.bucket.action == sync::Action::AverageGroup && !w_.groups.empty() ? 1 + w_.group_of[size_t(r_)] : 0;
+    e.rank = r_;
+    e.bytes = f.bucket.bytes();
+    e.launch_s = f.launch - t_bwd_;
+    e.end_s = end - t_bwd_;
+    w_.res->events.push_back(e);
+  }
+
+  World& w_;
+  int r_;
+  RankState& R_;
+  const SimLayers& L_;
+  const SimOptions& o_;
+  std::unique_ptr<sync::Policy> policy_;
+  std::vector<sync::Action> actions_;
+  std::vector<bool> lockstep_;
+  std::vector<int64_t> stale_;
+  std::vector<double> ready_;
+  std::vector<sync::Bucket> buckets_;
+  std::vector<int> trigger_;
+  std::vector<InFlight> inflight_;
+  sync::LayerSignals signals_;
+  std::vector<float> votes_;
+  size_t policy_votes_ = 0;
+  int64_t control_ = -1, control_step_ = 0;
+  bool agreed_ready_ = false;
+  int64_t step_ = 0, bytes_ = 0;
+  double t_bwd_ = 0, exposed_ms_ = 0, slow_ = 1;
+};
+
+void build_cluster(const PlatformSpec& p, std::vector<sg4::Host*>& hosts, std::vector<std::string>& nodes) {
+  auto* root = sg4::create_star_zone("cluster");
+  for (int i = 0; i < p.nodes; ++i) {
+    const std::string node = "node" + std::to_string(i);
+    auto* z = sg4::create_star_zone(node);
+    z->set_parent(root);
+    auto* gw = z->create_router(node + "-switch");
+    for (int g = 0; g < p.per_node; ++g) {
+      const int r = i * p.per_node + g;
+      auto* h = z->create_host(node + "-rank" + std::to_string(r), kRefSpeed)->seal();
+      auto* nic = z->create_split_duplex_link(node + "-rank" + std::to_string(r) + "-nic", p.intra_Bps)->seal();
+      z->add_route(h->get_netpoint(), nullptr, nullptr, nullptr,
+                   {sg4::LinkInRoute(nic, sg4::LinkInRoute::Direction::UP)}, true);
+      hosts.push_back(h);
+      nodes.push_back(node);
+    }
+    z->seal();
+    auto* up = root->create_split_duplex_link(node + "-uplink", p.inter_Bps)->set_latency(p.lat_s / 2)->seal();
+    root->add_route(z->get_netpoint(), nullptr, gw, nullptr, {sg4::LinkInRoute(up, sg4::LinkInRoute::Direction::UP)},
+                    true);
+  }
+  root->seal();
+}
+
+}  // namespace
+
+bool have_simgrid() { return true; }
+
+SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const SimOptions& opt,
+                   const std::function<void(int64_t)>& progress) {
+  // Refuse what the simulation cannot run faithfully, before SimGrid starts.
+  {
+    auto p = sync::make_policy(sync::PolicySpec::parse(opt.policy));
+    if (p->wants_signals() && !opt.constant_signals)
+      throw UsageError("--policy " + opt.policy + ": decides from local gradient signals, which a simulation has "
+                       "none of; add --signals constant (every layer cos = 1, norm = 1) or use ddp, localsgd, "
+                       "plsgd, dreamddp, fixed, staleness");
+  }
+  static bool started = false;
+  if (started) throw std::logic_error("simulate: SimGrid runs once per process");
+  started = true;
+  const auto t_wall = std::chrono::steady_clock::now();
+  int argc = 2;
+  char name[] = "dreamddp-simulate";
+  char quiet[] = "--log=root.thres:warning";  // SimGrid's INFO lines (configuration changes) are not ours to print
+  char* argv[] = {name, quiet, nullptr};
+  sg4::Engine e(&argc, argv);
+  sg4::Engine::set_config("contexts/stack-size:128");
+  for (auto& c : opt.simgrid_cfg) {
+    try {
+      sg4::Engine::set_config(c);
+    } catch (const std::exception& ex) {
+      throw UsageError("--cfg " + c + ": " + ex.what());
+    }
+  }
+  std::vector<sg4::Host*> hosts;
+  std::vector<std::string> nodes;
+  if (!platform.file.empty()) {
+    try {
+      e.load_platform(platform.file);
+    } catch (const std::exception& ex) {
+      throw UsageError("--platform " + platform.file + ": " + ex.what());
+    }
+    hosts = e.get_all_hosts();
+    std::sort(hosts.begin(), hosts.end(), [](auto* a, auto* b) { return a->get_name() < b->get_name(); });
+    if (hosts.empty()) throw UsageError("--platform " + platform.file + ": no hosts");
+    for (auto* h : hosts) nodes.push_back(h->get_englobing_zone()->get_name());
+  } else {
+    build_cluster(platform, hosts, nodes);
+  }
+  for (auto& [r, f] : platform.slow)
+    if (r >= int(hosts.size()))
+      throw UsageError("--slow " + std::to_string(r) + "=...: rank " + std::to_string(r) + " is not below the world size " +
+                       std::to_string(hosts.size()));
+
+  SimResult res;
+  World w;
+  w.L = &layers;
+  w.o = &opt;
+  w.n = int(hosts.size());
+  w.res = &res;
+  w.progress = &progress;
+  w.slow = &platform.slow;
+  w.hosts = nodes;
+  w.ranks.resize(size_t(w.n));
+  res.world = w.n;
+  res.hosts = nodes;
+  res.collectives_per_rank.assign(size_t(w.n), 0);
+  for (int r = 0; r < w.n; ++r) w.all.push_back(r);
+  {
+    auto p = sync::make_policy(sync::PolicySpec::parse(opt.policy));
+    p->setup(layers.meta, w.n);
+    auto g = p->groups(nodes);
+    if (!g.empty()) {
+      if (int(g.size()) != w.n) throw UsageError("--policy " + opt.policy + ": topology does not cover the ranks");
+      int ng = *std::max_element(g.begin(), g.end()) + 1;
+      w.groups.assign(size_t(ng), {});
+      for (int r = 0; r < w.n; ++r) w.groups[size_t(g[size_t(r)])].push_back(r);
+      w.group_of = g;
+    }
+  }
+  std::vector<std::unique_ptr<RankLoop>> loops;
+  for (int r = 0; r < w.n; ++r) {
+    auto& R = w.ranks[size_t(r)];
+    R.host = hosts[size_t(r)];
+    R.mu = sg4::Mutex::create();
+    R.cv = sg4::ConditionVariable::create();
+    loops.push_back(std::make_unique<RankLoop>(w, r));
+  }
+  for (int r = 0; r < w.n; ++r) {
+    RankLoop* loop = loops[size_t(r)].get();
+    sg4::Actor::create("rank" + std::to_string(r), hosts[size_t(r)], [loop] { loop->run(); });
+    sg4::Actor::create("comm" + std::to_string(r), hosts[size_t(r)], [&w, r] { comm_actor(&w, r); });
+  }
+  e.run();
+  res.simulated_s = w.last_end;
+  res.flows = w.flows;
+  res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wall).count();
+  return res;
+}
+
+}  // namespace dd::sim

@@ -1,0 +1,58 @@
+// The simulation itself: N ranks as SimGrid actors running the engine's step (forward, per-layer backward with the
+// hook deciding through the real policy and bucket plan, waits where the engine waits) over a simulated network.
+// This header has no SimGrid types; simulator.cpp (SimGrid) or simulator_stub.cpp (built without it) implements it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/telemetry/rows.h"
+#include "experiments/sim/platform_spec.h"
+#include "experiments/sim/sim_layers.h"
+
+namespace dd::sim {
+
+struct SimOptions {
+  std::string policy = "ddp";
+  int64_t steps = 10;
+  int64_t batch = 0;                  // per rank; 0: samples/s not reported
+  double forward_s = 0;               // per step (profiles carry backward only)
+  double update_s = 0;                // optimizer update per step
+  int64_t bucket_cap_bytes = 25 << 20;
+  int64_t first_bucket_bytes = 1 << 20;
+  bool average_optimizer_state = false;
+  int opt_slots = 1;                  // optimizer state slots (SGD momentum 1, AdamW 2)
+  bool anomaly_votes = true;          // train's default --anomaly fallback: its flag rides the control all-reduce
+  bool constant_signals = false;      // feed policies that read gradient signals cos = 1, norm = 1
+  bool all_rank_events = false;       // /sync_events of every rank (default rank 0 only, as training writes)
+  std::string collectives = "auto";   // ring: 2(n-1) chunk transfers per rank; fused: one flow per ring edge;
+                                      // auto: ring up to 32 ranks per collective, fused beyond
+  std::vector<std::string> simgrid_cfg;  // "network/model:CM02", ...
+};
+
+struct SimResult {
+  int world = 0;
+  std::vector<std::string> hosts;            // per rank: the node (group) it is on
+  std::vector<telemetry::StepRow> steps;     // rank 0's view, as training writes them
+  std::vector<telemetry::SyncEventRow> events;
+  std::vector<telemetry::LayerReadyRow> ready;
+  std::vector<int64_t> collectives_per_rank; // every collective each rank ran (hook, blocking, control)
+  double step_ms = 0;                        // rank 0, after warm-up (as train's summary)
+  double exposed_comm_fraction = 0;          // rank 0, after warm-up
+  double simulated_s = 0;                    // simulated time at the end of the last step of the slowest rank
+  int64_t flows = 0;                         // point-to-point transfers simulated
+  double wall_s = 0;                         // host time the simulation took
+  std::string plan;                          // the policy's plan on rank 0 at the end
+};
+
+// Runs the simulation (once per process: SimGrid's engine is a singleton). `progress(step)` is called by rank 0
+// after each simulated step. Throws dd::UsageError for inputs the simulation refuses (policy needing signals
+// without constant_signals, a platform file with too few hosts, an unknown SimGrid option...).
+SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const SimOptions& opt,
+                   const std::function<void(int64_t)>& progress);
+
+// False when built without SimGrid (simulate then throws dd::UsageError saying so).
+bool have_simgrid();
+
+}  // namespace dd::sim

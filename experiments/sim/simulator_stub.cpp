@@ -1,0 +1,13 @@
+// Built without SimGrid (no pkg-config `simgrid`): `dreamddp simulate` refuses with one line.
+#include "core/common/error.h"
+#include "experiments/sim/simulator.h"
+
+namespace dd::sim {
+
+bool have_simgrid() { return false; }
+
+SimResult simulate(const SimLayers&, const PlatformSpec&, const SimOptions&, const std::function<void(int64_t)>&) {
+  throw UsageError("this dreamddp was built without SimGrid (install libsimgrid-dev, `make deps`, and rebuild)");
+}
+
+}  // namespace dd::sim
