@@ -129,7 +129,8 @@ for m, rs in by_model.items():
     best_o = min(ours, key=lambda o: o[0])
     best_p = min(ran, key=lambda p: p["step_ms"]) if ran else None
     # Every repetition of the peer must have run at its best, not only the fastest one.
-    ok, note = (True, "") if len(ran) == len(peers) else (False, "the peer did not run in every repetition: no ratio")
+    refused = [p["refused"] for p in peers if "refused" in p]
+    ok, note = (True, "") if not refused else (False, "the peer refused to run (%s): no ratio" % refused[0])
     for p in ran if ok else []:
         ok, note = sitting.judge_peer(p, ours_gemm)
         if not ok:

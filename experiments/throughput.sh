@@ -8,6 +8,10 @@
 #                             [--loopback]
 # Relative paths given as options are taken from the caller's directory; the defaults from the repository root.
 # --peer-algos "" runs ours only. Environment: DREAMDDP_BIN, DREAMDDP_PEER (default ../shared/peers/torch_ddp.py).
+# The peer must run at its best (experiments/lib/sitting.py): our GEMM rate is measured at the start of the sitting
+# and every ratio against a peer run whose own gemm_gflops is below 0.7x ours (or that ran on netlib's BLAS) is
+# withheld and the run marked misconfigured; the peer's BLAS, GEMM rate and threads are printed beside the table;
+# a run that started with the load average above the core count is marked noisy.
 #
 # Our runs: OUT/<net>/<policy>/ (policy with ':' and '=' made path-safe, e.g. dreamddp-h8; repeat r>1 adds .r<r>);
 # the peer's JSON line and log: OUT/<net>/torch-<algo>/. A run folder that already exists is moved to
@@ -101,6 +105,8 @@ if [ -n "$PEER_ALGOS" ]; then
   esac
 fi
 
+OUR_GEMM=$($PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import sitting; print(sitting.our_gemm_gflops(sys.argv[2]))' \
+  "$REPO/experiments/lib" "$BIN")
 STAMP=$(date +%Y%m%d-%H%M%S)
 safe() { local s=${1//:/-}; s=${s//=/}; echo "${s//,/-}"; }
 # move_aside DIR ROOT: an existing DIR goes to ROOT/previous-STAMP/<its path below ROOT>.
@@ -126,7 +132,7 @@ for MODEL in $MODELS; do
   {
     echo "# throughput sitting $STAMP on $(hostname): $(nproc) cores, load at start $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "# model $MODEL, $RANKS ranks x batch $BATCH, 1 thread per rank, synthetic data, $STEPS timed steps, repeats $REPEATS"
-    echo "# peer BLAS: $BLAS_NOTE; netem: $NETEM"
+    echo "# peer BLAS: $BLAS_NOTE; netem: $NETEM; our GEMM (1 thread, 64x1024.1024x1024): $OUR_GEMM GFLOP/s"
   } > "$root/sitting.txt"
   cat "$root/sitting.txt"
 
@@ -195,7 +201,8 @@ s = json.load(open(path))
 policy = "ddp" if algo == "ddp" else f"localsgd:k={s['k']}"
 r = {"system": "torch", "policy": policy, "network": net, "model": model,
      "samples_per_s": s["samples_per_s"], "exposed_comm_fraction": None, "step_ms": s["step_ms"],
-     "run_dir": d, "load_1m": float(ld), "run_s": float(t1) - float(t0), "peer": s["peer"], "peer_blas": blas}
+     "run_dir": d, "load_1m": float(ld), "run_s": float(t1) - float(t0), "peer": s["peer"], "peer_blas": blas,
+     "peer_config": {k: s.get(k) for k in ("blas", "gemm_gflops", "threads", "openblas_coretype")}}
 open(records, "a").write(json.dumps(r) + "\n")
 print(f"   {r['samples_per_s']:.0f} samples/s, {r['run_s']:.0f} s")
 PYEOF
@@ -207,9 +214,11 @@ PYEOF
 
   # Table (median over repeats), throughput.json (the analysis/fig_throughput.py format, one per network in
   # OUT/<net>/ too, so `make_figures.py OUT` draws it beside that network's curves and timelines).
-  $PY - "$root" "$NETEM" "$BLAS_NOTE" <<'PYEOF'
+  $PY - "$root" "$NETEM" "$BLAS_NOTE" "$OUR_GEMM" "$REPO/experiments/lib" <<'PYEOF'
 import json, os, statistics, sys
-root, netem, blas = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+root, netem, blas, our_gemm = sys.argv[1], sys.argv[2] == "1", sys.argv[3], float(sys.argv[4])
+sys.path.insert(0, sys.argv[5])
+import sitting
 recs = [json.loads(l) for l in open(os.path.join(root, "records.jsonl")) if l.strip()]
 rows = {}
 for r in recs:
@@ -221,7 +230,11 @@ for (net, system, policy), rs in rows.items():
     out.append({"system": system, "policy": policy, "network": net, "model": rs[0]["model"],
                 "samples_per_s": statistics.median(sps), "exposed_comm_fraction": statistics.median(exp) if exp else None,
                 "samples_per_s_runs": sps, "load_1m_runs": [r["load_1m"] for r in rs],
-                "run_dirs": [r["run_dir"] for r in rs], **({"peer_blas": blas} if system == "torch" else {})})
+                "run_dirs": [r["run_dir"] for r in rs], "noisy": any(sitting.noisy(r["load_1m"]) for r in rs),
+                **({"peer_blas": blas, "peer_configs": [r.get("peer_config") for r in rs],
+                    "peer_ok": all(sitting.judge_peer(r.get("peer_config"), our_gemm)[0] for r in rs),
+                    "peer_note": "; ".join(sorted({sitting.judge_peer(r.get("peer_config"), our_gemm)[1] for r in rs}))}
+                   if system == "torch" else {})})
 json.dump(out, open(os.path.join(root, "throughput.json"), "w"), indent=1)
 for net in dict.fromkeys(e["network"] for e in out):
     json.dump([e for e in out if e["network"] == net], open(os.path.join(root, net, "throughput.json"), "w"), indent=1)
@@ -232,13 +245,19 @@ print(head.rstrip())
 if not netem:
     print("# NOTE: no emulated cluster (--loopback, or not root / no tc): every run used LOOPBACK, unshaped")
 print(f"{'network':<9} {'system':<9} {'policy':<14} {'samples/s':>10} {'exposed comm':>13} {'vs peer ddp':>12} {'vs peer lsgd':>13}")
-val = {(e["network"], e["system"], e["policy"]): e["samples_per_s"] for e in out}
+# A peer that did not run at its best gives no ratio (sitting.judge_peer).
+val = {(e["network"], e["system"], e["policy"]): e["samples_per_s"] for e in out
+       if e["system"] != "torch" or e["peer_ok"]}
+for e in out:
+    if e["system"] == "torch":
+        print(f"# peer {e['network']} {e['policy']}: {e['peer_note']}" + ("" if e["peer_ok"] else "  -> NO RATIOS"))
 for e in out:
     pd, pl = val.get((e["network"], "torch", "ddp")), val.get((e["network"], "torch", "localsgd:k=8"))
     exp = "-" if e["exposed_comm_fraction"] is None else f"{100 * e['exposed_comm_fraction']:.1f}%"
     spread = "" if len(e["samples_per_s_runs"]) < 2 else f" ({min(e['samples_per_s_runs']):.0f}-{max(e['samples_per_s_runs']):.0f})"
     print(f"{e['network']:<9} {e['system']:<9} {e['policy']:<14} {e['samples_per_s']:>10.0f} {exp:>13} "
-          f"{e['samples_per_s'] / pd if pd else float('nan'):>11.2f}x {e['samples_per_s'] / pl if pl else float('nan'):>12.2f}x{spread}")
+          f"{e['samples_per_s'] / pd if pd else float('nan'):>11.2f}x {e['samples_per_s'] / pl if pl else float('nan'):>12.2f}x{spread}"
+          + ("  noisy" if e["noisy"] else ""))
 print("\nacceptance (issue 4):")
 for net in dict.fromkeys(e["network"] for e in out):
     pd, pl = val.get((net, "torch", "ddp")), val.get((net, "torch", "localsgd:k=8"))
