@@ -103,7 +103,8 @@ void comm_actor(World* w, int r) {
       id = R.queue.front();
       R.queue.pop_front();
     }
-    run_allreduce(*w, r, R.jobs[size_t(id)]);
+    const Job job = R.jobs[size_t(id)];  // a copy: the compute actor may grow R.jobs meanwhile
+    run_allreduce(*w, r, job);
     std::unique_lock<sg4::Mutex> lk(*R.mu);
     R.end[size_t(id)] = sg4::Engine::get_clock();
     R.done = id + 1;
