@@ -69,8 +69,12 @@ def our_gemm_gflops(binary, threads=1):
     return float(json.loads(p.stdout.strip().splitlines()[-1])["gemm_gflops"])
 
 
-def judge_peer(peer, ours_gflops):
-    """(ok, note) for one peer result (its JSON line as a dict, or None when it refused to run)."""
+def judge_peer(peer, ours_gflops, standalone_gflops=None):
+    """(ok, note) for one peer result (its JSON line as a dict, or None when it refused to run).
+
+    standalone_gflops: the peer's GEMM rate measured alone at the start of the sitting (peer_gemm_alone). Give it
+    when the run had more processes than cores: the rate the peer measured inside that run then reflects the
+    oversubscription, not its configuration, and the standalone rate judges it (both are recorded)."""
     if peer is None:
         return False, "the peer did not run (see its log): no ratio"
     g = peer.get("gemm_gflops")
@@ -78,10 +82,26 @@ def judge_peer(peer, ours_gflops):
         return False, "the peer did not report its GEMM rate: no ratio"
     if "netlib" in str(peer.get("blas", "")):
         return False, "the peer runs on netlib's reference BLAS: misconfigured, no ratio"
-    if g < PEER_MIN_GEMM_FRACTION * ours_gflops:
-        return False, ("the peer's GEMM rate %.1f GFLOP/s is below %.1f x ours (%.1f): misconfigured, no ratio"
-                       % (g, PEER_MIN_GEMM_FRACTION, ours_gflops))
-    return True, "peer GEMM %.1f GFLOP/s vs ours %.1f (%.2fx)" % (g, ours_gflops, g / ours_gflops)
+    judged, how = g, "in-run"
+    if standalone_gflops is not None:
+        judged, how = standalone_gflops, "standalone (ranks exceed cores; in-run %.1f)" % g
+    if judged < PEER_MIN_GEMM_FRACTION * ours_gflops:
+        return False, ("the peer's %s GEMM rate %.1f GFLOP/s is below %.1f x ours (%.1f): misconfigured, no ratio"
+                       % (how, judged, PEER_MIN_GEMM_FRACTION, ours_gflops))
+    return True, "peer GEMM %.1f GFLOP/s %s vs ours %.1f (%.2fx)" % (judged, how, ours_gflops, judged / ours_gflops)
+
+
+def peer_gemm_alone(peer_script, env_prefix=()):
+    """The peer's GEMM rate and BLAS measured alone (one process, one thread, a 3-step mlp run): its configuration
+    as this sitting has it, free of the contention of an oversubscribed run. Returns its JSON line or None."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, RANK="0", WORLD_SIZE="1", THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+        p = subprocess.run(list(env_prefix) + ["/usr/bin/python3", peer_script, "--model", "mlp", "--steps", "3",
+                                               "--warmup", "1", "--store", os.path.join(d, "store")],
+                           capture_output=True, text=True, env=env, timeout=300)
+        lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+        return json.loads(lines[-1]) if p.returncode == 0 and lines else None
 
 
 def peer_config(peer):

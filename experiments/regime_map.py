@@ -1,0 +1,365 @@
+#!/usr/bin/python3
+"""The regime map: where layer-wise partial sync pays off and where it does not, measured.
+
+For every cell (model, ranks, link rate) on the emulated cluster (`dreamddp launch --netem RATE`, one network
+namespace per rank, one thread per rank):
+  1. `dreamddp profile` measures the cell's per-layer backward and all-reduce times (CELL/profile/{bp,comm}.json);
+     `dreamddp schedule --h H --fillin` solves the DreamDDP schedule on it and models every policy's time per step;
+  2. ours (ddp, localsgd:k=H, plsgd:h=H, dreamddp:h=H on that profile with and without fill-in) and the PyTorch peer
+     (DDP, PeriodicModelAverager k=H, and --algo partial with the phases our solver chose) run the same number of
+     steps, in alternating order (reversed on every second repetition);
+  3. the cell records the measured communication/backward ratio C/B of its profile (the x-axis: place your own
+     cluster on it), each run's samples/s, and next to it the step time the schedule model predicts for that run's
+     own profile (forward + update measured in the run, backward + communication modelled).
+The peer must run at its best: its gemm_gflops is checked against our GEMM rate (experiments/lib/sitting.py) and a
+misconfigured peer gets no ratio. Runs started while the load average exceeded the core count are marked noisy.
+
+Writes OUT/regime.json (every run and every cell) and, with --results FILE, the same document for the README
+(analysis/render_results.py) and analysis/fig_regime.py. Nothing of an earlier sitting is overwritten: an existing
+OUT is refused unless --resume-cells (cells already measured are kept and skipped).
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(HERE, "lib"))
+import sitting  # noqa: E402
+
+PY = "/usr/bin/python3"
+BATCH = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8}
+
+
+def die(msg):
+    sys.stderr.write("regime_map: error: %s\n" % msg)
+    sys.exit(2)
+
+
+def rate_bps(rate):
+    units = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+    for u, m in units.items():
+        if rate.endswith(u):
+            try:
+                return float(rate[:-len(u)]) * m
+            except ValueError:
+                break
+    die("rate '%s' is not a number with kbit, mbit or gbit (e.g. 100mbit, 1gbit)" % rate)
+
+
+def run(cmd, log, timeout):
+    """Runs cmd with stdout+stderr to `log`; returns (rc, seconds). A timeout kills the launcher's process group."""
+    t0 = time.time()
+    with open(log, "w") as f:
+        p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+            p.wait()
+            rc = "timeout"
+    return rc, time.time() - t0
+
+
+def tail(path, n=5):
+    try:
+        return "".join(open(path, errors="replace").readlines()[-n:])
+    except OSError:
+        return ""
+
+
+def last_json(path):
+    for line in reversed(open(path, errors="replace").read().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    return None
+
+
+def step_means(run_dir):
+    """Mean forward/backward/update ms of the timed steps (after the trainer's warm-up), from metrics.h5."""
+    import h5py
+    with h5py.File(os.path.join(run_dir, "metrics.h5"), "r") as f:
+        st = f["/steps"][:]
+    warm = min(6, len(st) // 10 if len(st) >= 20 else 0)
+    return {k: float(st[k + "_ms"][warm:].mean()) for k in ("forward", "backward", "update")}
+
+
+class Sitting:
+    def __init__(self, a):
+        self.a = a
+        self.bin = a.bin
+        self.runs = []
+        self.prev_ranks = 0
+
+    def launch(self, ranks, rate):
+        net = [] if rate == "loopback" else ["--netem", rate]
+        return [self.bin, "launch", "-n", str(ranks)] + net + ["--"]
+
+    def cell(self, model, ranks, rate, our_gemm):
+        a = self.a
+        cdir = os.path.join(a.out, "%s-n%d-%s" % (model, ranks, rate))
+        done = os.path.join(cdir, "cell.json")
+        if os.path.exists(done):
+            print("== %s: measured in an earlier call, kept" % os.path.basename(cdir), flush=True)
+            return json.load(open(done))
+        if os.path.exists(cdir):
+            shutil.move(cdir, cdir + ".incomplete-%d" % int(time.time()))
+        os.makedirs(cdir)
+        b = BATCH[model]
+        H = a.h
+        # 1. Profile and schedule of this cell.
+        prof = os.path.join(cdir, "profile")
+        rc, _ = run(self.launch(ranks, rate) + ["profile", "--model", model, "--batch", str(b), "--threads", "1",
+                                                "--steps", "10", "--out", prof], os.path.join(cdir, "profile.log"),
+                    600)
+        if rc != 0:
+            die("profile failed in %s (rc %s):\n%s" % (cdir, rc, tail(os.path.join(cdir, "profile.log"))))
+        bp = json.load(open(os.path.join(prof, "bp.json")))
+        cm = json.load(open(os.path.join(prof, "comm.json")))
+        B, C = sum(bp.values()), sum(cm.values())
+        sched_file = os.path.join(cdir, "schedule.json")
+        p = subprocess.run([self.bin, "schedule", "--profile", prof, "--h", str(H), "--fillin", "--out", sched_file],
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            die("schedule failed in %s: %s" % (cdir, p.stderr.strip()))
+        model_s = json.loads(p.stdout.strip().splitlines()[-1])
+        sched = json.load(open(sched_file))
+        layers = list(bp.keys())  # forward order (the profile's order)
+        phases = ",".join(str(sched["schedule"][n]) for n in layers)
+        # 2. Steps: about budget seconds of ddp per run (ddp is the slowest), a multiple of H, at least 3 periods.
+        est = 2.5 * B + C
+        steps = int(min(a.max_steps, max(3 * H, math.ceil(a.budget_s / est / H) * H)))
+        print("== cell %s: C/B = %.2f (B %.1f ms, C %.1f ms), %d steps per run, phases %s" % (
+            os.path.basename(cdir), C / B, B * 1e3, C * 1e3, steps, phases), flush=True)
+        prof_opt = ",profile=" + prof
+        configs = [("ours", "ddp", "ddp"), ("torch", "ddp", ["--algo", "ddp"]),
+                   ("ours", "localsgd:k=%d" % H, "localsgd:k=%d" % H),
+                   ("torch", "localsgd:k=%d" % H, ["--algo", "localsgd", "--k", str(H)]),
+                   ("ours", "plsgd:h=%d" % H, "plsgd:h=%d" % H),
+                   ("ours", "dreamddp:h=%d" % H, "dreamddp:h=%d%s" % (H, prof_opt)),
+                   ("torch", "partial:h=%d" % H, ["--algo", "partial", "--k", str(H), "--phases", phases]),
+                   ("ours", "dreamddp:h=%d,fillin=0" % H, "dreamddp:h=%d,fillin=0%s" % (H, prof_opt))]
+        if a.no_peer:
+            configs = [c for c in configs if c[0] == "ours"]
+        runs = []
+        for rep in range(1, a.repeats + 1):
+            order = configs if rep % 2 else list(reversed(configs))
+            for system, name, what in order:
+                load = sitting.load1()
+                rdir = os.path.join(cdir, ("%s-%s" % (system, name)).replace(":", "_").replace(",", "_").replace(
+                    "=", "") + ".r%d" % rep)
+                t_budget = 60 + 20 * steps * est
+                if system == "ours":
+                    cmd = self.launch(ranks, rate) + [
+                        "train", "--model", model, "--data", "synthetic", "--batch", str(b), "--threads", "1",
+                        "--steps", str(steps), "--policy", what, "--log-every", "1000000", "--eval-samples", "16",
+                        "--out", rdir]
+                    os.makedirs(os.path.dirname(rdir), exist_ok=True)
+                    rc, secs = run(cmd, rdir + ".log", t_budget)
+                    if rc != 0:
+                        die("%s failed (rc %s):\n%s" % (" ".join(cmd), rc, tail(rdir + ".log")))
+                    s = json.load(open(os.path.join(rdir, "summary.json")))
+                    r = {"system": "ours", "config": name, "spec": what, "samples_per_s": s["samples_per_s"],
+                         "step_ms": s["step_ms"], "exposed_comm_fraction": s["exposed_comm_fraction"],
+                         "comm_bytes": s["comm_bytes"], "means_ms": step_means(rdir)}
+                else:
+                    store = "/tmp/dd-regime-store-%d-%d" % (os.getpid(), len(self.runs))
+                    env = ["/usr/bin/env", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "THREADS=1"]
+                    cmd = self.launch(ranks, rate) + env + [PY, a.peer, "--model", model, "--batch", str(b),
+                                                            "--steps", str(steps - 5), "--warmup", "5",
+                                                            "--store", store] + what
+                    os.makedirs(rdir, exist_ok=True)
+                    rc, secs = run(cmd, os.path.join(rdir, "launch.log"), t_budget)
+                    if os.path.exists(store):
+                        os.remove(store)
+                    res = last_json(os.path.join(rdir, "launch.log")) if rc == 0 else None
+                    over = ranks > (os.cpu_count() or 1)
+                    ok, note = sitting.judge_peer(res, our_gemm, self.peer_alone if over else None)
+                    if res is None:
+                        print("   peer %s did not run (rc %s): %s" % (name, rc, tail(os.path.join(rdir, "launch.log"), 2).strip()))
+                    r = {"system": "torch", "config": name, "spec": " ".join(what),
+                         "samples_per_s": res["samples_per_s"] if res else None,
+                         "step_ms": res["step_ms"] if res else None, "peer": sitting.peer_config(res),
+                         "peer_ok": ok, "peer_note": note}
+                # The 1-minute load average still carries this sitting's previous run (its `ranks` processes): only
+                # load beyond that is someone else's.
+                r.update({"rep": rep, "dir": rdir, "load_1m": load, "noisy": sitting.noisy(load - self.prev_ranks),
+                          "run_s": secs})
+                self.prev_ranks = ranks
+                runs.append(r)
+                self.runs.append(r)
+                sps = r["samples_per_s"]
+                print("   %-5s %-24s %8s samples/s  load %.2f%s" % (
+                    system, name, "%.0f" % sps if sps else "-", load, "  NOISY" if r["noisy"] else ""), flush=True)
+        cell = summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H)
+        json.dump(cell, open(done, "w"), indent=1)
+        return cell
+
+
+def summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H):
+    """Medians per configuration, modelled step time next to each of ours, and the verdicts of the cell."""
+    byc = {}
+    for r in runs:
+        byc.setdefault((r["system"], r["config"]), []).append(r)
+    modelled_key = {"ddp": "ddp_overlap", "localsgd:k=%d" % H: "localsgd", "plsgd:h=%d" % H: "plsgd",
+                    "dreamddp:h=%d" % H: "dreamddp", "dreamddp:h=%d,fillin=0" % H: "dreamddp"}
+    rows = []
+    for (system, name), rs in byc.items():
+        sps = [r["samples_per_s"] for r in rs if r["samples_per_s"]]
+        row = {"system": system, "config": name, "samples_per_s": statistics.median(sps) if sps else None,
+               "samples_per_s_runs": [r["samples_per_s"] for r in rs],
+               "step_ms": statistics.median([r["step_ms"] for r in rs if r["step_ms"]]) if sps else None,
+               "noisy": any(r["noisy"] for r in rs)}
+        if system == "ours":
+            row["exposed_comm_fraction"] = statistics.median([r["exposed_comm_fraction"] for r in rs])
+            fwd = statistics.median([r["means_ms"]["forward"] for r in rs])
+            upd = statistics.median([r["means_ms"]["update"] for r in rs])
+            bwd = statistics.median([r["means_ms"]["backward"] for r in rs])
+            row["measured_backward_ms"] = bwd
+            m = fwd + upd + 1e3 * model_s[modelled_key[name]]
+            row["modelled_step_ms"] = m
+            row["model_error"] = m / row["step_ms"] - 1
+        else:
+            row["peer_ok"] = all(r["peer_ok"] for r in rs)
+            row["peer_note"] = "; ".join(sorted({r["peer_note"] for r in rs}))
+            row["peer"] = next((r["peer"] for r in rs if r["peer"]), {})
+        rows.append(row)
+    val = {(r["system"], r["config"]): r["samples_per_s"] for r in rows if r["samples_per_s"]
+           and (r["system"] == "ours" or r["peer_ok"])}
+    lsgd, pl = val.get(("ours", "localsgd:k=%d" % H)), val.get(("ours", "plsgd:h=%d" % H))
+    dd, dd0 = val.get(("ours", "dreamddp:h=%d" % H)), val.get(("ours", "dreamddp:h=%d,fillin=0" % H))
+    best = max(x for x in (lsgd, pl) if x) if (lsgd or pl) else None
+    verdict = {
+        "best_baseline": "localsgd" if best == lsgd else "plsgd",
+        "dreamddp_vs_best_baseline": dd / best if dd and best else None,
+        "dreamddp_fillin0_vs_best_baseline": dd0 / best if dd0 and best else None,
+        "ours_ddp_vs_torch_ddp": (val[("ours", "ddp")] / val[("torch", "ddp")]
+                                  if ("torch", "ddp") in val and ("ours", "ddp") in val else None),
+        "ours_localsgd_vs_torch_localsgd": (lsgd / val[("torch", "localsgd:k=%d" % H)]
+                                            if lsgd and ("torch", "localsgd:k=%d" % H) in val else None),
+        "ours_dreamddp_vs_torch_partial": (dd0 / val[("torch", "partial:h=%d" % H)]
+                                           if dd0 and ("torch", "partial:h=%d" % H) in val else None),
+    }
+    return {"model": model, "ranks": ranks, "rate": rate, "rate_bps": rate_bps(rate) if rate != "loopback" else None,
+            "steps": steps, "H": H, "profile_B_ms": B * 1e3, "profile_C_ms": C * 1e3, "comm_over_backward": C / B,
+            "modelled_s": model_s, "phases": phases, "rows": rows, "verdict": verdict, "runs": runs}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--models", default="mlp")
+    ap.add_argument("--ranks", default="2 4")
+    ap.add_argument("--rates", default="100mbit 300mbit 1gbit 3gbit 10gbit")
+    ap.add_argument("--cells", default="", help="explicit cells 'model:ranks:rate ...' instead of the full grid")
+    ap.add_argument("--h", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--budget-s", type=float, default=6.0, help="about this many seconds of ddp per run")
+    ap.add_argument("--max-steps", type=int, default=400)
+    ap.add_argument("--out", default=os.path.join(REPO, "runs", "regime"))
+    ap.add_argument("--resume-cells", action="store_true", help="OUT exists: keep its measured cells, add the rest")
+    ap.add_argument("--results", default="", help="also write the document here (e.g. experiments/results/regime_map.json)")
+    ap.add_argument("--bin", default=os.environ.get("DREAMDDP_BIN", os.path.join(REPO, "build", "dreamddp")))
+    ap.add_argument("--peer", default=os.environ.get("DREAMDDP_PEER", os.path.join(REPO, "..", "shared", "peers",
+                                                                                  "torch_ddp.py")))
+    ap.add_argument("--no-peer", action="store_true")
+    a = ap.parse_args()
+    for name in ("h", "repeats", "max_steps"):
+        if getattr(a, name) < 1:
+            die("--%s must be >= 1" % name.replace("_", "-"))
+    if not (a.budget_s > 0):
+        die("--budget-s must be > 0")
+    a.out = os.path.abspath(a.out)
+    a.bin = os.path.abspath(a.bin)
+    if not os.access(a.bin, os.X_OK):
+        die("no dreamddp binary at %s (make build, or --bin)" % a.bin)
+    if not a.no_peer:
+        if not os.path.isfile(a.peer):
+            die("no PyTorch peer at %s (--peer, or --no-peer)" % a.peer)
+        a.peer = os.path.abspath(a.peer)
+        if subprocess.run([PY, "-c", "import torch"], capture_output=True).returncode != 0:
+            die("the peer needs python3-torch (make deps-peer), or pass --no-peer")
+    if os.geteuid() != 0 or not shutil.which("tc"):
+        die("the regime map needs the emulated cluster: run as root with iproute2 (ip, tc)")
+    if os.path.exists(a.out) and os.listdir(a.out) and not a.resume_cells:
+        die("%s exists and is not empty: pick another --out, or --resume-cells to complete it" % a.out)
+    if a.cells:
+        cells = []
+        for c in a.cells.split():
+            try:
+                m, n, r = c.split(":")
+                cells.append((m, int(n), r))
+            except ValueError:
+                die("--cells: '%s' is not model:ranks:rate" % c)
+    else:
+        cells = [(m, int(n), r) for m in a.models.split() for n in a.ranks.split() for r in a.rates.split()]
+    for m, n, r in cells:
+        if m not in BATCH:
+            die("unknown model '%s' (mlp, cnn, resnet20, gpt-mini)" % m)
+        if n < 2 or n > 16:
+            die("ranks must be in 2..16, got %d" % n)
+        rate_bps(r)
+    os.makedirs(a.out, exist_ok=True)
+    s = Sitting(a)
+    our_gemm = sitting.our_gemm_gflops(a.bin)
+    alone = None if a.no_peer else sitting.peer_gemm_alone(a.peer)
+    if not a.no_peer and alone is None:
+        print("# the peer does not run alone here (netlib BLAS? see torch_ddp.py): its ratios will be withheld")
+    s.peer_alone = alone["gemm_gflops"] if alone else 0.0
+    meta = sitting.machine(REPO)
+    cmd = "experiments/regime_map.sh " + " ".join(sys.argv[1:])
+    print("# regime map: %d cells, %d repeats, H=%d; our GEMM %.1f GFLOP/s, the peer's alone %.1f (%s); %s, %d cores, "
+          "load %.2f" % (len(cells), a.repeats, a.h, our_gemm, s.peer_alone, (alone or {}).get("blas", "-"),
+                         meta["cpu"], meta["cores"], meta["load_1m"]), flush=True)
+    doc = {"study": "regime_map", "command": cmd, "machine": meta, "ours_gemm_gflops": our_gemm,
+           "peer_alone": sitting.peer_config(alone), "H": a.h,
+           "repeats": a.repeats, "cells": []}
+    for m, n, r in cells:
+        doc["cells"].append(s.cell(m, n, r, our_gemm))
+        json.dump(doc, open(os.path.join(a.out, "regime.json"), "w"), indent=1)
+    doc["ours_gemm_gflops_end"] = sitting.our_gemm_gflops(a.bin)
+    doc["machine"]["load_1m_end"] = sitting.load1()
+    json.dump(doc, open(os.path.join(a.out, "regime.json"), "w"), indent=1)
+    if a.results:
+        slim = json.loads(json.dumps(doc))
+        for c in slim["cells"]:
+            for r in c["runs"]:
+                r["dir"] = os.path.relpath(r["dir"], REPO) if r["dir"].startswith(REPO) else r["dir"]
+        json.dump(slim, open(a.results, "w"), indent=1)
+    print_table(doc)
+
+
+def print_table(doc):
+    H = doc["H"]
+    print("\n%-18s %6s  %-24s %10s %10s %10s %7s" % ("cell", "C/B", "config", "samples/s", "step ms",
+                                                     "model ms", "error"))
+    for c in doc["cells"]:
+        name = "%s n%d %s" % (c["model"], c["ranks"], c["rate"])
+        for r in c["rows"]:
+            sps = "%.0f" % r["samples_per_s"] if r["samples_per_s"] else "-"
+            step = "%.1f" % r["step_ms"] if r["step_ms"] else "-"
+            mod = "%.1f" % r["modelled_step_ms"] if "modelled_step_ms" in r else ""
+            err = "%+.0f%%" % (100 * r["model_error"]) if "model_error" in r else ""
+            flag = ("" if r["system"] == "ours" or r["peer_ok"] else "  (peer misconfigured: no ratio)") + (
+                "  noisy" if r["noisy"] else "")
+            print("%-18s %6.2f  %-24s %10s %10s %10s %7s%s" % (name, c["comm_over_backward"],
+                                                              r["system"] + " " + r["config"], sps, step, mod, err,
+                                                              flag))
+        v = c["verdict"]
+        f = lambda x: "%.2f" % x if x else "-"
+        print("%-18s        dreamddp:h=%d / best of localsgd, plsgd = %s (fillin=0: %s); ours/torch: ddp %s, "
+              "localsgd %s, dreamddp vs partial %s" % ("", H, f(v["dreamddp_vs_best_baseline"]),
+                                                       f(v["dreamddp_fillin0_vs_best_baseline"]),
+                                                       f(v["ours_ddp_vs_torch_ddp"]),
+                                                       f(v["ours_localsgd_vs_torch_localsgd"]),
+                                                       f(v["ours_dreamddp_vs_torch_partial"])))
+
+
+if __name__ == "__main__":
+    main()
