@@ -37,8 +37,9 @@ test-sanitize: deps
 demo: build
 	bash experiments/demo.sh
 
+RUNS ?= runs
 figures:
-	$(PY) analysis/make_figures.py runs
+	$(PY) analysis/make_figures.py $(RUNS)
 
 clean:
 	rm -rf $(BUILD) build-san

@@ -8,6 +8,7 @@
   make_figures.py timeline RUN.h5 [RUN.h5 ...] [--step N] [--out DIR]
   make_figures.py schedule SCHEDULE.json [--out DIR]
   make_figures.py throughput RESULTS.json [--out DIR]
+  make_figures.py regime REGIME.json [--out DIR]     (experiments/regime_map.sh)
 
 Formats: analysis/README.md. Needs only /usr/bin/python3 with numpy, h5py, matplotlib (Debian packages).
 """
@@ -19,13 +20,14 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fig_curves import plot_curves  # noqa: E402
+from fig_regime import plot_regime  # noqa: E402
 from fig_schedule import plot_schedule  # noqa: E402
 from fig_sensitivity import plot_sensitivity  # noqa: E402
 from fig_throughput import plot_throughput  # noqa: E402
 from fig_timeline import plot_timeline  # noqa: E402
 from runs import find_studies, label_runs, load_run  # noqa: E402
 
-SUBCOMMANDS = ("all", "sensitivity", "curves", "timeline", "schedule", "throughput")
+SUBCOMMANDS = ("all", "sensitivity", "curves", "timeline", "schedule", "throughput", "regime")
 
 
 def _json_files(study, runs, pattern):
@@ -70,6 +72,8 @@ def study_figures(study, paths):
         written.append(plot_schedule(s, out, name="schedule" + _stem_suffix(s, "schedule"), layer_order=layer_order))
     for s in _json_files(study, runs, "*throughput*.json"):
         written.append(plot_throughput(s, out, name="throughput" + _stem_suffix(s, "throughput")))
+    for s in sorted(glob.glob(os.path.join(study, "*regime*.json"))):
+        written.append(plot_regime(s, out, name="regime_map" + _stem_suffix(s, "regime")))
     return [w for w in written if w]
 
 
@@ -77,7 +81,8 @@ def cmd_all(args):
     studies = find_studies(args.runs_dir)
     # A study of schedules or throughput results alone (no training run) still gets its figures.
     root = os.path.abspath(args.runs_dir)
-    if root not in studies and any(glob.glob(os.path.join(root, p)) for p in ("*schedule*.json", "*throughput*.json")):
+    if root not in studies and any(glob.glob(os.path.join(root, p))
+                                   for p in ("*schedule*.json", "*throughput*.json", "*regime*.json")):
         studies[root] = []
     if not studies:
         print(f"make_figures: no metrics.h5 under {args.runs_dir} (expected RUNS/STUDY/RUN/metrics.h5) and no "
@@ -110,7 +115,8 @@ def main(argv):
                               ("curves", True, "metrics.h5 files on the same axes"),
                               ("timeline", True, "metrics.h5 files, one panel each"),
                               ("schedule", False, "schedule JSON"),
-                              ("throughput", False, "results JSON")):
+                              ("throughput", False, "results JSON"),
+                              ("regime", False, "regime.json of experiments/regime_map.sh")):
         p = sub.add_parser(name, help=extra)
         p.add_argument("inputs", nargs="+" if many else 1, help=extra)
         p.add_argument("--out", help="output folder (default: figures/ next to the first input)")
@@ -135,6 +141,8 @@ def main(argv):
     elif args.cmd == "schedule":
         order = load_run(args.layers_from).layer_names() if args.layers_from else None
         written = [plot_schedule(args.inputs[0], out, layer_order=order)]
+    elif args.cmd == "regime":
+        written = [plot_regime(args.inputs[0], out)]
     else:
         written = [plot_throughput(args.inputs[0], out)]
     written = [w for w in written if w]
