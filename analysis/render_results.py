@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+"""README tables rendered from experiments/results/*.json, so the text cannot drift from the data.
+
+  render_results.py [--readme README.md] [--results experiments/results]          rewrite the marked sections
+  render_results.py --check                                                         exit 1 if any is stale
+
+A section is the text between `<!-- results:NAME -->` and `<!-- /results:NAME -->` in the README; NAME picks the
+renderer below and the results file(s) it reads. Every rendered table ends with the command, date, machine (CPU,
+flags, cores, load) and peer configuration of its sitting, taken from the file.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+def _load(results, name):
+    p = os.path.join(results, name)
+    return json.load(open(p)) if os.path.exists(p) else None
+
+
+def _machine(m):
+    return "%s, %s (%s), %d cores, load %.2f%s" % (
+        m.get("date", "?"), m.get("cpu", "?"), "/".join(m.get("cpu_flags", [])) or "no AVX2",
+        m.get("cores", 0), m.get("load_1m", 0),
+        (" at the start, %.2f at the end" % m["load_1m_end"]) if "load_1m_end" in m else "")
+
+
+def _f(x, fmt="%.2f", none="-"):
+    return none if x is None else fmt % x
+
+
+def render_bench_step(results):
+    docs = [d for d in (_load(results, "bench_step_t1.json"), _load(results, "bench_step_t2.json")) if d]
+    if not docs:
+        return "_No step-time sitting recorded yet: run `SAVE=experiments/results/bench_step_t1.json " \
+               "experiments/bench_step.sh`._\n"
+    out = ["| model | threads | ours ms | torch ms | ours / torch | ours forward / backward / update ms | "
+           "peer BLAS, GEMM GFLOP/s | note |", "|---|---|---|---|---|---|---|---|"]
+    for d in docs:
+        for r in d["results"]:
+            b = r["ours_breakdown_ms"]
+            p = r.get("peer", {})
+            peer = "%s, %s" % (p.get("blas", "-").split(",")[-1].strip(), _f(p.get("gemm_gflops"), "%.1f"))
+            note = ("" if r["peer_ok"] else "no ratio: " + r["peer_note"]) + (" noisy (load %.1f)" % r["max_load"]
+                                                                              if r["noisy"] else "")
+            out.append("| %s (batch %d) | %d | %.2f | %s | **%s** | %.1f / %.1f / %.1f | %s | %s |" % (
+                r["model"], r["batch"], d["threads"], r["ours_step_ms"], _f(r["torch_step_ms"]), _f(r["ratio"]),
+                b["forward"], b["backward"], b["update"], peer, note.strip()))
+    out.append("")
+    for d in docs:
+        g = d["ours_gemm_gflops"]
+        out.append("%d thread(s): `%s` — %s; our GEMM %.1f / %.1f GFLOP/s (start / end of the sitting), commit %s." % (
+            d["threads"], d["command"], _machine(d["machine"]), g["start"], g["end"], d["machine"].get("commit", "?")))
+        out.append("")
+    return "\n".join(out)
+
+
+def render_regime(results):
+    d = _load(results, "regime_map.json")
+    if not d:
+        return "_No regime map recorded yet: run `experiments/regime_map.sh --results experiments/results/regime_map.json`._\n"
+    H = d["H"]
+    out = ["| cell | C/B | ours ddp | torch ddp | ours localsgd | torch localsgd | ours plsgd | ours dreamddp | "
+           "dreamddp fillin=0 | torch partial | **dreamddp / best baseline** (fillin=0) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    names = ["ddp", "localsgd:k=%d" % H, "plsgd:h=%d" % H, "dreamddp:h=%d" % H, "dreamddp:h=%d,fillin=0" % H]
+    for c in d["cells"]:
+        val = {(r["system"], r["config"]): r for r in c["rows"]}
+
+        def cell(system, name):
+            r = val.get((system, name))
+            if not r or not r["samples_per_s"]:
+                return "-"
+            if system == "torch" and not r["peer_ok"]:
+                return "(misconfigured)"
+            runs = [x for x in r["samples_per_s_runs"] if x]
+            spread = " (%.0f–%.0f)" % (min(runs), max(runs)) if len(runs) > 1 else ""
+            return "%.0f%s%s" % (r["samples_per_s"], spread, " *noisy*" if r["noisy"] else "")
+        v = c["verdict"]
+        out.append("| %s, %d ranks, %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | **%s** (%s) |" % (
+            c["model"], c["ranks"], c["rate"], c["comm_over_backward"], cell("ours", names[0]),
+            cell("torch", "ddp"), cell("ours", names[1]), cell("torch", names[1]), cell("ours", names[2]),
+            cell("ours", names[3]), cell("ours", names[4]), cell("torch", "partial:h=%d" % H),
+            _f(v["dreamddp_vs_best_baseline"]), _f(v["dreamddp_fillin0_vs_best_baseline"])))
+    out += ["", "Samples/s over all ranks, median of %d alternating repeats (range). Model check: the step time the "
+                "schedule model predicts for each run's own profile (forward and update measured, backward + "
+                "communication modelled) against the measured one:" % d["repeats"], "",
+            "| cell | " + " | ".join(n for n in names) + " |", "|---|" + "---|" * len(names)]
+    for c in d["cells"]:
+        val = {(r["system"], r["config"]): r for r in c["rows"]}
+        row = []
+        for n in names:
+            r = val.get(("ours", n))
+            row.append("-" if not r or r.get("modelled_step_ms") is None else "%.1f / %.1f ms (%+.0f%%)" % (
+                r["step_ms"], r["modelled_step_ms"], 100 * r["model_error"]))
+        out.append("| %s, %d ranks, %s | %s |" % (c["model"], c["ranks"], c["rate"], " | ".join(row)))
+    pa = d.get("peer_alone") or {}
+    out += ["", "`%s` — %s; our GEMM %.1f GFLOP/s; the peer alone: %s, %s GFLOP/s, torch %s; commit %s." % (
+        d["command"], _machine(d["machine"]), d["ours_gemm_gflops"], pa.get("blas", "-"),
+        _f(pa.get("gemm_gflops"), "%.1f"), pa.get("peer", "-"), d["machine"].get("commit", "?")), ""]
+    return "\n".join(out)
+
+
+def render_json_table(results, name):
+    """Fallback for results files that carry a ready `markdown` field (e.g. ops_vs_torch.json, simulate_*.json)."""
+    d = _load(results, name + ".json")
+    if not d:
+        return "_No results file %s.json yet._\n" % name
+    md = d.get("markdown")
+    if not md:
+        return "_%s.json has no markdown table._\n" % name
+    return md.rstrip() + "\n"
+
+
+RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime}
+
+
+def render(readme_text, results):
+    def sub(m):
+        name = m.group(1)
+        body = RENDERERS[name](results) if name in RENDERERS else render_json_table(results, name)
+        return "<!-- results:%s -->\n%s<!-- /results:%s -->" % (name, body if body.endswith("\n") else body + "\n",
+                                                               name)
+    return re.sub(r"<!-- results:([a-z0-9_]+) -->\n.*?<!-- /results:\1 -->", sub, readme_text, flags=re.S)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--readme", default=os.path.join(REPO, "README.md"))
+    ap.add_argument("--results", default=os.path.join(REPO, "experiments", "results"))
+    ap.add_argument("--check", action="store_true", help="exit 1 if a rendered section differs from the README")
+    a = ap.parse_args()
+    text = open(a.readme).read()
+    new = render(text, a.results)
+    if a.check:
+        if new != text:
+            sys.stderr.write("render_results: %s is out of date with %s: run analysis/render_results.py\n" % (
+                a.readme, a.results))
+            return 1
+        print("render_results: README tables match the results files")
+        return 0
+    if new != text:
+        open(a.readme, "w").write(new)
+        print("render_results: rewrote the marked sections of %s" % a.readme)
+    else:
+        print("render_results: %s already up to date" % a.readme)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
