@@ -429,6 +429,18 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   sg4::Engine e(&argc, argv);
   sg4::Engine::set_config("contexts/stack-size:128");
   for (auto& c : opt.simgrid_cfg) {
+    // SimGrid checks model names only when the platform is built, and then aborts the process: check them here.
+    static const std::map<std::string, std::vector<std::string>> models = {
+        {"network/model", {"LV08", "CM02", "Constant", "SMPI", "IB"}},
+        {"cpu/model", {"Cas01"}},
+        {"host/model", {"default", "compound"}}};
+    const std::string key = c.substr(0, c.find(':')), val = c.substr(c.find(':') + 1);
+    auto m = models.find(key);
+    if (m != models.end() && std::find(m->second.begin(), m->second.end(), val) == m->second.end()) {
+      std::string known;
+      for (auto& k : m->second) known += (known.empty() ? "" : ", ") + k;
+      throw UsageError("--cfg " + c + ": unknown " + key + " (known: " + known + ")");
+    }
     try {
       sg4::Engine::set_config(c);
     } catch (const std::exception& ex) {

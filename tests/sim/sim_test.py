@@ -1,0 +1,243 @@
+#!/usr/bin/python3
+"""tests/sim: `dreamddp simulate` checked against closed forms, the analytic time model and the real engine.
+
+  sim_test.py --bin PATH/dreamddp --case ring|model|sequence|bad|speed [--profiles DIR]
+
+ring      a 2-rank ring all-reduce of S bytes over one shared link takes SimGrid's LV08 closed form (2%)
+model     ddp, localsgd, plsgd, dreamddp on an artifact profile, in the time model's own assumptions (one FIFO
+          channel, no latency, per-layer comm time = the profile's c_l), equal `dreamddp schedule`'s numbers (1%)
+sequence  per rank, the simulated collectives (step, layers, action, group, bytes) equal the /sync_events a real
+          2-rank `dreamddp launch -n 2 -- train` run launches, for several policies
+bad       bad platform specs, profiles and options: exit 2 with one error line, nothing on stdout
+speed     100 simulated steps of 64 ranks on the 125-layer GPT-2 profile take well under a minute
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAILS = []
+
+
+def check(ok, what):
+    print(("ok    " if ok else "FAIL  ") + what)
+    if not ok:
+        FAILS.append(what)
+
+
+def run(binary, args, timeout=300):
+    p = subprocess.run([binary] + args, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def simulate(binary, args):
+    rc, out, err = run(binary, ["simulate"] + args)
+    if rc != 0:
+        raise SystemExit(f"simulate {' '.join(args)} failed ({rc}): {err.strip()}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def write_profile(d, names, bp, comm, sizes=None):
+    os.makedirs(d, exist_ok=True)
+    json.dump(dict(zip(names, bp)), open(os.path.join(d, "bp.json"), "w"))
+    json.dump(dict(zip(names, comm)), open(os.path.join(d, "comm.json"), "w"))
+    if sizes is not None:
+        json.dump(dict(zip(names, sizes)), open(os.path.join(d, "bytes.json"), "w"))
+
+
+def case_ring(binary, tmp, _):
+    S, BW, LAT = 100e6, 1e9 / 8, 100e-6  # bytes; the link of two_hosts_one_link.xml: 1 Gbit/s, 100 us
+    d = os.path.join(tmp, "one")
+    write_profile(d, ["w"], [0], [1], [S])
+    plat = os.path.join(HERE, "two_hosts_one_link.xml")
+    # LV08 (SimGrid's default): a flow's latency is 13.01 x the route's; link capacity 0.97 x bandwidth; with TCP
+    # cross-traffic each flow also loads its reverse route at 0.05. A 2-rank ring is 2 steps; at each step both
+    # ranks send S/2 to each other over the one shared link, so each flow gets 0.97 BW / (2 x 1.05).
+    for cross, share in ((1, 2 * 1.05), (0, 2.0)):
+        s = simulate(binary, ["--profile", d, "--platform", plat, "--policy", "ddp", "--steps", "1", "--anomaly",
+                              "off", "--cfg", f"network/crosstraffic:{cross}"])
+        closed = 2 * (13.01 * LAT + (S / 2) / (0.97 * BW / share)) * 1e3
+        check(abs(s["step_ms"] - closed) <= 0.02 * closed,
+              f"ring 2 ranks, {S:.0f} B, one link, crosstraffic={cross}: simulated {s['step_ms']:.3f} ms, "
+              f"closed form {closed:.3f} ms")
+    # The same through --cluster 2x1 (split-duplex uplinks: the two directions do not share), CM02, no latency:
+    # each step sends S/2 each way at full bandwidth, so the all-reduce takes S / BW.
+    s = simulate(binary, ["--profile", d, "--cluster", "2x1,intra=1000TBps,inter=1Gbps", "--policy", "ddp",
+                          "--steps", "1", "--anomaly", "off", "--cfg", "network/model:CM02",
+                          "--cfg", "network/crosstraffic:0"])
+    closed = S / BW * 1e3
+    check(abs(s["step_ms"] - closed) <= 0.02 * closed,
+          f"ring 2 ranks --cluster 2x1 CM02: simulated {s['step_ms']:.3f} ms, closed form {closed:.3f} ms")
+
+
+def case_model(binary, tmp, profiles):
+    P = os.path.join(profiles, "gpt2_16_1gbit")
+    def schedule(h, fillin):
+        rc, out, err = run(binary, ["schedule", "--profile", P, "--h", str(h)] + (["--fillin"] if fillin else []))
+        if rc != 0:
+            raise SystemExit("schedule failed: " + err)
+        return json.loads(out.strip().splitlines()[-1])
+    h10, h10f, h1 = schedule(10, False), schedule(10, True), schedule(1, False)
+    # One FIFO channel per rank, no latency, no cross-traffic, no bandwidth factor (CM02), and each layer's bytes
+    # = c_l x BW over a 2-rank ring of bandwidth BW, so its all-reduce takes exactly c_l; one bucket per layer.
+    common = ["--profile", P, "--cluster", "2x1,intra=1000TBps,inter=1GBps", "--comm-bw", "1GBps",
+              "--cfg", "network/model:CM02", "--cfg", "network/crosstraffic:0", "--bucket-cap-mb", "0",
+              "--first-bucket-mb", "0", "--anomaly", "off", "--steps", "105"]  # timed: steps 5..104, 10 periods
+    expect = [("ddp", h1["dreamddp"], "model with H=1 (every layer every step, overlapped)"),
+              ("localsgd:k=10", h10["localsgd"], "B + C/H"),
+              ("plsgd:h=10", h10["plsgd"], "plsgd"),
+              ("dreamddp:h=10,fillin=0,profile=" + P, h10["dreamddp"], "dreamddp, solver's phases"),
+              ("dreamddp:h=10,profile=" + P, h10f["dreamddp"], "dreamddp with fill-in")]
+    for pol, want, what in expect:
+        s = simulate(binary, common + ["--policy", pol])
+        got = s["step_ms"] / 1e3
+        check(abs(got - want) <= 0.01 * want, f"{pol.split(',profile')[0]}: simulated {got:.6f} s/iter, "
+              f"modelled {want:.6f} ({what})")
+
+
+def events(path, rank=None):
+    with h5py.File(path, "r") as f:
+        e = f["sync_events"][:]
+    if rank is not None:
+        e = e[e["rank"] == rank]
+    return [(int(r["step"]), int(r["first_layer"]), int(r["last_layer"]), int(r["action"]), int(r["group"]),
+             int(r["bytes"])) for r in e]
+
+
+def case_sequence(binary, tmp, _):
+    steps = 12
+    real_root = os.path.join(tmp, "real")
+    profs = {}
+    for model in ("mlp", "cnn"):
+        # The profile only has to name the model's layers (dreamddp reads its schedule from it, in both runs).
+        probe = os.path.join(tmp, "probe_" + model)
+        rc, out, err = run(binary, ["train", "--model", model, "--data", "synthetic", "--steps", "1", "--batch",
+                                    "4", "--threads", "1", "--out", probe])
+        if rc != 0:
+            raise SystemExit("train probe failed: " + err)
+        with h5py.File(os.path.join(probe, "metrics.h5"), "r") as f:
+            names = [n.decode() if isinstance(n, bytes) else str(n) for n in f["layers"]["name"]]
+        profs[model] = os.path.join(tmp, model + "_profile")
+        write_profile(profs[model], names, [1e-3 * (i + 1) for i in range(len(names))], [2e-3] * len(names))
+    prof = profs["mlp"]
+    runs = [("mlp", p) for p in ["ddp", "localsgd:k=4", "plsgd:h=3", "dreamddp:h=3,profile=" + prof,
+                                 "dreamddp:h=4,fillin=0,profile=" + prof]]
+    # BatchNorm layers: their buffers travel with parameter averages (bytes of the bucket), not with gradients.
+    runs += [("cnn", "localsgd:k=4"), ("cnn", "plsgd:h=3"), ("cnn", "dreamddp:h=3,profile=" + profs["cnn"])]
+    for model, pol in runs:
+        prof = profs[model]
+        real = os.path.join(real_root, str(abs(hash(model + pol))))
+        rc, out, err = run(binary, ["launch", "-n", "2", "--", "train", "--model", model, "--data", "synthetic",
+                                    "--steps", str(steps), "--batch", "8", "--threads", "1", "--policy", pol,
+                                    "--out", real], timeout=240)
+        if rc != 0:
+            raise SystemExit(f"launch -n 2 train --policy {pol} failed ({rc}): {err[-2000:]}")
+        want = events(os.path.join(real, "metrics.h5"), 0)
+        sim = os.path.join(tmp, "sim" + str(abs(hash(model + pol))))
+        simulate(binary, ["--profile", prof, "--model", model, "--cluster", "1x2", "--policy", pol, "--steps",
+                          str(steps), "--events", "all", "--out", sim])
+        short = model + " " + pol.split(",profile")[0]
+        check(len(want) > 0, f"{short}: the real run logged {len(want)} collectives")
+        for r in (0, 1):
+            got = events(os.path.join(sim, "metrics.h5"), r)
+            first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), None)
+            check(got == want, f"{short}: simulated rank {r} launches the real engine's {len(want)} collectives in "
+                  f"order" + ("" if got == want else f" (got {len(got)}; first difference at #{first}: "
+                                                      f"{got[first] if first is not None else None} vs "
+                                                      f"{want[first] if first is not None else None})"))
+
+
+def case_bad(binary, tmp, profiles):
+    P = os.path.join(profiles, "gpt2_16_1gbit")
+    good = ["--profile", P, "--comm-bw", "1Gbps", "--steps", "2", "--policy", "ddp"]
+    nosize = os.path.join(tmp, "nosize")
+    write_profile(nosize, ["a", "b"], [0.001, 0.001], [0.01, 0.01])
+    partial = os.path.join(tmp, "partial")
+    write_profile(partial, ["a", "b"], [0.001, 0.001], [0.01, 0.01])
+    json.dump({"a": 100}, open(os.path.join(partial, "bytes.json"), "w"))
+    badjson = os.path.join(tmp, "badjson")
+    os.makedirs(badjson, exist_ok=True)
+    open(os.path.join(badjson, "bp.json"), "w").write("{\"a\": ")
+    open(os.path.join(badjson, "comm.json"), "w").write("{\"a\": 1}")
+    badxml = os.path.join(tmp, "bad.xml")
+    open(badxml, "w").write("<platform version=\"4.1\"><zone id=\"z\" routing=\"Full\"><host id=\"h\"")
+    nonempty = os.path.join(tmp, "nonempty")
+    os.makedirs(nonempty, exist_ok=True)
+    open(os.path.join(nonempty, "x"), "w").write("x")
+    cases = [
+        (["--cluster", "0x4"] + good, "N"),
+        (["--cluster", "4"] + good, "NxG"),
+        (["--cluster", "4x"] + good, "G"),
+        (["--cluster", "2x2,inter=fast"] + good, "bandwidth"),
+        (["--cluster", "2x2,inter=10"] + good, "unit"),
+        (["--cluster", "2x2,intra=-1Gbps"] + good, "bandwidth"),
+        (["--cluster", "2x2,lat=-5us"] + good, "duration"),
+        (["--cluster", "2x2,lat=5parsecs"] + good, "unit"),
+        (["--cluster", "2x2,color=red"] + good, "unknown key"),
+        (["--cluster", "2x2,inter"] + good, "key=value"),
+        (["--cluster", "99999x99999"] + good, "N"),
+        (["--cluster", "2x2", "--slow", "9=1.5"] + good, "rank 9"),
+        (["--cluster", "2x2", "--slow", "1=0"] + good, "FACTOR"),
+        (["--cluster", "2x2", "--slow", "x=2"] + good, "RANK"),
+        (["--cluster", "2x2", "--platform", badxml] + good, "exactly one"),
+        (good, "exactly one"),
+        (["--platform", os.path.join(tmp, "missing.xml")] + good, "missing.xml"),
+        (["--platform", badxml] + good, "bad.xml"),
+        (["--cluster", "2x2", "--profile", os.path.join(tmp, "nope"), "--comm-bw", "1Gbps"], "nope"),
+        (["--cluster", "2x2", "--profile", badjson, "--comm-bw", "1Gbps"], "bp.json"),
+        (["--cluster", "2x2", "--profile", nosize], "sizes"),
+        (["--cluster", "2x2", "--profile", partial], "'b'"),
+        (["--cluster", "2x2", "--profile", nosize, "--model", "mlp"], "fc"),
+        (["--cluster", "2x2", "--profile", nosize, "--model", "mlp", "--comm-bw", "1Gbps"], "only one"),
+        (["--cluster", "2x2", "--policy", "threshold"] + good[:-2], "signals"),
+        (["--cluster", "2x2", "--policy", "nosuch"] + good[:-2], "unknown policy"),
+        (["--cluster", "2x2", "--cfg", "network/model:NOPE"] + good, "cfg"),
+        (["--cluster", "2x2", "--cfg", "justakey"] + good, "KEY:VALUE"),
+        (["--cluster", "2x2", "--steps", "0"] + good[:-4], "--steps"),
+        (["--cluster", "2x2", "--collectives", "tree"] + good, "collectives"),
+        (["--cluster", "2x2", "--out", nonempty] + good, "not empty"),
+        (["--cluster", "2x2", "--bogus"] + good, "bogus"),
+    ]
+    for args, must in cases:
+        rc, out, err = run(binary, ["simulate"] + args, timeout=60)
+        lines = [l for l in err.splitlines() if l.strip()]
+        ok = rc == 2 and len(lines) == 1 and lines[0].startswith("dreamddp simulate: error:") and must in lines[0] \
+            and not out.strip()
+        check(ok, f"simulate {' '.join(a if len(a) < 40 else '...' + a[-30:] for a in args)}: exit {rc}, "
+              f"{len(lines)} line(s): {lines[0] if lines else ''}")
+    check(os.listdir(nonempty) == ["x"], "a refused --out is left as it was")
+
+
+def case_speed(binary, tmp, profiles):
+    P = os.path.join(profiles, "gpt2_16_1gbit")
+    for pol in ("ddp", "dreamddp:h=10"):
+        t0 = time.time()
+        s = simulate(binary, ["--profile", P, "--bytes", os.path.join(HERE, "..", "..", "experiments", "sim",
+                                                                      "gpt2_bytes.json"),
+                              "--cluster", "64x1,inter=1Gbps", "--policy", pol, "--steps", "100"])
+        dt = time.time() - t0
+        check(dt < 30, f"100 steps x 64 ranks x 125 layers, {pol}: {dt:.1f} s wall ({s['flows']} flows; bound 30 s)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--case", required=True, choices=["ring", "model", "sequence", "bad", "speed"])
+    ap.add_argument("--profiles", default=os.environ.get("DREAMDDP_PROFILES", "/work/shared/data/dreamddp-profiles"))
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="dd_sim_test_") as tmp:
+        globals()["case_" + a.case](a.bin, tmp, a.profiles)
+    if FAILS:
+        print(f"{len(FAILS)} check(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
