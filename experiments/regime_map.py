@@ -97,6 +97,25 @@ class Sitting:
         self.runs = []
         self.prev_ranks = 0
 
+    def modelled(self, rdir, bp, cm, means, phases, H, name):
+        """The schedule model's step time for this run's own profile: the cell's per-layer all-reduce times, the
+        per-layer backward times scaled to the backward this run measured (it includes the CPU that communication
+        took from compute), this run's forward and update; the phases the run used."""
+        d = os.path.join(rdir, "model_profile")
+        os.makedirs(d, exist_ok=True)
+        k = means["backward"] / 1e3 / sum(bp.values())
+        json.dump({n: t * k for n, t in bp.items()}, open(os.path.join(d, "bp.json"), "w"), indent=1)
+        json.dump(cm, open(os.path.join(d, "comm.json"), "w"), indent=1)
+        cmd = [self.bin, "schedule", "--profile", d, "--h", str(H), "--phases", phases]
+        if name == "dreamddp:h=%d" % H:
+            cmd.append("--fillin")
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            die("schedule failed on %s: %s" % (d, p.stderr.strip()))
+        m = json.loads(p.stdout.strip().splitlines()[-1])
+        key = {"ddp": "ddp_overlap", "localsgd:k=%d" % H: "localsgd", "plsgd:h=%d" % H: "plsgd"}.get(name, "dreamddp")
+        return means["forward"] + means["update"] + 1e3 * m[key]
+
     def launch(self, ranks, rate):
         net = [] if rate == "loopback" else ["--netem", rate]
         return [self.bin, "launch", "-n", str(ranks)] + net + ["--"]
@@ -165,9 +184,11 @@ class Sitting:
                     if rc != 0:
                         die("%s failed (rc %s):\n%s" % (" ".join(cmd), rc, tail(rdir + ".log")))
                     s = json.load(open(os.path.join(rdir, "summary.json")))
+                    means = step_means(rdir)
                     r = {"system": "ours", "config": name, "spec": what, "samples_per_s": s["samples_per_s"],
                          "step_ms": s["step_ms"], "exposed_comm_fraction": s["exposed_comm_fraction"],
-                         "comm_bytes": s["comm_bytes"], "means_ms": step_means(rdir)}
+                         "comm_bytes": s["comm_bytes"], "means_ms": means,
+                         "modelled_ms": self.modelled(rdir, bp, cm, means, phases, H, name)}
                 else:
                     store = "/tmp/dd-regime-store-%d-%d" % (os.getpid(), len(self.runs))
                     env = ["/usr/bin/env", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "THREADS=1"]
@@ -218,13 +239,14 @@ def summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H):
                "noisy": any(r["noisy"] for r in rs)}
         if system == "ours":
             row["exposed_comm_fraction"] = statistics.median([r["exposed_comm_fraction"] for r in rs])
-            fwd = statistics.median([r["means_ms"]["forward"] for r in rs])
-            upd = statistics.median([r["means_ms"]["update"] for r in rs])
-            bwd = statistics.median([r["means_ms"]["backward"] for r in rs])
-            row["measured_backward_ms"] = bwd
-            m = fwd + upd + 1e3 * model_s[modelled_key[name]]
+            row["measured_backward_ms"] = statistics.median([r["means_ms"]["backward"] for r in rs])
+            m = statistics.median([r["modelled_ms"] for r in rs])
             row["modelled_step_ms"] = m
             row["model_error"] = m / row["step_ms"] - 1
+            # The same with the profile's own backward (no contention), for reference.
+            row["modelled_step_ms_profile_backward"] = (statistics.median([r["means_ms"]["forward"] for r in rs]) +
+                                                        statistics.median([r["means_ms"]["update"] for r in rs]) +
+                                                        1e3 * model_s[modelled_key[name]])
         else:
             row["peer_ok"] = all(r["peer_ok"] for r in rs)
             row["peer_note"] = "; ".join(sorted({r["peer_note"] for r in rs}))

@@ -39,13 +39,15 @@ std::string profile_name(const std::string& dir) {
 
 int cmd_schedule(int argc, char** argv) {
   po::options_description desc(
-      "Usage: dreamddp schedule --profile DIR --h H [--fillin] [--out FILE]\n"
+      "Usage: dreamddp schedule --profile DIR --h H [--fillin] [--phases P0,P1,...] [--out FILE]\n"
       "Solves the DreamDDP per-layer sync schedule for a profile (DIR/bp.json, DIR/comm.json) and prints the\n"
-      "modelled time per iteration of ddp, localsgd, plsgd and dreamddp; last line is JSON.\nOptions");
+      "modelled time per iteration of ddp, localsgd, plsgd and dreamddp; last line is JSON. With --phases the\n"
+      "given schedule (one phase per layer, forward order) is evaluated instead of solved.\nOptions");
   desc.add_options()("help", "show this help")(
       "profile", po::value<std::string>(), "directory holding bp.json and comm.json (layer -> seconds)")(
       "h", po::value<int>(), "H: each layer is synchronized once every H steps (>= 1)")(
       "fillin", po::bool_switch(), "add extra syncs of layers into idle communication time")(
+      "phases", po::value<std::string>(), "evaluate this schedule (comma-separated phases in [0, H), one per layer)")(
       "out", po::value<std::string>(), "write {\"H\", \"schedule\"[, \"fillin\"]} JSON to FILE (must not exist)");
   po::variables_map vm;
   try {
@@ -76,7 +78,36 @@ int cmd_schedule(int argc, char** argv) {
   const double B = sync::total_backward(b);
   const double C = std::accumulate(c.begin(), c.end(), 0.0);
 
-  const auto sol = sync::solve_schedule(b, c, H);
+  auto sol = sync::solve_schedule(b, c, H);
+  if (vm.count("phases")) {
+    const std::string text = vm["phases"].as<std::string>();
+    std::vector<int> given;
+    size_t pos = 0;
+    while (pos <= text.size()) {
+      const size_t comma = std::min(text.find(',', pos), text.size());
+      const std::string tok = text.substr(pos, comma - pos);
+      size_t used = 0;
+      long v = -1;
+      try {
+        v = std::stol(tok, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (tok.empty() || used != tok.size() || v < 0 || v >= H)
+        throw UsageError("schedule: --phases: '" + tok + "' is not a phase in [0, " + std::to_string(H) + ")");
+      given.push_back(int(v));
+      if (given.size() > b.size()) break;
+      pos = comma + 1;
+    }
+    if (given.size() != b.size())
+      throw UsageError("schedule: --phases gives " + std::string(given.size() > b.size() ? "more than " : "") +
+                       std::to_string(std::min(given.size(), b.size() + 1) - (given.size() > b.size())) +
+                       " phases for " + std::to_string(b.size()) + " layers");
+    sol.phase = given;
+    sol.time = sync::modelled_time(b, c, H, given);
+    sol.gap = sol.time > 0 ? (sol.time - sol.lower_bound) / sol.time : 0;
+    sol.optimal = sol.gap <= 0;
+  }
   const auto plsgd_phase = sync::contiguous_groups(c, H);
   sync::FillIn fill;
   if (use_fillin) fill = sync::fill_in(b, c, H, sol.phase);
