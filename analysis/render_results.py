@@ -106,6 +106,24 @@ def render_regime(results):
     return "\n".join(out)
 
 
+def render_demo(results):
+    d = _load(results, "demo.json")
+    if not d:
+        return "_No demo sitting recorded yet: run `DEMO_RESULTS=experiments/results/demo.json make demo`._\n"
+    ddp = next(r for r in d["rows"] if r["policy"] == "ddp")["samples_per_s"]
+    out = ["| policy | samples/s | vs ddp | exposed comm | MB sent/rank | test accuracy |", "|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        out.append("| %s | %.0f | %.2fx | %.1f%% | %.0f | %s |" % (
+            r["policy"], r["samples_per_s"], r["samples_per_s"] / ddp, 100 * r["exposed"], r["mb_per_rank"],
+            "-" if r["test_accuracy"] is None else "%.2f%%" % (100 * r["test_accuracy"])))
+    out += ["", "dreamddp:h=8: **%.2fx DDP, %.2fx the better of Local SGD and PLSGD (%s): it %s against its own "
+                "baselines** here. `%s` — %d ranks, network %s, %d steps per policy; %s, commit %s." % (
+                    d["dreamddp_vs_ddp"], d["dreamddp_vs_best_baseline"], d["best_baseline"], d["verdict"],
+                    d["command"], d["ranks"], d["network"], d["steps"], _machine(d["machine"]),
+                    d["machine"].get("commit", "?")), ""]
+    return "\n".join(out)
+
+
 def render_json_table(results, name):
     """Fallback for results files that carry a ready `markdown` field (e.g. ops_vs_torch.json, simulate_*.json)."""
     d = _load(results, name + ".json")
@@ -117,7 +135,7 @@ def render_json_table(results, name):
     return md.rstrip() + "\n"
 
 
-RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime}
+RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime, "demo": render_demo}
 
 
 def render(readme_text, results):
