@@ -54,6 +54,7 @@ struct World {
   const std::map<int, double>* slow = nullptr;  // rank -> compute factor
   int64_t flows = 0;
   double last_end = 0;
+  sync::LayerTimes measured;  // the self-profile rank 0 measured (profiling policies), agreed by everyone
 };
 
 sg4::Mailbox* mailbox(World& w, int from, int to) {
@@ -311,20 +312,41 @@ class RankLoop {
     if (policy_->profile_steps() > 0 && step_ + 1 == policy_->profile_steps()) finish_profile();
   }
 
-  // LayerSync::finish_profile: the timed all-reduces of measure_comm_model (4 x 256 floats, 4 x 1 Mi floats), the
-  // agreement on the profile (2L floats averaged, then broadcast: simulated as a second all-reduce), then the
-  // policy schedules from the profile's times (what the measurement estimates).
+  // LayerSync::finish_profile + measure_comm_model, in simulated time: backward per layer as the hook measured it
+  // (the profile's times x the ranks' mean compute factor), comm per layer alpha + bytes x per_byte from timed
+  // all-reduces of 256 and 1 Mi floats (4 each, median of the last 3), exactly the engine's estimate; then the
+  // agreement (2L floats averaged, then broadcast: rank 0's numbers for everyone) and the policy's schedule.
   void finish_profile() {
-    int64_t last = -1;
-    for (int i = 0; i < 4; ++i) last = push(&w_.all, 4 * 256);
-    for (int i = 0; i < 4; ++i) last = push(&w_.all, 4 * (1 << 20));
-    last = push(&w_.all, 8 * int64_t(L_.size()));
-    last = push(&w_.all, 8 * int64_t(L_.size()));
-    wait_for(last);
-    sync::LayerTimes t;
-    t.backward_s = L_.bp_s;
-    t.comm_s = L_.comm_s;
-    policy_->on_profile(t);
+    auto timed = [&](int64_t n) {
+      std::vector<double> ts;
+      for (int i = 0; i < 4; ++i) {
+        const double t0 = now();
+        wait_for(push(&w_.all, 4 * n));
+        ts.push_back(now() - t0);
+      }
+      std::sort(ts.begin() + 1, ts.end());
+      return ts[2];
+    };
+    const int64_t small = 256, large = 1 << 20;
+    const double ts = timed(small), tl = timed(large);
+    if (r_ == 0) {
+      const double per_byte = std::max(0.0, (tl - ts) / double(4 * (large - small)));
+      const double alpha = std::max(0.0, ts - per_byte * 4 * small);
+      double mean_slow = 0;
+      for (int r = 0; r < w_.n; ++r) {
+        auto f = w_.slow->find(r);
+        mean_slow += (f == w_.slow->end() ? 1.0 : f->second) / w_.n;
+      }
+      w_.measured.backward_s.clear();
+      w_.measured.comm_s.clear();
+      for (int l = 0; l < L_.size(); ++l) {
+        w_.measured.backward_s.push_back(L_.bp_s[size_t(l)] * mean_slow);
+        w_.measured.comm_s.push_back(alpha + per_byte * double(L_.meta[size_t(l)].bytes));
+      }
+    }
+    push(&w_.all, 8 * int64_t(L_.size()));
+    wait_for(push(&w_.all, 8 * int64_t(L_.size())));  // rank 0 has stored its numbers before it took part
+    policy_->on_profile(w_.measured);
   }
 
   bool logs() const { return r_ == 0 || o_.all_rank_events; }

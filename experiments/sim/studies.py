@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""Simulation studies (experiments/sim_studies.sh): runs `dreamddp simulate` and writes
+experiments/results/simulate_<study>.json and experiments/results/simulate.md.
+
+  studies.py --bin build/dreamddp [--study artifact|scaling|hier|stragglers|all] [--results DIR] [--quick]
+
+artifact    the DreamDDP artifact's three GPT-2 profiles (16 workers at 1 and 5 Gbit/s, 8 at 10 Gbit/s), ddp,
+            localsgd:k=10, plsgd:h=10, dreamddp:h=10, beside `dreamddp schedule --h 10`'s modelled numbers
+scaling     4..256 ranks at 1 and 10 Gbit/s, every policy, GPT-2 profile: samples/s and exposed comm fraction
+hier        16 nodes x 8 ranks, 800 Gbit/s inside a node, 1 Gbit/s between nodes: hier vs flat dreamddp:h=8
+stragglers  16 ranks, one rank's compute 1.5x slower: localsgd:k=10 vs dreamddp:h=10 (and ddp)
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROFILES = os.path.join(ROOT, "data", "dreamddp-profiles")
+GPT2_BYTES = os.path.join(ROOT, "experiments", "sim", "gpt2_bytes.json")
+BATCH = 8  # per-rank sequences (samples/s); the artifact's per-worker batch is not in its profiles
+
+
+def simulate(binary, args, steady_from=None):
+    """Runs one simulation; returns its summary, plus steady-state step_ms over steps >= steady_from."""
+    with tempfile.TemporaryDirectory(prefix="dd_sim_study_") as out:
+        cmd = [binary, "simulate"] + args + ["--out", os.path.join(out, "run")]
+        t0 = time.time()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-500:]}")
+        s = json.loads(p.stdout.strip().splitlines()[-1])
+        s["wall_s"] = round(time.time() - t0, 2)
+        s["command"] = "dreamddp simulate " + " ".join(a.replace(ROOT + "/", "") for a in args)
+        if steady_from is not None:
+            with h5py.File(os.path.join(out, "run", "metrics.h5"), "r") as f:
+                st = f["steps"][:]
+            sel = st[st["step"] >= steady_from]
+            prev = st[st["step"] == steady_from - 1]["wall_time_s"]
+            span = sel["wall_time_s"][-1] - (prev[0] if len(prev) else 0)
+            s["step_ms"] = span / len(sel) * 1e3
+            tot = np.diff(np.concatenate([[prev[0] if len(prev) else 0], sel["wall_time_s"]])) * 1e3
+            s["exposed_comm_fraction"] = float(sel["exposed_comm_ms"].sum() / tot.sum())
+            s["samples_per_s"] = BATCH * s["world"] / (s["step_ms"] / 1e3)
+        return s
+
+
+def schedule(binary, prof, h):
+    p = subprocess.run([binary, "schedule", "--profile", prof, "--h", str(h), "--fillin"], capture_output=True,
+                       text=True, check=True)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# dreamddp:h=10 profiles itself in the simulation (6 lock-step steps, then the engine's comm estimate on the
+# simulated network); "+profile" schedules from the profile directory's comm times instead (the artifact's).
+POLICIES = ["ddp", "localsgd:k=10", "plsgd:h=10", "dreamddp:h=10", "dreamddp:h=10+profile"]
+STEADY = 16  # steady state: steps >= 16 (after dreamddp's and hier's profiling steps)
+
+
+def policy_args(pol, prof):
+    return pol.replace("+profile", ",profile=" + prof)
+
+
+def study_artifact(binary, quick):
+    rows = []
+    for name, world, bw in (("gpt2_16_1gbit", 16, "1Gbps"), ("gpt2_16_5gbit", 16, "5Gbps"),
+                            ("gpt2_8_10gbit", 8, "10Gbps")):
+        prof = os.path.join(PROFILES, name)
+        model = schedule(binary, prof, 10)
+        for pol in POLICIES:
+            args = ["--profile", prof, "--bytes", GPT2_BYTES, "--cluster", f"{world}x1,inter={bw}",
+                    "--policy", policy_args(pol, prof), "--steps", "36" if quick else "116", "--batch", str(BATCH)]
+            s = simulate(binary, args, steady_from=STEADY)
+            key = pol.split(":")[0]
+            rows.append({"profile": name, "world": world, "bandwidth": bw, "policy": pol,
+                         "simulated_s": s["step_ms"] / 1e3, "modelled_s": model[key],
+                         "exposed_comm_fraction": s["exposed_comm_fraction"], "samples_per_s": s["samples_per_s"],
+                         "comm_bytes_per_step": s["comm_bytes"] / s["steps"], "command": s["command"],
+                         "wall_s": s["wall_s"]})
+            log(f"artifact {name} {pol}: simulated {s['step_ms']/1e3:.4f} s, modelled {model[key]:.4f} s")
+        # The same profile in the time model's own assumptions (per-layer comm = the profile's c_l, one FIFO
+        # channel, no latency): what the simulator gives when it is fed the profile's comm times as they are.
+        for pol in POLICIES[:3] + POLICIES[4:]:
+            args = ["--profile", prof, "--comm-bw", "1GBps", "--cluster", "2x1,intra=1000TBps,inter=1GBps",
+                    "--cfg", "network/model:CM02", "--cfg", "network/crosstraffic:0", "--bucket-cap-mb", "0",
+                    "--first-bucket-mb", "0", "--anomaly", "off", "--policy", policy_args(pol, prof),
+                    "--steps", "25" if quick else "105"]
+            s = simulate(binary, args)
+            rows.append({"profile": name, "world": world, "bandwidth": "profile c_l", "policy": pol,
+                         "simulated_s": s["step_ms"] / 1e3, "modelled_s": model[pol.split(":")[0]],
+                         "exposed_comm_fraction": s["exposed_comm_fraction"], "command": s["command"],
+                         "wall_s": s["wall_s"]})
+    return rows
+
+
+def study_scaling(binary, quick):
+    prof = os.path.join(PROFILES, "gpt2_16_1gbit")
+    rows = []
+    worlds = [4, 16, 64] if quick else [4, 8, 16, 32, 64, 128, 256]
+    for bw in ("1Gbps", "10Gbps"):
+        for n in worlds:
+            for pol in POLICIES[:4]:
+                args = ["--profile", prof, "--bytes", GPT2_BYTES, "--cluster", f"{n}x1,inter={bw}",
+                        "--policy", policy_args(pol, prof), "--steps", "36" if quick else "56", "--batch", str(BATCH)]
+                s = simulate(binary, args, steady_from=STEADY)
+                rows.append({"world": n, "bandwidth": bw, "policy": pol, "step_s": s["step_ms"] / 1e3,
+                             "samples_per_s": s["samples_per_s"], "exposed_comm_fraction": s["exposed_comm_fraction"],
+                             "command": s["command"], "wall_s": s["wall_s"]})
+                log(f"scaling {bw} n={n} {pol}: {s['samples_per_s']:.1f} samples/s, exposed "
+                    f"{100*s['exposed_comm_fraction']:.1f}% ({s['wall_s']} s)")
+    return rows
+
+
+def study_hier(binary, quick):
+    prof = os.path.join(PROFILES, "gpt2_16_1gbit")
+    rows = []
+    cluster = "16x8,intra=800Gbps,inter=1Gbps,lat=50us"
+    # hier measures sensitivity during its first 10 steps (lock-step); steady state from step 16, 64 steps (two
+    # periods of hier's inter=32, eight of h=8).
+    for pol, extra in (("dreamddp:h=8", []), ("hier:nodes=auto", ["--signals", "constant"]),
+                       ("hier:nodes=auto,intra=1,inter=16,slow=8", ["--signals", "constant"])):
+        args = ["--profile", prof, "--bytes", GPT2_BYTES, "--cluster", cluster, "--policy", policy_args(pol, prof),
+                "--steps", "48" if quick else "80", "--batch", str(BATCH)] + extra
+        s = simulate(binary, args, steady_from=STEADY)
+        rows.append({"cluster": cluster, "policy": pol, "step_s": s["step_ms"] / 1e3,
+                     "samples_per_s": s["samples_per_s"], "exposed_comm_fraction": s["exposed_comm_fraction"],
+                     "command": s["command"], "wall_s": s["wall_s"]})
+        log(f"hier {pol}: {s['step_ms']/1e3:.4f} s/step ({s['wall_s']} s)")
+    return rows
+
+
+def study_stragglers(binary, quick):
+    prof = os.path.join(PROFILES, "gpt2_16_1gbit")
+    rows = []
+    for bw in ("1Gbps", "10Gbps"):
+        for pol in ("ddp", "localsgd:k=10", "dreamddp:h=10"):
+            for slow in ([], ["--slow", "5=1.5"]):
+                # forward ~ half the backward (the profile has backward only), so compute is a real share
+                args = ["--profile", prof, "--bytes", GPT2_BYTES, "--cluster", f"16x1,inter={bw}",
+                        "--policy", policy_args(pol, prof), "--steps", "36" if quick else "116",
+                        "--batch", str(BATCH), "--forward-ms", "44", "--update-ms", "10"] + slow
+                s = simulate(binary, args, steady_from=STEADY)
+                rows.append({"bandwidth": bw, "policy": pol, "straggler": "rank 5 x1.5" if slow else "none",
+                             "step_s": s["step_ms"] / 1e3, "samples_per_s": s["samples_per_s"],
+                             "exposed_comm_fraction": s["exposed_comm_fraction"], "command": s["command"],
+                             "wall_s": s["wall_s"]})
+                log(f"stragglers {bw} {pol} {slow}: {s['step_ms']/1e3:.4f} s/step")
+    return rows
+
+
+STUDIES = {"artifact": study_artifact, "scaling": study_scaling, "hier": study_hier, "stragglers": study_stragglers}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--study", default="all", choices=list(STUDIES) + ["all"])
+    ap.add_argument("--results", default=os.path.join(ROOT, "experiments", "results"))
+    ap.add_argument("--quick", action="store_true", help="fewer steps and ranks (a smoke run)")
+    a = ap.parse_args()
+    os.makedirs(a.results, exist_ok=True)
+    for name in STUDIES if a.study == "all" else [a.study]:
+        t0 = time.time()
+        rows = STUDIES[name](a.bin, a.quick)
+        path = os.path.join(a.results, f"simulate_{name}.json")
+        with open(path, "w") as f:
+            json.dump({"study": name, "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "wall_s": round(time.time() - t0, 1), "rows": rows}, f, indent=1)
+        print(f"{name}: {len(rows)} rows -> {path} ({time.time() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Validation of `dreamddp simulate` against measured runs: for each measured run directory (metrics.h5 and
+# summary.json of `dreamddp train`, e.g. under `dreamddp launch`), simulates the same policy, world, steps, model
+# and batch, and prints measured vs simulated step_ms and their ratio.
+#
+#   experiments/sim_validate.sh [--profile DIR] [--bin build/dreamddp] [--json FILE] RUNDIR...
+#
+# The simulation's inputs come from the run and its setting only:
+#   per-layer backward and comm times  --profile DIR (bp.json/comm.json, e.g. `dreamddp profile` in the run's
+#                                      setting), else RUNDIR/profile/ if present, else measured now with
+#                                      `dreamddp launch -n WORLD -- profile --model M --batch B --threads T`
+#   forward and update time per step   the run's /steps medians (steps after warm-up)
+#   the network                        a fit c = alpha + bytes x per_byte of the profile's comm times over the
+#                                      layers' bytes, turned into a WORLDx1 cluster with SimGrid's CM02 model (no
+#                                      correction factors): link bandwidth 2(n-1)/n / per_byte, latency
+#                                      alpha / 2(n-1) per ring step (a ring all-reduce of S bytes then takes c(S))
+# --json FILE also writes the table as JSON. Exit 0 when every run was simulated (a ratio far from 1 is a
+# finding, not a failure).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sim_validate.sh
+BIN=${DREAMDDP_BIN:-$(cd "$(dirname "$0")/.." && pwd)/build/dreamddp} PROFILE="" JSON="" RUNS=()
+while [ $# -gt 0 ]; do
+  need_value -h --help -- "$@"
+  case $1 in
+    --profile) PROFILE=$2; shift 2 ;;
+    --bin) BIN=$2; shift 2 ;;
+    --json) JSON=$2; shift 2 ;;
+    -h|--help) usage_from_header; exit 0 ;;
+    -*) die "unknown option $1 (see --help)" ;;
+    *) RUNS+=("$1"); shift ;;
+  esac
+done
+[ ${#RUNS[@]} -gt 0 ] || die "give at least one measured run directory (see --help)"
+need_bin "$BIN"
+for r in "${RUNS[@]}"; do
+  [ -f "$r/metrics.h5" ] && [ -f "$r/summary.json" ] || die "$r: not a run directory (needs metrics.h5 and summary.json)"
+done
+[ -z "$PROFILE" ] || [ -f "$PROFILE/bp.json" ] || die "--profile $PROFILE: no bp.json there"
+exec /usr/bin/python3 - "$BIN" "$PROFILE" "$JSON" "${RUNS[@]}" <<'PYEOF'
+import json, os, subprocess, sys, tempfile
+import h5py
+import numpy as np
+
+binary, profile_arg, json_out, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+tmp = tempfile.mkdtemp(prefix="dd_sim_validate_")
+
+
+def attr(a, k, d=None):
+    v = a.get(k, d)
+    if isinstance(v, bytes):
+        v = v.decode()
+    if hasattr(v, "item"):
+        v = v.item()
+    return v
+
+
+rows = []
+print(f"{'run':<36} {'policy':<26} {'world':>5} {'steps':>5} {'measured_ms':>12} {'simulated_ms':>12} {'sim/meas':>8}")
+for run in runs:
+    with h5py.File(os.path.join(run, "metrics.h5"), "r") as f:
+        a = dict(f.attrs)
+        steps = f["steps"][:]
+        layer_bytes = f["layers"]["bytes"][:].astype(float)
+    s = json.load(open(os.path.join(run, "summary.json")))
+    model, policy = attr(a, "model"), attr(a, "policy")
+    world, nsteps, batch = int(attr(a, "world", 1)), int(attr(a, "steps")), int(attr(a, "batch"))
+    threads = int(attr(a, "threads", 1))
+    warm = min(5, nsteps // 10)
+    st = steps[steps["step"] >= warm]
+    fwd, upd = float(np.median(st["forward_ms"])), float(np.median(st["update_ms"]))
+    prof = profile_arg or (os.path.join(run, "profile") if os.path.isfile(os.path.join(run, "profile", "bp.json")) else "")
+    if not prof:
+        prof = os.path.join(tmp, os.path.basename(os.path.abspath(run)) + "_profile")
+        cmd = [binary, "launch", "-n", str(world), "--", "profile", "--model", model, "--batch", str(batch),
+               "--threads", str(threads), "--out", prof]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"sim_validate.sh: {' '.join(cmd)} failed: {p.stderr.strip()[-400:]}")
+    comm = json.load(open(os.path.join(prof, "comm.json")))
+    c = np.array([float(v or 0) for v in comm.values()])
+    if len(c) != len(layer_bytes):
+        sys.exit(f"sim_validate.sh: {prof} has {len(c)} layers, the run's model {len(layer_bytes)}")
+    per_byte, alpha = np.polyfit(layer_bytes, c, 1) if world > 1 else (0.0, 0.0)
+    per_byte, alpha = max(per_byte, 1e-15), max(alpha, 0.0)
+    n = max(world, 2)
+    bw = 2 * (n - 1) / n / per_byte
+    lat = alpha / (2 * (n - 1))
+    args = [binary, "simulate", "--profile", prof, "--model", model,
+            "--cluster", f"{world}x1,intra=1000TBps,inter={bw:.6g}Bps,lat={lat * 1e6:.6g}us",
+            "--cfg", "network/model:CM02", "--cfg", "network/crosstraffic:0", "--policy", policy,
+            "--steps", str(nsteps), "--batch", str(batch), "--forward-ms", f"{fwd:.6g}", "--update-ms", f"{upd:.6g}"]
+    if policy.startswith("hier") or policy.startswith("threshold") or policy.startswith("hybrid"):
+        args += ["--signals", "constant"]
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"sim_validate.sh: {' '.join(args)} failed: {p.stderr.strip()[-400:]}")
+    sim = json.loads(p.stdout.strip().splitlines()[-1])
+    meas = float(s["step_ms"])
+    ratio = sim["step_ms"] / meas if meas > 0 else float("nan")
+    print(f"{os.path.basename(os.path.abspath(run))[:36]:<36} {policy[:26]:<26} {world:>5} {nsteps:>5} {meas:>12.3f} "
+          f"{sim['step_ms']:>12.3f} {ratio:>8.3f}")
+    rows.append({"run": run, "policy": policy, "model": model, "world": world, "steps": nsteps, "batch": batch,
+                 "measured_step_ms": meas, "simulated_step_ms": sim["step_ms"], "ratio": ratio,
+                 "measured_exposed_comm_fraction": s.get("exposed_comm_fraction"),
+                 "simulated_exposed_comm_fraction": sim["exposed_comm_fraction"],
+                 "forward_ms": fwd, "update_ms": upd, "fit_alpha_s": alpha, "fit_per_byte_s": per_byte,
+                 "profile": prof, "command": " ".join(args[1:])})
+print(json.dumps({"validation": [{k: r[k] for k in ("run", "policy", "world", "measured_step_ms",
+                                                    "simulated_step_ms", "ratio")} for r in rows]}))
+if json_out:
+    json.dump({"rows": rows}, open(json_out, "w"), indent=1)
+PYEOF
