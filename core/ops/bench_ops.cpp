@@ -158,6 +158,24 @@ int main(int argc, char** argv) {
       softmax_xent_backward(dl.data(), probs.data(), tg.data(), N, V, 1.f / N);
     });
   }
+  // The one-thread GEMM rate the issue measures (mlp fc2 forward), and the optimizer over the mlp's parameters.
+  {
+    int64_t M = 64, K = 1024, N = 1024;
+    auto A = randv(M * K, 19), W = randv(N * K, 20);
+    std::vector<float> C(M * N);
+    bench("gemm 64x1024x1024 (x W^T) fwd", [&] {
+      gemm(false, true, M, N, K, 1.f, A.data(), K, W.data(), K, 0.f, C.data(), N);
+    });
+    const int64_t P = 2913290;
+    auto p = randv(P, 21);
+    std::vector<float> g(P), m(P), v(P);
+    bench("sgd momentum update P=2913290", [&] {
+      sgd_step(p.data(), g.data(), m.data(), P, 0.01f, 0.9f, 0.f, false);
+    });
+    bench("adamw update P=2913290", [&] {
+      adamw_step(p.data(), g.data(), m.data(), v.data(), P, 0.9f, 0.999f, 1e-8f, 1e-3f, 1.f, 1.f - 1e-5f);
+    });
+  }
   std::printf("{\"bench\":\"ops\",\"threads\":%d,\"iters\":%d,\"conv_layout\":\"%s\",\"ms\":{", threads(), g_iters,
               lay ? lay : "any");
   for (size_t i = 0; i < g_rows.size(); ++i)

@@ -96,4 +96,14 @@ float softmax_xent_forward(float* probs, const float* logits, const int32_t* tar
 void softmax_xent_backward(float* dlogits, const float* probs, const int32_t* targets, int64_t N, int64_t V,
                            float scale);
 
+// ---- Optimizer updates (core/optim semantics), one fused pass; g is zeroed in the same pass ----
+// SGD: d = g + wd*p; buf = mu*buf + d; p -= lr*buf (nesterov: p -= lr*(d + mu*buf)); mu == 0: p -= lr*d, buf unused.
+void sgd_step(float* p, float* g, float* buf, int64_t n, float lr, float mu, float wd, bool nesterov);
+// AdamW: m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; p = p*decay - step*m / (sqrt(v)*inv_sqrt_bc2 + eps).
+void adamw_step(float* p, float* g, float* m, float* v, int64_t n, float b1, float b2, float eps, float step,
+                float inv_sqrt_bc2, float decay);
+// True when every p[i] is finite: an integer OR over the exponent bits, so it vectorizes (a float sum of
+// p[i] - p[i] does not without -ffast-math and runs as one dependent add per element).
+bool all_finite(const float* p, int64_t n);
+
 }  // namespace dd::ops

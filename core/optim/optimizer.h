@@ -33,6 +33,7 @@ class Optimizer {
   models::Model& model_;
   FloatBuffer state_;
   std::vector<int64_t> steps_;
+  bool is_sgd_ = true;
 };
 
 }  // namespace dd::optim
