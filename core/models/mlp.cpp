@@ -24,8 +24,7 @@ class Mlp : public Model {
     const float* h = in.x;
     for (int i = 0; i < 4; ++i) {
       act_[i].ensure(n_ * fc_[i]->out);
-      fc_[i]->forward(act_[i].data(), h, n_);
-      if (i < 3) ops::relu_forward(act_[i].data(), act_[i].data(), n_ * fc_[i]->out);
+      fc_[i]->forward(act_[i].data(), h, n_, /*relu=*/i < 3);
       h = act_[i].data();
     }
     probs_.ensure(n_ * 10);

@@ -17,7 +17,10 @@ class Linear : public Layer {
   float* bias() const { return has_bias ? p_ + in * out : nullptr; }
   float* dweight() const { return g_; }
   float* dbias() const { return has_bias ? g_ + in * out : nullptr; }
-  void forward(float* y, const float* x, int64_t N) const { ops::linear_forward(y, x, weight(), bias(), N, in, out); }
+  // relu = true applies max(y, 0) inside the GEMM (fused epilogue).
+  void forward(float* y, const float* x, int64_t N, bool relu = false) const {
+    ops::linear_forward(y, x, weight(), bias(), N, in, out, relu);
+  }
   void backward(float* dx, const float* dy, const float* x, int64_t N) const {
     ops::linear_backward(dx, dweight(), dbias(), dy, x, weight(), N, in, out);
   }

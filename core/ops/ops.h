@@ -14,9 +14,15 @@ int threads();
 // Row-major C = alpha * op(A) @ op(B) + beta * C, op = transpose if ta/tb. A is MxK (after op), B is KxN.
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
           const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// gemm with an epilogue: C = op(A) @ op(B) + bias[N] (broadcast over rows, may be null) + beta * C, then ReLU
+// when relu. A bias needs alpha == 1. Both go through one cached oneDNN matmul primitive per shape.
+void matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+            const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias, bool relu);
 
 // ---- Linear: y[N,out] = x[N,in] @ W[out,in]^T + b[out] (b may be null) ----
-void linear_forward(float* y, const float* x, const float* W, const float* b, int64_t N, int64_t in, int64_t out);
+// relu = true fuses y = max(y, 0) into the GEMM (one pass instead of two).
+void linear_forward(float* y, const float* x, const float* W, const float* b, int64_t N, int64_t in, int64_t out,
+                    bool relu = false);
 void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W, int64_t N,
                      int64_t in, int64_t out);
 

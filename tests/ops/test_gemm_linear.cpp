@@ -1,6 +1,8 @@
 // gemm against a naive loop (all transpose combinations, padded leading dims); Linear gradients; threads knob.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "core/common/error.h"
 #include "core/ops/ops.h"
 #include "tests/ops/gradcheck.h"
@@ -88,4 +90,53 @@ TEST(Threads, SetAndQuery) {
   EXPECT_EQ(threads(), 1);
   EXPECT_THROW(set_threads(0), dd::UsageError);
   set_threads(before);
+}
+
+// matmul's epilogue (bias row, beta, ReLU) against a double-precision loop, on shapes large enough for oneDNN's
+// optimized matmul and small ones it may route through sgemm. Tolerance: K products of N(0,1) values summed in
+// float, |error| <= ~K * 2^-24 * sum|a*b|; 1e-5 * K bounds it for these sizes with room to spare.
+TEST(Gemm, MatmulBiasBetaReluMatchesReference) {
+  struct Case { int64_t M, N, K; bool ta, tb; float beta; bool bias, relu; };
+  const Case cases[] = {{64, 96, 80, false, true, 0.f, true, true},   {64, 96, 80, false, true, 0.f, true, false},
+                        {33, 40, 17, true, false, 1.f, false, false}, {33, 40, 17, false, false, 0.5f, true, true},
+                        {5, 3, 2, true, true, 1.f, true, false},      {128, 64, 128, true, false, 1.f, false, false}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K));
+    const int64_t lda = (c.ta ? c.M : c.K) + 1, ldb = (c.tb ? c.K : c.N) + 3, ldc = c.N + 2;
+    auto A = randn((c.ta ? c.K : c.M) * lda, 31), B = randn((c.tb ? c.N : c.K) * ldb, 32);
+    auto C = randn(c.M * ldc, 33), bias = randn(c.N, 34);
+    auto ref = C;
+    for (int64_t i = 0; i < c.M; ++i)
+      for (int64_t j = 0; j < c.N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < c.K; ++k)
+          s += double(c.ta ? A[k * lda + i] : A[i * lda + k]) * (c.tb ? B[j * ldb + k] : B[k * ldb + j]);
+        if (c.bias) s += bias[j];
+        s += double(c.beta) * C[i * ldc + j];
+        ref[i * ldc + j] = float(c.relu && s < 0 ? 0.0 : s);
+      }
+    for (int rep = 0; rep < 2; ++rep) {  // the second call runs the cached primitive: same bits
+      auto out = C;
+      matmul(c.ta, c.tb, c.M, c.N, c.K, 1.f, A.data(), lda, B.data(), ldb, c.beta, out.data(), ldc,
+             c.bias ? bias.data() : nullptr, c.relu);
+      for (int64_t i = 0; i < c.M; ++i) {
+        for (int64_t j = 0; j < c.N; ++j) EXPECT_NEAR(out[i * ldc + j], ref[i * ldc + j], 1e-5 * c.K) << i << "," << j;
+        for (int64_t j = c.N; j < ldc; ++j) EXPECT_EQ(out[i * ldc + j], C[i * ldc + j]) << "pad touched";
+      }
+      static std::vector<float> first;
+      if (rep == 0) first = out;
+      else EXPECT_EQ(0, std::memcmp(first.data(), out.data(), 4 * out.size()));
+    }
+  }
+}
+
+TEST(Linear, FusedReluEqualsReluAfter) {
+  const int64_t N = 64, in = 80, out = 96;
+  auto x = randn(N * in, 41), W = randn(out * in, 42, 0.2f), b = randn(out, 43);
+  std::vector<float> y(N * out), yr(N * out);
+  linear_forward(y.data(), x.data(), W.data(), b.data(), N, in, out);
+  relu_forward(y.data(), y.data(), N * out);
+  linear_forward(yr.data(), x.data(), W.data(), b.data(), N, in, out, true);
+  // Same GEMM either way; only where the max(.,0) happens differs. Allow the summation-order slack of K terms.
+  for (int64_t i = 0; i < N * out; ++i) EXPECT_NEAR(yr[i], y[i], 1e-5 * in) << i;
 }
