@@ -260,6 +260,24 @@ def cli_cases(tmp):
     cases.append(Case("cli", "schedule --h 4097", ["schedule", "--profile", tmp, "--h", "4097"], "--h"))
     cases.append(Case("cli", "schedule without --h", ["schedule", "--profile", tmp], "--h"))
     cases.append(Case("cli", "schedule unknown option", ["schedule", "--bogus"], "bogus"))
+    # `simulate`: platform specs, straggler factors and layer sizes (all refused before SimGrid starts).
+    gpt2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "dreamddp-profiles",
+                        "gpt2_16_1gbit")
+    sim = ["simulate", "--profile", gpt2, "--comm-bw", "1Gbps", "--steps", "2"]
+    for name, extra, must in (("simulate --cluster 0x8", ["--cluster", "0x8"], "N"),
+                              ("simulate --cluster 4by2", ["--cluster", "4by2"], "NxG"),
+                              ("simulate --cluster inter without unit", ["--cluster", "4x2,inter=10"], "unit"),
+                              ("simulate --cluster lat=fast", ["--cluster", "4x2,lat=fast"], "duration"),
+                              ("simulate --cluster unknown key", ["--cluster", "4x2,speed=1Gbps"], "unknown key"),
+                              ("simulate --slow without factor", ["--cluster", "4x2", "--slow", "3"], "RANK=FACTOR"),
+                              ("simulate --slow factor 0", ["--cluster", "4x2", "--slow", "3=0"], "FACTOR"),
+                              ("simulate --cluster and --platform", ["--cluster", "4x2", "--platform", gpt2], "one of"),
+                              ("simulate --cfg without value", ["--cluster", "4x2", "--cfg", "network/model"],
+                               "KEY:VALUE")):
+        out = fresh()
+        cases.append(Case("cli", name, sim + extra + ["--out", out], must, fresh_out=out))
+    cases.append(Case("cli", "simulate profile without sizes", ["simulate", "--profile", gpt2, "--cluster", "4x2"],
+                      "sizes"))
     # Controls: the quick settings themselves are accepted.
     out = fresh()
     cases.append(Case("cli", "control: quick run", ["train"] + QUICK + ["--out", out], expect=0))
