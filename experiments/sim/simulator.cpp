@@ -26,6 +26,7 @@ constexpr double kRefSpeed = 1e9;
 struct Job {
   const std::vector<int>* members;  // the ring, in rank order
   int64_t bytes;
+  int64_t seq;                      // index in the rank's collective sequence (the same on every rank)
 };
 
 struct RankState {
@@ -55,6 +56,8 @@ struct World {
   int64_t flows = 0;
   double last_end = 0;
   sync::LayerTimes measured;  // the self-profile rank 0 measured (profiling policies), agreed by everyone
+  // Fused collectives start when every member has launched them (as the ring's chained dependencies imply).
+  std::map<std::pair<const void*, int64_t>, std::pair<sg4::BarrierPtr, int>> arrivals;
 };
 
 sg4::Mailbox* mailbox(World& w, int from, int to) {
@@ -81,6 +84,14 @@ void run_allreduce(World& w, int r, const Job& j) {
   // auto: the exact ring up to 32 ranks per collective, fused beyond (2(n-1) x n transfers per collective would
   // make 64+ ranks minutes of simulation: README "Speed").
   const bool fused = w.o->collectives == "fused" || (w.o->collectives == "auto" && n > 32);
+  if (fused) {  // no member's result before every member has launched: the ring's chained dependencies
+    const auto key = std::make_pair(static_cast<const void*>(&m), j.seq);
+    auto it = w.arrivals.find(key);
+    if (it == w.arrivals.end()) it = w.arrivals.emplace(key, std::make_pair(sg4::Barrier::create(unsigned(n)), 0)).first;
+    sg4::BarrierPtr b = it->second.first;
+    if (++it->second.second == n) w.arrivals.erase(it);  // the last one in forgets it (the others hold `b`)
+    b->wait();
+  }
   const int steps = fused ? 1 : 2 * (n - 1);
   const double chunk = fused ? double(j.bytes) * 2.0 * (n - 1) / n : double(j.bytes) / n;
   for (int k = 0; k < steps; ++k) {
@@ -216,7 +227,7 @@ class RankLoop {
   int64_t push(const std::vector<int>* members, int64_t bytes) {
     std::unique_lock<sg4::Mutex> lk(*R_.mu);
     const int64_t id = int64_t(R_.jobs.size());
-    R_.jobs.push_back({members, bytes});
+    R_.jobs.push_back({members, bytes, id});
     R_.end.push_back(0);
     R_.queue.push_back(id);
     R_.cv->notify_all();
@@ -449,7 +460,8 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   char quiet[] = "--log=root.thres:warning";  // SimGrid's INFO lines (configuration changes) are not ours to print
   char* argv[] = {name, quiet, nullptr};
   sg4::Engine e(&argc, argv);
-  sg4::Engine::set_config("contexts/stack-size:128");
+  // The schedule solver runs inside the actors (self-profiling policies): 128 KiB stacks overflowed at 128 ranks.
+  sg4::Engine::set_config("contexts/stack-size:4096");
   for (auto& c : opt.simgrid_cfg) {
     // SimGrid checks model names only when the platform is built, and then aborts the process: check them here.
     static const std::map<std::string, std::vector<std::string>> models = {
