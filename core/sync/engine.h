@@ -42,10 +42,13 @@ class SyncEngine : public nn::BackwardHook {
   // evaluation and users see), then restores the training state bit for bit. Collective: all ranks call it.
   virtual void with_consensus(const std::function<void()>& fn) = 0;
   // Anomaly guard (DESIGN.md consistency rule): a rank reports a local anomaly after its backward; the flag
-  // travels in the control all-reduce and agreed_anomalies() tells every rank, at the next step, how many ranks
+  // travels in the control all-reduce and agreed_anomalies() tells every rank, one step later (two when the flag
+  // travels alone, see LayerSync::set_policy), how many ranks
   // saw one. fallback(W) averages every local layer once, then runs all layers lock-step for W steps.
   virtual void report_anomaly() = 0;
   virtual int agreed_anomalies() const = 0;
+  // The step at which the ranks counted by agreed_anomalies() saw them (the flag is applied one or two steps late).
+  virtual int64_t agreed_anomaly_step() const = 0;
   virtual void fallback(int64_t steps) = 0;
   // Checkpoint support: the engine's and its policy's state after a completed step (waits for pending
   // control votes). load_state is collective when the saved policy differs from the constructed one.

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -32,6 +33,16 @@ struct InFlight {
 };
 
 class LayerSync : public SyncEngine {
+  // Control all-reduces in flight or agreed, oldest first; applied vote_lag_ steps after they were cast.
+  struct Control {
+    int64_t step = 0;
+    uint64_t generation = 0;  // the policy they were cast under (set_policy counts)
+    std::unique_ptr<FloatBuffer> votes;
+    WorkPtr work;
+  };
+  static constexpr int kMaxVoteLag = 2;
+
+
  public:
   LayerSync(const EngineOptions& o, models::Model& m, const Arenas& a, std::unique_ptr<DataPath> dp, Backend& b)
       : dp_(std::move(dp)), o_(o), m_(m), a_(a), b_(b), switches_(parse_switches(o.switches)) {
@@ -57,7 +68,8 @@ class LayerSync : public SyncEngine {
 
   ~LayerSync() override {
     try {
-      if (control_) control_->wait();
+      for (auto& c : controls_)
+        if (c.work) c.work->wait();
     } catch (...) {
     }
   }
@@ -156,7 +168,7 @@ class LayerSync : public SyncEngine {
   }
 
   void finalize() override {
-    apply_agreed_votes();
+    apply_agreed_votes(/*all=*/true);
     average_all(false);
   }
 
@@ -164,6 +176,7 @@ class LayerSync : public SyncEngine {
 
   void report_anomaly() override { local_anomaly_ = true; }
   int agreed_anomalies() const override { return agreed_anomalies_; }
+  int64_t agreed_anomaly_step() const override { return agreed_anomaly_step_; }
   void fallback(int64_t steps) override {
     // Called by every rank at the same step (after agreed_anomalies()): average once — parameters, buffers and,
     // since the layers enter lock-step, optimizer state — then lock-step.
@@ -180,19 +193,19 @@ class LayerSync : public SyncEngine {
   }
 
   std::string save_state() override {
-    if (control_) {  // the votes of the last step: keep their sums to apply at the next step
-      control_->wait();
-      control_.reset();
-      agreed_ready_ = true;
-    }
+    // The votes still to be applied (in flight or agreed): their sums, to apply at the same steps after a resume.
+    for (auto& c : controls_)
+      if (c.work) c.work->wait(), c.work.reset();
     ByteWriter w;
     w.put_str(policy_spec_);
     w.put<uint64_t>(next_switch_);
     w.put<int64_t>(step_);
     w.put_vec(stale_);
-    w.put<uint8_t>(agreed_ready_);
-    w.put<int64_t>(control_step_);
-    w.put_floats(votes_.data(), votes_.size());
+    w.put<uint8_t>(uint8_t(controls_.size()));
+    for (auto& c : controls_) {
+      w.put<int64_t>(c.step);
+      w.put_floats(c.votes->data(), c.votes->size());
+    }
     w.put_bools(has_prev_);
     w.put_floats(prev_grads_.data(), signals_on_ ? prev_grads_.size() : 0);
     w.put_vec(prof_sum_);
@@ -213,9 +226,18 @@ class LayerSync : public SyncEngine {
     auto stale = r.get_vec<int64_t>();
     if (stale.size() != stale_.size()) throw UsageError("checkpoint: engine state is for another model");
     stale_ = stale;
-    agreed_ready_ = r.get<uint8_t>() != 0;
-    control_step_ = r.get<int64_t>();
-    r.get_floats(votes_.data(), votes_.size());
+    controls_.clear();
+    const int pending = r.get<uint8_t>();
+    if (pending > kMaxVoteLag) throw UsageError("checkpoint: engine state holds too many pending votes");
+    for (int i = 0; i < pending; ++i) {
+      Control c;
+      c.step = r.get<int64_t>();
+      c.votes = std::make_unique<FloatBuffer>();
+      c.votes->resize(votes_.size());
+      r.get_floats(c.votes->data(), c.votes->size());
+      c.generation = generation_;
+      controls_.push_back(std::move(c));
+    }
     auto has_prev = r.get_bools();
     if (signals_on_) has_prev_ = has_prev;
     r.get_floats(prev_grads_.data(), signals_on_ ? prev_grads_.size() : 0);
@@ -243,6 +265,7 @@ class LayerSync : public SyncEngine {
 
  private:
   void set_policy(const std::string& spec) {
+    ++generation_;  // votes cast under an earlier policy are not handed to this one
     policy_ = make_policy(PolicySpec::parse(spec));
     policy_spec_ = spec;
     policy_->setup(meta_, b_.size());
@@ -261,6 +284,11 @@ class LayerSync : public SyncEngine {
     // Control vector: the policy's votes, then [control-file switch request, anomaly flag] when those are on.
     extra_votes_ = (o_.control_file.empty() ? 0 : 1) + (o_.anomaly_votes ? 1 : 0);
     votes_.resize(policy_votes_ + extra_votes_);
+    // When the control vector carries only the anomaly flag, nothing decides from it in the next step: it is
+    // applied two steps late, so its all-reduce hides behind a whole step instead of making every step wait for
+    // the slowest rank (a per-step rendezvous that cost 2-3 ms a step on the emulated 1 Gbit/s cluster). Policy
+    // votes and control-file requests keep the one-step lag of DESIGN.md.
+    vote_lag_ = (policy_votes_ == 0 && o_.control_file.empty()) ? 2 : 1;
     auto groups = policy_->groups(hosts_);
     if (!groups.empty()) {
       if (int(groups.size()) != b_.size()) throw UsageError("--policy " + spec + ": topology does not cover the ranks");
@@ -407,24 +435,39 @@ class LayerSync : public SyncEngine {
     local_anomaly_ = false;
     fingerprint("control", int64_t(votes_.size()));
     ++seq_;
-    control_ = dp_->allreduce_host(b_, votes_.data(), votes_.size(), ReduceOp::Sum);
-    control_step_ = step_;
+    Control c;
+    c.step = step_;
+    c.generation = generation_;
+    c.votes = std::make_unique<FloatBuffer>();
+    c.votes->resize(votes_.size());
+    std::copy(votes_.data(), votes_.data() + votes_.size(), c.votes->data());
+    c.work = dp_->allreduce_host(b_, c.votes->data(), c.votes->size(), ReduceOp::Sum);
+    controls_.push_back(std::move(c));
   }
 
-  void apply_agreed_votes() {
-    if (control_) {
-      const double t0 = now_s();
-      control_->wait();
-      stats_.exposed_ms += (now_s() - t0) * 1e3;
-      control_.reset();
-      agreed_ready_ = true;
+  // Applies, oldest first, every control vector cast at least vote_lag_ steps ago (all of them when `all`).
+  void apply_agreed_votes(bool all = false) {
+    while (!controls_.empty() && (all || controls_.front().step <= step_ - vote_lag_)) {
+      Control c = std::move(controls_.front());
+      controls_.pop_front();
+      if (c.work) {
+        const double t0 = now_s();
+        c.work->wait();
+        stats_.exposed_ms += (now_s() - t0) * 1e3;
+      }
+      apply_votes(c);
     }
-    if (!agreed_ready_) return;
-    agreed_ready_ = false;
-    size_t k = policy_votes_;
-    const bool switch_requested = !o_.control_file.empty() && votes_[k++] > 0.5f;
-    agreed_anomalies_ = o_.anomaly_votes ? int(votes_[k++] + 0.5f) : 0;
-    if (policy_votes_) policy_->on_agreed(control_step_, votes_.data(), b_.size());
+  }
+
+  void apply_votes(const Control& c) {
+    const float* v = c.votes->data();
+    const bool same_policy = c.generation == generation_;
+    size_t k = same_policy ? policy_votes_ : c.votes->size() - extra_votes_;
+    const bool switch_requested = !o_.control_file.empty() && v[k++] > 0.5f;
+    const int seen = o_.anomaly_votes ? int(v[k++] + 0.5f) : 0;
+    if (seen > 0 && agreed_anomalies_ == 0) agreed_anomaly_step_ = c.step;
+    agreed_anomalies_ += seen;
+    if (policy_votes_ && same_policy) policy_->on_agreed(c.step, v, b_.size());
     print_plan_if_changed();
     if (switch_requested) {
       // Rank 0 read a new spec; everyone learns it (one small blocking allgather) and switches at this step.
@@ -539,10 +582,10 @@ class LayerSync : public SyncEngine {
   StepCommStats stats_;
   std::vector<std::string> hosts_;
   std::string policy_spec_;
-  bool agreed_ready_ = false;
   size_t policy_votes_ = 0, extra_votes_ = 0;
   bool local_anomaly_ = false;
   int agreed_anomalies_ = 0;
+  int64_t agreed_anomaly_step_ = -1;
   int64_t fallback_until_ = 0;
   std::string pending_spec_, last_control_spec_;
   int64_t plan_version_ = 0;
@@ -552,8 +595,9 @@ class LayerSync : public SyncEngine {
   LayerSignals signals_;
   FloatBuffer prev_grads_, votes_;
   std::vector<bool> has_prev_;
-  WorkPtr control_;
-  int64_t control_step_ = 0;
+  std::deque<Control> controls_;
+  int vote_lag_ = 1;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace

@@ -195,11 +195,12 @@ nlohmann::json Trainer::run() {
     models::Input in = make_input(I.batch);
     if (probe) probe->before_step(step, in);
     if (I.engine) I.engine->begin_step(step);
-    // An anomaly seen by any rank at the previous step, agreed through the control all-reduce.
+    // An anomaly seen by any rank a step or two ago, agreed through the control all-reduce.
     const int anomalies = I.engine ? I.engine->agreed_anomalies() : (local_anomaly ? 1 : 0);
+    const int64_t seen_at = I.engine ? I.engine->agreed_anomaly_step() : step - 1;
     local_anomaly = false;
     if (anomalies > 0 && cfg.anomaly != "off") {
-      const std::string what = std::to_string(anomalies) + " rank(s) saw an anomaly at step " + std::to_string(step - 1);
+      const std::string what = std::to_string(anomalies) + " rank(s) saw an anomaly at step " + std::to_string(seen_at);
       if (cfg.anomaly == "stop") {
         std::string where = "no --out, no checkpoint";
         if (!cfg.out.empty()) {
@@ -209,11 +210,11 @@ nlohmann::json Trainer::run() {
           write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step - 1, model, *I.opt, I.engine.get());
           where = "checkpoint " + checkpoint_path(cfg.out, cfg.rank);
         }
-        if (auto* w = rec.metrics()) w->append_event(step - 1, "anomaly", what + "; stop (" + where + ")");
+        if (auto* w = rec.metrics()) w->append_event(seen_at, "anomaly", what + "; stop (" + where + ")");
         rec.finish_partial();
         throw AnomalyStop(what + "; " + where);
       }
-      if (auto* w = rec.metrics()) w->append_event(step - 1, "anomaly", what + "; fallback to lock-step for " + std::to_string(cfg.anomaly_window) + " steps");
+      if (auto* w = rec.metrics()) w->append_event(seen_at, "anomaly", what + "; fallback to lock-step for " + std::to_string(cfg.anomaly_window) + " steps");
       if (I.rank0()) progress.message("anomaly: " + what + "; averaging once, then lock-step for " + std::to_string(cfg.anomaly_window) + " steps");
       if (I.engine) I.engine->fallback(cfg.anomaly_window);
     }

@@ -216,7 +216,9 @@ TEST(Anomaly, InjectedNanTriggersFallbackAndTheRunConverges) {
   EXPECT_EQ(slurp(d + "/p0.bin"), slurp(d + "/p1.bin"));
   auto ev = events_of(c.out + "/metrics.h5");
   EXPECT_NE(ev.find("anomaly-local 20"), std::string::npos) << ev;
-  EXPECT_NE(ev.find("fallback 21"), std::string::npos) << ev;
+  EXPECT_NE(ev.find("anomaly 20"), std::string::npos) << ev;  // the agreed anomaly names the step it was seen at
+  // plsgd casts no votes of its own: the anomaly flag alone is applied two steps late (no per-step rendezvous).
+  EXPECT_NE(ev.find("fallback 22"), std::string::npos) << ev;
   std::ifstream sj(c.out + "/summary.json");
   auto s = nlohmann::json::parse(sj);
   EXPECT_TRUE(std::isfinite(s["final_loss"].get<double>()));
