@@ -4,14 +4,9 @@
 #include <cmath>
 #include <cstring>
 
-namespace dd::train {
+#include "core/ops/ops.h"
 
-static bool all_finite(const float* p, int64_t n) {
-  // x - x is 0 for finite x and NaN for Inf/NaN; summing keeps the loop a plain vectorizable reduction.
-  float acc = 0;
-  for (int64_t i = 0; i < n; ++i) acc += p[i] - p[i];
-  return acc == 0;
-}
+namespace dd::train {
 
 std::string AnomalyGuard::check(int64_t step, float loss, models::Model& m, std::vector<bool>& skip,
                                  bool scan_grads) {
@@ -19,7 +14,9 @@ std::string AnomalyGuard::check(int64_t step, float loss, models::Model& m, std:
   skip.assign(m.num_layers(), false);
   if (scan_grads) {
     for (auto* l : m.layers()) {
-      if (all_finite(l->grads(), l->num_params())) continue;
+      // ops::all_finite tests exponent bits with integer ORs (vectorizes); a float sum of x - x, the old scan,
+      // may not be reordered by the compiler and took 3.2 ms of the mlp's 4.6 ms update per step.
+      if (ops::all_finite(l->grads(), l->num_params())) continue;
       skip[l->index()] = true;
       std::memset(l->grads(), 0, sizeof(float) * size_t(l->num_params()));
       if (what.empty()) what = "non-finite gradient in " + l->name;
