@@ -124,6 +124,23 @@ def render_demo(results):
     return "\n".join(out)
 
 
+def render_ops(results):
+    d = _load(results, "ops_vs_torch.json")
+    if not d:
+        return "_No per-op sitting recorded yet: run `experiments/bench_ops_vs_torch.sh`._\n"
+    out = ["| op (our shapes, %d thread) | ours ms | torch ms | ours / torch |" % d["threads"], "|---|---|---|---|"]
+    for r in d["rows"]:
+        out.append("| %s | %.3f | %.3f | %s |" % (r["op"], r["ours_ms"], r["torch_ms"],
+                                                 ("**%.2f**" if r["ratio"] > 1 else "%.2f") % r["ratio"]))
+    flags = "/".join(f for f in ("avx2", "avx512f") if d.get(f))
+    out += ["", "`%s` — %s, %s (%s), %d cores, load %s at the start; GEMM 64x1024x1024: ours %.1f, torch %.1f "
+                "GFLOP/s; torch %s on %s." % (d["command"], d["date"], d["cpu_model"], flags, d["nproc"],
+                                             d["loadavg_start"].split()[0], d["ours_gemm_gflops"],
+                                             d["torch_gemm_gflops"], d["torch"],
+                                             os.path.basename(d["torch_blas"][-1]) if d["torch_blas"] else "?"), ""]
+    return "\n".join(out)
+
+
 def render_json_table(results, name):
     """Fallback for results files that carry a ready `markdown` field (e.g. ops_vs_torch.json, simulate_*.json)."""
     d = _load(results, name + ".json")
@@ -135,7 +152,8 @@ def render_json_table(results, name):
     return md.rstrip() + "\n"
 
 
-RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime, "demo": render_demo}
+RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime, "demo": render_demo,
+             "ops_vs_torch": render_ops}
 
 
 def render(readme_text, results):
