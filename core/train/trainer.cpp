@@ -231,28 +231,33 @@ nlohmann::json Trainer::run() {
       else I.opt->update_layer(l, lr_l);
     };
     double t4;
-    if (I.engine && cfg.immediate_update) {
+    // One anomaly rule for both update paths: a layer whose gradient is not finite is not updated, and the
+    // anomaly is reported (control all-reduce), logged and shown.
+    std::string what;
+    const bool guard_on = cfg.anomaly != "off";
+    if (I.engine && cfg.immediate_update) {  // layers are updated as their averages arrive, inside the wait
       t4 = now_s();
-      if (cfg.anomaly != "off" && !guard.check(step, fr.loss, model, skip, false).empty()) {
-        I.engine->report_anomaly();
-        local_anomaly = true;
+      I.engine->finish_backward_and_update([&](int l) {
+        if (guard_on && !I.dev && !AnomalyGuard::layer_finite(model, l, what)) return;
+        update(l, lr * I.engine->lr_factor(l));
+      });
+      if (guard_on) {
+        const std::string loss_what = guard.check(step, fr.loss, model, skip, false);
+        if (what.empty()) what = loss_what;
       }
-      I.engine->finish_backward_and_update([&](int l) { update(l, lr * I.engine->lr_factor(l)); });
     } else {
       if (I.engine) I.engine->finish_backward();
       t4 = now_s();
-      if (cfg.anomaly != "off") {
-        // On a device the gradients are not on the host: the loss is checked (as in immediate-update mode).
-        const std::string what = guard.check(step, fr.loss, model, skip, !I.dev);
-        if (!what.empty()) {
-          if (I.engine) I.engine->report_anomaly();
-          local_anomaly = true;
-          if (auto* w = rec.metrics()) w->append_event(step, "anomaly-local", what);
-          if (I.rank0()) progress.message("anomaly at step " + std::to_string(step) + " on rank 0: " + what);
-        }
-      }
+      // On a device the gradients are not on the host: the loss is checked there.
+      if (guard_on) what = guard.check(step, fr.loss, model, skip, !I.dev);
       for (int l = model.num_layers() - 1; l >= 0; --l)
-        if (!skip[l]) update(l, I.engine ? lr * I.engine->lr_factor(l) : lr);
+        if (!guard_on || !skip[l]) update(l, I.engine ? lr * I.engine->lr_factor(l) : lr);
+    }
+    if (!what.empty()) {
+      if (I.engine) I.engine->report_anomaly();
+      local_anomaly = true;
+      if (auto* w = rec.metrics()) w->append_event(step, "anomaly-local", what);
+      if (I.rank0()) progress.message("anomaly at step " + std::to_string(step) + " on rank 0: " + what);
     }
     const double t_upd = now_s();
     if (I.engine) I.engine->after_update();  // its waiting (e.g. Local SGD's blocking average) is exposed comm

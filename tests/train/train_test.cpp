@@ -226,6 +226,34 @@ TEST(Anomaly, InjectedNanTriggersFallbackAndTheRunConverges) {
   fs::remove_all(d);
 }
 
+// --immediate-update obeys the same guard as the deferred update: the non-finite layers are not updated, the
+// anomaly is logged and agreed, the fallback follows, and ranks end equal.
+TEST(Anomaly, ImmediateUpdateObeysTheGuard) {
+  std::string d = tmpdir("anomaly_immediate");
+  auto c = base("mlp", 60);
+  c.data = "fashion-mnist";
+  c.batch = 32;
+  c.policy = "plsgd:h=2";
+  c.immediate_update = true;
+  c.inject_nan = 20;
+  c.anomaly_window = 10;
+  c.eval_samples = 500;
+  c.out = d + "/run";
+  c.save_params = d + "/p%r.bin";
+  train::prepare_run_dir(c.out, false, true);
+  run_world(2, c);
+  EXPECT_EQ(slurp(d + "/p0.bin"), slurp(d + "/p1.bin"));
+  auto ev = events_of(c.out + "/metrics.h5");
+  EXPECT_NE(ev.find("anomaly-local 20"), std::string::npos) << ev;
+  EXPECT_NE(ev.find("anomaly 20"), std::string::npos) << ev;
+  EXPECT_NE(ev.find("fallback 22"), std::string::npos) << ev;
+  std::ifstream sj(c.out + "/summary.json");
+  auto s = nlohmann::json::parse(sj);
+  EXPECT_TRUE(std::isfinite(s["final_loss"].get<double>())) << "a non-finite gradient reached the parameters";
+  EXPECT_GT(s["test_accuracy"].get<double>(), 0.5);
+  fs::remove_all(d);
+}
+
 // anomaly=stop writes a checkpoint and stops with AnomalyStop (exit 4 in the CLI).
 TEST(Anomaly, StopWritesACheckpoint) {
   std::string d = tmpdir("anomaly_stop");
