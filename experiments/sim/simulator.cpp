@@ -58,6 +58,7 @@ struct World {
   sync::LayerTimes measured;  // the self-profile rank 0 measured (profiling policies), agreed by everyone
   // Fused collectives start when every member has launched them (as the ring's chained dependencies imply).
   std::map<std::pair<const void*, int64_t>, std::pair<sg4::BarrierPtr, int>> arrivals;
+  std::map<std::pair<int, int>, double> latency;  // route latency r -> s (probed)
 };
 
 sg4::Mailbox* mailbox(World& w, int from, int to) {
@@ -101,11 +102,29 @@ void run_allreduce(World& w, int r, const Job& j) {
     s->wait();
     g->wait();
   }
+  // The ring pays the route latency at each of its 2(n-1) steps; the fused flow paid it once.
+  if (fused) sg4::this_actor::sleep_for((2 * (n - 1) - 1) * w.latency[{r, next}]);
   w.flows += steps;
+}
+
+// Latency of the route r -> to under the network model (a 0-byte transfer), for fused collectives.
+void probe_latency(World& w, int r, int to) {
+  if (w.latency.count({r, to})) return;
+  const double t0 = sg4::Engine::get_clock();
+  sg4::Comm::sendto(w.ranks[size_t(r)].host, w.ranks[size_t(to)].host, 0);
+  w.latency[{r, to}] = sg4::Engine::get_clock() - t0;
 }
 
 void comm_actor(World* w, int r) {
   RankState& R = w->ranks[r];
+  if (w->o->collectives != "ring") {  // the ring successors of this rank: in the world, in its hier group
+    if (w->n > 1) probe_latency(*w, r, (r + 1) % w->n);
+    if (!w->groups.empty()) {
+      const auto& g = w->groups[size_t(w->group_of[size_t(r)])];
+      const size_t pos = size_t(std::find(g.begin(), g.end(), r) - g.begin());
+      if (g.size() > 1) probe_latency(*w, r, g[(pos + 1) % g.size()]);
+    }
+  }
   while (true) {
     int64_t id;
     {

@@ -107,16 +107,16 @@ def study_scaling(binary, quick):
     prof = os.path.join(PROFILES, "gpt2_16_1gbit")
     rows = []
     worlds = [4, 16, 64] if quick else [4, 8, 16, 32, 64, 128, 256]
-    for bw in ("1Gbps", "10Gbps"):
+    for bw, lat in (("1Gbps", "0us"), ("10Gbps", "0us"), ("1Gbps", "50us"), ("10Gbps", "50us")):
         for n in worlds:
             for pol in POLICIES[:4]:
-                args = ["--profile", prof, "--bytes", GPT2_BYTES, "--cluster", f"{n}x1,inter={bw}",
+                args = ["--profile", prof, "--bytes", GPT2_BYTES, "--cluster", f"{n}x1,inter={bw},lat={lat}",
                         "--policy", policy_args(pol, prof), "--steps", "36" if quick else "56", "--batch", str(BATCH)]
                 s = simulate(binary, args, steady_from=STEADY)
-                rows.append({"world": n, "bandwidth": bw, "policy": pol, "step_s": s["step_ms"] / 1e3,
+                rows.append({"world": n, "bandwidth": bw, "lat": lat, "policy": pol, "step_s": s["step_ms"] / 1e3,
                              "samples_per_s": s["samples_per_s"], "exposed_comm_fraction": s["exposed_comm_fraction"],
                              "command": s["command"], "wall_s": s["wall_s"]})
-                log(f"scaling {bw} n={n} {pol}: {s['samples_per_s']:.1f} samples/s, exposed "
+                log(f"scaling {bw} lat={lat} n={n} {pol}: {s['samples_per_s']:.1f} samples/s, exposed "
                     f"{100*s['exposed_comm_fraction']:.1f}% ({s['wall_s']} s)")
     return rows
 
@@ -222,8 +222,8 @@ def report(results):
     rows = _load(results, "scaling")
     if rows:
         pols = list(dict.fromkeys(r["policy"] for r in rows))
-        for bw in dict.fromkeys(r["bandwidth"] for r in rows):
-            out.append(f"Scaling at {bw} (GPT-2 profile gpt2_16_1gbit's backward times, GPT-2 small bytes, batch "
+        for bw, lat in dict.fromkeys((r["bandwidth"], r.get("lat", "0us")) for r in rows):
+            out.append(f"Scaling at {bw}, latency {lat} between nodes (GPT-2 profile gpt2_16_1gbit's backward times, GPT-2 small bytes, batch "
                        f"{BATCH}/rank): samples/s (exposed comm fraction)")
             out.append("")
             out.append("| ranks | " + " | ".join(pols) + " |")
@@ -231,7 +231,8 @@ def report(results):
             for n in sorted({r["world"] for r in rows}):
                 cells = []
                 for p in pols:
-                    r = next((r for r in rows if r["world"] == n and r["bandwidth"] == bw and r["policy"] == p), None)
+                    r = next((r for r in rows if r["world"] == n and r["bandwidth"] == bw and r["policy"] == p
+                              and r.get("lat", "0us") == lat), None)
                     cells.append(f"{r['samples_per_s']:.1f} ({100 * r['exposed_comm_fraction']:.0f}%)" if r else "—")
                 out.append(f"| {n} | " + " | ".join(cells) + " |")
             out.append("")
