@@ -263,11 +263,19 @@ ScheduleSolution solve_schedule(const std::vector<double>& b, const std::vector<
   return s;
 }
 
+std::vector<int> prefer_plsgd_on_tie(const std::vector<double>& b, const std::vector<double>& c, int H,
+                                     const std::vector<int>& phase) {
+  auto plsgd = contiguous_groups(c, H);
+  // Equal under the model up to rounding of the sums (the model adds the same numbers in another order).
+  const double tol = 1e-12 * (total_backward(b) + std::accumulate(c.begin(), c.end(), 0.0));
+  return modelled_time(b, c, H, plsgd) <= modelled_time(b, c, H, phase) + tol ? plsgd : phase;
+}
+
 std::vector<int> schedule_phases(const std::vector<double>& b, const std::vector<double>& c, int H) {
   // Every rank computes this from the same profile and must get the same answer: work budgets only, no clock.
   SolveOptions deterministic;
   deterministic.time_budget_s = std::numeric_limits<double>::infinity();
-  return solve_schedule(b, c, H, deterministic).phase;
+  return prefer_plsgd_on_tie(b, c, H, solve_schedule(b, c, H, deterministic).phase);
 }
 
 }  // namespace dd::sync

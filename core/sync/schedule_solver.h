@@ -37,7 +37,12 @@ ScheduleSolution solve_schedule(const std::vector<double>& b, const std::vector<
 // does not see labels). solve_schedule returns its result in this canonical numbering.
 std::vector<int> forward_phase_order(const std::vector<int>& phase, int H);
 
-// What the sync engine calls after self-profiling: the phase of every layer. Deterministic (no wall-clock cap), so
+// Among schedules the model cannot tell apart, plsgd's contiguous split (contiguous_groups): where layer-wise
+// scheduling has nothing to add under the model, dreamddp runs plsgd's schedule rather than an arbitrary optimum.
+std::vector<int> prefer_plsgd_on_tie(const std::vector<double>& b, const std::vector<double>& c, int H,
+                                     const std::vector<int>& phase);
+
+// What the sync engine calls after self-profiling: the phase of every layer (prefer_plsgd_on_tie applied). Deterministic (no wall-clock cap), so
 // ranks given the same b and c agree; ranks must therefore share one profile (e.g. rank 0's, broadcast).
 std::vector<int> schedule_phases(const std::vector<double>& b, const std::vector<double>& c, int H);
 

@@ -79,6 +79,7 @@ int cmd_schedule(int argc, char** argv) {
   const double C = std::accumulate(c.begin(), c.end(), 0.0);
 
   auto sol = sync::solve_schedule(b, c, H);
+  sol.phase = sync::prefer_plsgd_on_tie(b, c, H, sol.phase);  // what the engine runs (schedule_phases)
   if (vm.count("phases")) {
     const std::string text = vm["phases"].as<std::string>();
     std::vector<int> given;

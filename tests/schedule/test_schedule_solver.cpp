@@ -158,6 +158,17 @@ TEST(ScheduleSolver, NodeBudgetExhaustedStillReturnsCertifiedResult) {
   EXPECT_LT(s.gap, 0.01);
 }
 
+// Where the model cannot tell plsgd's split from the optimum, the engine runs plsgd's split; where the optimum is
+// strictly better, the optimum.
+TEST(ScheduleSolver, EnginePrefersPlsgdOnTies) {
+  const std::vector<double> b{4, 4, 4, 4, 4, 4}, c{.1, .2, .1, .3, .1, .2};  // every average hides: all optimal
+  EXPECT_EQ(schedule_phases(b, c, 3), contiguous_groups(c, 3));
+  const std::vector<double> b2{.1, .1, .1, 5}, c2{3, 1, 1, .1};  // plsgd puts layer 0 alone; it must hide instead
+  const auto ph = schedule_phases(b2, c2, 2);
+  EXPECT_LT(modelled_time(b2, c2, 2, ph), plsgd_time(b2, c2, 2));
+  EXPECT_NE(ph, contiguous_groups(c2, 2));
+}
+
 TEST(ScheduleSolver, EngineEntryPointAndErrors) {
   const auto ph = schedule_phases({1, 2, 3}, {2, 1, 4}, 2);
   ASSERT_EQ(ph.size(), 3u);
