@@ -20,7 +20,9 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sim_validate.sh
 BIN=${DREAMDDP_BIN:-$(cd "$(dirname "$0")/.." && pwd)/build/dreamddp} PROFILE="" JSON="" RUNS=()
 while [ $# -gt 0 ]; do
-  need_value -h --help -- "$@"
+  case $1 in
+    --profile|--bin|--json) need_value -- "$@" ;;
+  esac
   case $1 in
     --profile) PROFILE=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
