@@ -41,6 +41,15 @@ class LayerSync : public SyncEngine {
     WorkPtr work;
   };
   static constexpr int kMaxVoteLag = 2;
+  // delay=T: an average launched from the hook on copies of its layers, merged as a correction at merge_step.
+  struct Delayed {
+    Bucket bucket;
+    int64_t step = 0, merge_step = 0;
+    double launch_s = 0, t_bwd = 0;  // for its /sync_events row (relative to the backward of `step`)
+    std::vector<BucketPart> parts;
+    std::vector<std::vector<float>> orig, avg;  // theta(t) and, once its all-reduces end, avg(theta(t))
+    std::vector<WorkPtr> works;
+  };
 
 
  public:
@@ -70,6 +79,9 @@ class LayerSync : public SyncEngine {
     try {
       for (auto& c : controls_)
         if (c.work) c.work->wait();
+      for (auto& d : delayed_)
+        for (auto& w : d.works)
+          if (w) w->wait();
     } catch (...) {
     }
   }
@@ -82,15 +94,20 @@ class LayerSync : public SyncEngine {
     stats_ = {};
     agreed_anomalies_ = 0;
     apply_agreed_votes();
+    merge_delayed(/*all=*/false);
     while (next_switch_ < switches_.size() && switches_[next_switch_].step <= step) {
       // A layer that changes regime is first averaged once: averaging everything local is that, in one go.
+      merge_delayed(/*all=*/true);
       average_all(false, /*log=*/true);
       set_policy(switches_[next_switch_].spec);
       if (o_.metrics) o_.metrics->append_event(step, "switch", switches_[next_switch_].spec);
       ++next_switch_;
     }
     const bool lockstep_all = step < policy_->profile_steps() || step < fallback_until_;
-    enter_lockstep(decide_step(*policy_, step, lockstep_all, actions_, lockstep_, stale_));
+    const auto entering = decide_step(*policy_, step, lockstep_all, actions_, lockstep_, stale_);
+    // A pending correction applied after a layer became lock-step would make the ranks differ again.
+    if (std::find(entering.begin(), entering.end(), true) != entering.end()) merge_delayed(/*all=*/true);
+    enter_lockstep(entering);
     plan_launches();
   }
 
@@ -108,6 +125,12 @@ class LayerSync : public SyncEngine {
     buckets_ = plan_buckets(actions_, ranges_, o_.first_bucket_bytes, o_.bucket_cap_bytes);
     trigger_ = bucket_triggers(buckets_, m_.num_layers());
     inflight_.clear();
+    // With delay=T this step's averages are merged T steps later: their layers are updated locally now.
+    delayed_now_.assign(size_t(m_.num_layers()), false);
+    if (policy_->merge_delay() > 0)
+      for (auto& bk : buckets_)
+        if (averages_params(bk.action))
+          for (int l = bk.lo; l <= bk.hi; ++l) delayed_now_[size_t(l)] = true;
   }
 
   void begin_backward() override { t_bwd_ = now_s(); }
@@ -133,7 +156,7 @@ class LayerSync : public SyncEngine {
 
   void finish_backward_and_update(const std::function<void(int)>& update) override {
     for (int l = m_.num_layers() - 1; l >= 0; --l)
-      if (actions_[l] == Action::None) update(l);
+      if (actions_[l] == Action::None || delayed_now_[size_t(l)]) update(l);
     double waited = 0;
     for (auto& f : inflight_) {
       const double t0 = now_s();
@@ -169,6 +192,7 @@ class LayerSync : public SyncEngine {
 
   void finalize() override {
     apply_agreed_votes(/*all=*/true);
+    merge_delayed(/*all=*/true);
     average_all(false);
   }
 
@@ -180,6 +204,7 @@ class LayerSync : public SyncEngine {
   void fallback(int64_t steps) override {
     // Called by every rank at the same step (after agreed_anomalies()): average once — parameters, buffers and,
     // since the layers enter lock-step, optimizer state — then lock-step.
+    merge_delayed(/*all=*/true);
     std::vector<bool> local(m_.num_layers());
     for (int l = 0; l < m_.num_layers(); ++l) local[l] = !lockstep_[l];
     average_layers(local, /*optimizer_state=*/true, /*all_buffers=*/true, /*log=*/true);
@@ -205,6 +230,22 @@ class LayerSync : public SyncEngine {
     for (auto& c : controls_) {
       w.put<int64_t>(c.step);
       w.put_floats(c.votes->data(), c.votes->size());
+    }
+    // Delayed averages in flight: their all-reduces are finished now; theta(t) and avg(theta(t)) are kept, to be
+    // merged at the same step after a resume.
+    w.put<uint32_t>(uint32_t(delayed_.size()));
+    for (auto& d : delayed_) {
+      for (auto& wk : d.works)
+        if (wk) wk->wait();
+      w.put<int64_t>(d.step);
+      w.put<int64_t>(d.merge_step);
+      w.put<int32_t>(d.bucket.lo);
+      w.put<int32_t>(d.bucket.hi);
+      w.put<int32_t>(int32_t(d.bucket.action));
+      for (size_t i = 0; i < d.parts.size(); ++i) {
+        w.put_floats(d.orig[i].data(), d.orig[i].size());
+        w.put_floats(d.avg[i].data(), d.avg[i].size());
+      }
     }
     w.put_bools(has_prev_);
     w.put_floats(prev_grads_.data(), signals_on_ ? prev_grads_.size() : 0);
@@ -237,6 +278,30 @@ class LayerSync : public SyncEngine {
       r.get_floats(c.votes->data(), c.votes->size());
       c.generation = generation_;
       controls_.push_back(std::move(c));
+    }
+    delayed_.clear();
+    const uint32_t n_delayed = r.get<uint32_t>();
+    if (n_delayed > uint32_t(m_.num_layers())) throw UsageError("checkpoint: engine state holds too many delayed averages");
+    for (uint32_t i = 0; i < n_delayed; ++i) {
+      Delayed d;
+      d.step = r.get<int64_t>();
+      d.merge_step = r.get<int64_t>();
+      const int lo = r.get<int32_t>(), hi = r.get<int32_t>(), action = r.get<int32_t>();
+      if (lo < 0 || hi < lo || hi >= m_.num_layers() || !averages_params(Action(action)))
+        throw UsageError("checkpoint: engine state holds a malformed delayed average");
+      d.bucket.lo = lo, d.bucket.hi = hi, d.bucket.action = Action(action);
+      d.bucket.param_off = ranges_[size_t(lo)].param_off;
+      d.bucket.param_n = ranges_[size_t(hi)].param_off + ranges_[size_t(hi)].param_n - d.bucket.param_off;
+      d.bucket.buffer_off = ranges_[size_t(lo)].buffer_off;
+      d.bucket.buffer_n = ranges_[size_t(hi)].buffer_off + ranges_[size_t(hi)].buffer_n - d.bucket.buffer_off;
+      d.parts = bucket_parts(d.bucket, true, o_.average_optimizer_state ? a_.state_slots : 0, a_.num_params);
+      for (auto& part : d.parts) {
+        d.orig.emplace_back(size_t(part.n));
+        d.avg.emplace_back(size_t(part.n));
+        r.get_floats(d.orig.back().data(), d.orig.back().size());
+        r.get_floats(d.avg.back().data(), d.avg.back().size());
+      }
+      delayed_.push_back(std::move(d));
     }
     auto has_prev = r.get_bools();
     if (signals_on_) has_prev_ = has_prev;
@@ -273,6 +338,8 @@ class LayerSync : public SyncEngine {
     const int L = m_.num_layers();
     signals_on_ = policy_->wants_signals();
     check_policy_fits_device(*policy_, spec, dp_->on_device());
+    if (policy_->merge_delay() > 0 && dp_->on_device())
+      throw UsageError("--policy " + spec + ": delay= keeps host copies of the averaged layers; not on --device cuda");
     if (signals_on_) {
       prev_grads_.resize(size_t(a_.num_params));
       signals_.grad_norm.assign(L, 0);
@@ -338,11 +405,56 @@ class LayerSync : public SyncEngine {
   }
 
   void launch(const Bucket& bk) {
+    if (delayed_now_[size_t(bk.lo)]) return launch_delayed(bk);
     InFlight f{bk, {}, now_s()};
     Backend& g = bk.action == Action::AverageGroup ? *intra_ : b_;
     for (auto& part : bucket_parts(bk, true, o_.average_optimizer_state ? a_.state_slots : 0, a_.num_params))
       f.works.push_back(allreduce(g, arena(part), part.n, part.what, bk.lo));
     inflight_.push_back(std::move(f));
+  }
+
+  // delay=T: the bucket's parameters (buffers, optimizer state) are copied and the copy averaged; the layers go on
+  // training locally and take the correction avg(theta(t)) - theta(t) at the start of step t + T (merge_delayed).
+  void launch_delayed(const Bucket& bk) {
+    Delayed d;
+    d.bucket = bk;
+    d.step = step_;
+    d.merge_step = step_ + policy_->merge_delay();
+    d.launch_s = now_s();
+    d.t_bwd = t_bwd_;
+    d.parts = bucket_parts(bk, true, o_.average_optimizer_state ? a_.state_slots : 0, a_.num_params);
+    Backend& g = bk.action == Action::AverageGroup ? *intra_ : b_;
+    for (auto& part : d.parts) {
+      const float* x = arena(part);
+      d.orig.emplace_back(x, x + part.n);
+      d.avg.emplace_back(x, x + part.n);
+      d.works.push_back(allreduce(g, d.avg.back().data(), part.n, part.what, bk.lo));
+    }
+    delayed_.push_back(std::move(d));
+  }
+
+  // Merges the delayed averages due by this step (all of them when `all`: before a switch, a fallback, a lock-step
+  // entry, the end), oldest first: theta += avg(theta(t)) - theta(t).
+  void merge_delayed(bool all) {
+    while (!delayed_.empty() && (all || delayed_.front().merge_step <= step_)) {
+      Delayed d = std::move(delayed_.front());
+      delayed_.pop_front();
+      const double t0 = now_s();
+      double end = 0;
+      for (auto& w : d.works)
+        if (w) w->wait(), end = std::max(end, w->end_time());
+      stats_.exposed_ms += (now_s() - t0) * 1e3;
+      for (size_t i = 0; i < d.parts.size(); ++i) {
+        float* x = arena(d.parts[i]);
+        const float* avg = d.avg[i].data();
+        const float* orig = d.orig[i].data();
+        for (int64_t j = 0; j < d.parts[i].n; ++j) x[j] += avg[j] - orig[j];
+      }
+      if (o_.metrics && d.t_bwd > 0) {
+        InFlight f{d.bucket, {}, d.launch_s};
+        log_sync_event(f, end > 0 ? end : now_s(), d.step, d.t_bwd);
+      }
+    }
   }
 
   // Blocking average of every layer that is not lock-step (their parameters differ across ranks) and of all
@@ -374,7 +486,7 @@ class LayerSync : public SyncEngine {
       for (auto& w : f.works) w->wait();
     if (buffers) buffers->wait();
     if (log)
-      for (auto& f : sent) log_sync_event(f, now_s());
+      for (auto& f : sent) log_sync_event(f, now_s(), step_, t_bwd_);
   }
 
   void record_timeline(double t_end) {
@@ -383,18 +495,18 @@ class LayerSync : public SyncEngine {
     if (step_ % 10 == 0)
       for (int l = m_.num_layers() - 1; l >= 0; --l)
         o_.metrics->append_layer_ready({step_, int32_t(b_.rank()), int32_t(l), ready_[l] - t_bwd_});
-    for (auto& f : inflight_) log_sync_event(f, t_end);
+    for (auto& f : inflight_) log_sync_event(f, t_end, step_, t_bwd_);
   }
 
   // One /sync_events row for a bucket whose collectives have all completed (`t_end` if the backend has no end
-  // times); times relative to the start of this step's backward.
-  void log_sync_event(const InFlight& f, double t_end) {
+  // times); times relative to the start of the backward of the step it was launched in (`step`, at `t_bwd`).
+  void log_sync_event(const InFlight& f, double t_end, int64_t step, double t_bwd) {
     if (!o_.metrics) return;
     double end = 0;
     for (auto& w : f.works) end = std::max(end, w->end_time());
     if (end <= 0) end = t_end;
     telemetry::SyncEventRow r;
-    r.step = step_;
+    r.step = step;
     r.first_layer = f.bucket.lo;
     r.last_layer = f.bucket.hi;
     r.action = f.bucket.action == Action::AllreduceGrads ? telemetry::SyncAction::kAllreduceGrads
@@ -402,8 +514,8 @@ class LayerSync : public SyncEngine {
     r.group = f.bucket.action == Action::AverageGroup ? 1 + group_ : 0;
     r.rank = b_.rank();
     r.bytes = f.bucket.bytes();
-    r.launch_s = f.launch_s - t_bwd_;
-    r.end_s = end - t_bwd_;
+    r.launch_s = f.launch_s - t_bwd;
+    r.end_s = end - t_bwd;
     o_.metrics->append_sync_event(r);
   }
 
@@ -472,6 +584,7 @@ class LayerSync : public SyncEngine {
     if (switch_requested) {
       // Rank 0 read a new spec; everyone learns it (one small blocking allgather) and switches at this step.
       const std::string spec = b_.allgather(b_.rank() == 0 ? pending_spec_ : std::string())[0];
+      merge_delayed(/*all=*/true);
       average_all(false, /*log=*/true);
       set_policy(spec);
       if (o_.metrics) o_.metrics->append_event(step_, "switch", spec + " (control file)");
@@ -596,6 +709,8 @@ class LayerSync : public SyncEngine {
   FloatBuffer prev_grads_, votes_;
   std::vector<bool> has_prev_;
   std::deque<Control> controls_;
+  std::deque<Delayed> delayed_;
+  std::vector<bool> delayed_now_;  // layers whose average of this step is delayed (updated locally now)
   int vote_lag_ = 1;
   uint64_t generation_ = 0;
 };

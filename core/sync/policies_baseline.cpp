@@ -31,8 +31,14 @@ class LocalSgdPolicy : public Policy {
 
 class PlSgdPolicy : public Policy {
  public:
-  explicit PlSgdPolicy(const PolicySpec& s) : h_(int(s.get_int("h", 8, 1, kMaxPhases))) { s.allow_only({"h"}); }
-  std::string describe() const override { return "plsgd:h=" + std::to_string(h_); }
+  explicit PlSgdPolicy(const PolicySpec& s)
+      : h_(int(s.get_int("h", 8, 1, kMaxPhases))), delay_(parse_merge_delay(s, "plsgd", h_)) {
+    s.allow_only({"h", "delay"});
+  }
+  std::string describe() const override {
+    return "plsgd:h=" + std::to_string(h_) + (delay_ ? ",delay=" + std::to_string(delay_) : "");
+  }
+  int merge_delay() const override { return delay_; }
   void setup(const std::vector<LayerMeta>& layers, int world) override {
     Policy::setup(layers, world);
     std::vector<double> bytes;
@@ -51,6 +57,7 @@ class PlSgdPolicy : public Policy {
 
  private:
   int h_;
+  int delay_;
   std::vector<int> group_;
 };
 

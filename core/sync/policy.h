@@ -61,6 +61,10 @@ class Policy {
   // Two-level topology: the group of every rank (hosts[r] is rank r's host name); ranks of one group run
   // Action::AverageGroup among themselves on their own sub-group backend. Empty: no groups.
   virtual std::vector<int> groups(const std::vector<std::string>& hosts) const { (void)hosts; return {}; }
+  // delay=T (DESIGN.md "Beyond in-step averaging"): the averages this policy launches from the hook at step t are
+  // merged at the start of step t + T as a correction theta += avg(theta(t)) - theta(t), keeping the local progress
+  // made meanwhile, so their communication overlaps T steps of compute. 0: today's in-step average.
+  virtual int merge_delay() const { return 0; }
   // Policies that schedule from a profile ask for one during their first steps (lock-step meanwhile).
   virtual int64_t profile_steps() const { return 0; }
   virtual void on_profile(const LayerTimes& t) { (void)t; }
@@ -86,7 +90,8 @@ class Policy {
   int world_ = 1;
 };
 
-// ddp, localsgd:k=K, plsgd:h=H, dreamddp:h=H[,profile=DIR][,fillin=1][,profile_steps=N], and registered ones.
+// ddp, localsgd:k=K, plsgd:h=H[,delay=T], dreamddp:h=H[,profile=DIR][,fillin=1][,profile_steps=N][,delay=T], and
+// registered ones.
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec);
 
 // The GPU data path keeps gradients on the device: a policy that reads local gradient statistics on the host every
@@ -99,6 +104,10 @@ struct PolicySwitch {
   std::string spec;
 };
 std::vector<PolicySwitch> parse_switches(const std::vector<std::string>& args);
+
+// The delay=T key of the periodic policies (plsgd, dreamddp): 0 <= T < H, so a layer has at most one average in
+// flight (its next one is launched H steps after the last). Throws dd::UsageError.
+int parse_merge_delay(const PolicySpec& s, const std::string& policy, int h);
 
 // A user's policy is one C++ file: implement Policy and register a factory under a name, e.g.
 //   static bool reg = dd::sync::register_policy("mine", [](const PolicySpec& s) { return std::make_unique<Mine>(s); });

@@ -20,15 +20,21 @@ namespace {
 class DreamDdpPolicy : public Policy {
  public:
   explicit DreamDdpPolicy(const PolicySpec& s)
-      : h_(int(s.get_int("h", 8, 1, kMaxPhases))), fillin_(s.get_bool("fillin", true)),
-        profile_dir_(s.get_str("profile", "")), profile_steps_(s.get_int("profile_steps", 6, 2, 10000)) {
-    s.allow_only({"h", "fillin", "profile", "profile_steps"});
+      : h_(int(s.get_int("h", 8, 1, kMaxPhases))), delay_(parse_merge_delay(s, "dreamddp", h_)),
+        fillin_(s.get_bool("fillin", delay_ == 0)), profile_dir_(s.get_str("profile", "")),
+        profile_steps_(s.get_int("profile_steps", 6, 2, 10000)) {
+    s.allow_only({"h", "fillin", "profile", "profile_steps", "delay"});
+    // Fill-in adds averages of a layer between its own: with a delay two of them could be in flight at once.
+    if (delay_ > 0 && fillin_)
+      throw UsageError("--policy dreamddp: delay=" + std::to_string(delay_) + " and fill-in cannot be combined (two "
+                       "averages of one layer would be in flight); drop fillin=1 (fill-in is off by default with a delay)");
     if (!profile_dir_.empty()) file_profile_ = read_profile(profile_dir_);
   }
   std::string describe() const override {
-    return "dreamddp:h=" + std::to_string(h_) + (fillin_ ? "" : ",fillin=0") +
-           (profile_dir_.empty() ? "" : ",profile=" + profile_dir_);
+    return "dreamddp:h=" + std::to_string(h_) + (fillin_ || delay_ ? "" : ",fillin=0") +
+           (delay_ ? ",delay=" + std::to_string(delay_) : "") + (profile_dir_.empty() ? "" : ",profile=" + profile_dir_);
   }
+  int merge_delay() const override { return delay_; }
 
   void setup(const std::vector<LayerMeta>& layers, int world) override {
     Policy::setup(layers, world);
@@ -97,6 +103,7 @@ class DreamDdpPolicy : public Policy {
 
  private:
   int h_;
+  int delay_;
   bool fillin_;
   std::string profile_dir_;
   int64_t profile_steps_;

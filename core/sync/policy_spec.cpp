@@ -91,4 +91,12 @@ void PolicySpec::allow_only(const std::vector<std::string>& keys) const {
   }
 }
 
+int parse_merge_delay(const PolicySpec& s, const std::string& policy, int h) {
+  const int64_t d = s.get_int("delay", 0, 0, 1024);
+  if (d >= h)
+    throw UsageError("--policy " + policy + ": delay=" + std::to_string(d) + " must be below h=" + std::to_string(h) +
+                     " (a layer's next average starts h steps after the last, which must have been merged)");
+  return int(d);
+}
+
 }  // namespace dd::sync

@@ -139,6 +139,31 @@ TEST(MultiRankE2E, DdpEqualsOneProcessWithTheGlobalBatch) {
   EXPECT_GT(max_abs_diff(bad, ref.one), 10 * tol) << "a sharding bug went unnoticed by the bound";
 }
 
+// delay=T (averages merged T steps later as corrections): delay=0 is today's run bit for bit; with a delay the
+// ranks launch identical collectives (--check-collectives), end with the same model, and train a different
+// trajectory (the delay really happened).
+TEST(MultiRankE2E, DelayedMergeZeroIsTodayAndDelayedRanksAgree) {
+  TmpDir tmp;
+  auto run = [&](const std::string& name, const std::string& policy) {
+    const std::string out = tmp / name;
+    auto r = run_dreamddp({"launch", "-n", "2", "--", "train", "--model", "mlp", "--policy", policy, "--steps", "24",
+                           "--batch", "32", "--threads", "1", "--eval-samples", "100", "--check-collectives", "--out",
+                           out, "--save-params", out + "/p%r.bin"},
+                          120);
+    EXPECT_EQ(r.status, 0) << r.describe();
+    return std::make_pair(read_file(out + "/p0.bin"), read_file(out + "/p1.bin"));
+  };
+  const auto today = run("today", "plsgd:h=3");
+  const auto zero = run("zero", "plsgd:h=3,delay=0");
+  const auto two = run("two", "plsgd:h=3,delay=2");
+  const auto dd = run("dd", "dreamddp:h=4,delay=1");
+  ASSERT_FALSE(today.first.empty());
+  EXPECT_TRUE(zero.first == today.first) << "delay=0 changed the run";
+  EXPECT_TRUE(two.first == two.second) << "ranks differ at the end of plsgd:h=3,delay=2";
+  EXPECT_TRUE(dd.first == dd.second) << "ranks differ at the end of dreamddp:h=4,delay=1";
+  EXPECT_FALSE(two.first == today.first) << "delay=2 trained exactly as delay=0: was anything delayed?";
+}
+
 // Without --rendezvous, Gloo ranks meet in OUT/.rendezvous/JOB: a rerun into the same --out under the same job id
 // meets the earlier job's keys and is refused (exit 2, never a hang); a new job id gets a fresh store.
 TEST(MultiRankE2E, DefaultStoreIsPerJobAndAStaleOneIsRefused) {
