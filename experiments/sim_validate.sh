@@ -3,10 +3,13 @@
 # summary.json of `dreamddp train`, e.g. under `dreamddp launch`), simulates the same policy, world, steps, model
 # and batch, and prints measured vs simulated step_ms and their ratio.
 #
-#   experiments/sim_validate.sh [--profile DIR] [--bin build/dreamddp] [--json FILE] RUNDIR...
+#   experiments/sim_validate.sh [--profile DIR] [--bp run|profile] [--bin build/dreamddp] [--json FILE] RUNDIR...
 #
 # The simulation's inputs come from the run and its setting only:
-#   per-layer backward and comm times  --profile DIR (bp.json/comm.json, e.g. `dreamddp profile` in the run's
+#   per-layer backward times           the profile's bp.json; --bp run takes the run's own /layer_ready instead
+#                                      (median over its logged steps after step 0; on a loaded 2-core machine
+#                                      the backward of a quiet step, without the comm thread competing)
+#   per-layer comm times               --profile DIR (bp.json/comm.json, e.g. `dreamddp profile` in the run's
 #                                      setting), else RUNDIR/profile/ if present, else measured now with
 #                                      `dreamddp launch -n WORLD -- profile --model M --batch B --threads T`
 #   forward and update time per step   the run's /steps medians (steps after warm-up)
@@ -18,15 +21,16 @@
 # finding, not a failure).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sim_validate.sh
-BIN=${DREAMDDP_BIN:-$(cd "$(dirname "$0")/.." && pwd)/build/dreamddp} PROFILE="" JSON="" RUNS=()
+BIN=${DREAMDDP_BIN:-$(cd "$(dirname "$0")/.." && pwd)/build/dreamddp} PROFILE="" JSON="" BP=profile RUNS=()
 while [ $# -gt 0 ]; do
   case $1 in
-    --profile|--bin|--json) need_value -- "$@" ;;
+    --profile|--bin|--json|--bp) need_value -- "$@" ;;
   esac
   case $1 in
     --profile) PROFILE=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --json) JSON=$2; shift 2 ;;
+    --bp) BP=$2; shift 2; [ "$BP" = run ] || [ "$BP" = profile ] || die "--bp must be run or profile" ;;
     -h|--help) usage_from_header; exit 0 ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) RUNS+=("$1"); shift ;;
@@ -38,12 +42,12 @@ for r in "${RUNS[@]}"; do
   [ -f "$r/metrics.h5" ] && [ -f "$r/summary.json" ] || die "$r: not a run directory (needs metrics.h5 and summary.json)"
 done
 [ -z "$PROFILE" ] || [ -f "$PROFILE/bp.json" ] || die "--profile $PROFILE: no bp.json there"
-exec /usr/bin/python3 - "$BIN" "$PROFILE" "$JSON" "${RUNS[@]}" <<'PYEOF'
+exec /usr/bin/python3 - "$BIN" "$PROFILE" "$JSON" "$BP" "${RUNS[@]}" <<'PYEOF'
 import json, os, subprocess, sys, tempfile
 import h5py
 import numpy as np
 
-binary, profile_arg, json_out, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+binary, profile_arg, json_out, bp_from, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 tmp = tempfile.mkdtemp(prefix="dd_sim_validate_")
 
 
@@ -63,6 +67,7 @@ for run in runs:
         a = dict(f.attrs)
         steps = f["steps"][:]
         layer_bytes = f["layers"]["bytes"][:].astype(float)
+        ready = f["layer_ready"][:] if "layer_ready" in f else None
     s = json.load(open(os.path.join(run, "summary.json")))
     model, policy = attr(a, "model"), attr(a, "policy")
     world, nsteps, batch = int(attr(a, "world", 1)), int(attr(a, "steps")), int(attr(a, "batch"))
@@ -78,7 +83,28 @@ for run in runs:
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(f"sim_validate.sh: {' '.join(cmd)} failed: {p.stderr.strip()[-400:]}")
-    comm = json.load(open(os.path.join(prof, "comm.json")))
+    comm = json.load(open(os.path.join(prof, "comm.json")), object_pairs_hook=lambda kv: dict(kv))
+    bp_source = "profile"
+    if bp_from == "run" and ready is not None and len(ready):
+        # The run's own backward per layer: ready_l - ready_{l+1} (backward runs L-1 .. 0), rank 0, steps > 0.
+        r0 = ready[(ready["rank"] == ready["rank"].min()) & (ready["step"] > 0)]
+        L = len(layer_bytes)
+        per = []
+        for stp in np.unique(r0["step"]):
+            t = np.zeros(L)
+            rows_s = r0[r0["step"] == stp]
+            if len(rows_s) != L:
+                continue
+            t[rows_s["layer"]] = rows_s["ready_s"]
+            nxt = np.concatenate([t[1:], [0.0]])
+            per.append(t - nxt)
+        if per:
+            bp = np.median(np.array(per), axis=0)
+            derived = os.path.join(tmp, os.path.basename(os.path.abspath(run)) + "_run_bp")
+            os.makedirs(derived, exist_ok=True)
+            json.dump(dict(zip(comm.keys(), [float(x) for x in bp])), open(os.path.join(derived, "bp.json"), "w"))
+            json.dump(comm, open(os.path.join(derived, "comm.json"), "w"))
+            prof, bp_source = derived, "run"
     c = np.array([float(v or 0) for v in comm.values()])
     if len(c) != len(layer_bytes):
         sys.exit(f"sim_validate.sh: {prof} has {len(c)} layers, the run's model {len(layer_bytes)}")
@@ -106,7 +132,7 @@ for run in runs:
                  "measured_exposed_comm_fraction": s.get("exposed_comm_fraction"),
                  "simulated_exposed_comm_fraction": sim["exposed_comm_fraction"],
                  "forward_ms": fwd, "update_ms": upd, "fit_alpha_s": alpha, "fit_per_byte_s": per_byte,
-                 "profile": prof, "command": " ".join(args[1:])})
+                 "profile": prof, "backward_from": bp_source, "command": " ".join(args[1:])})
 print(json.dumps({"validation": [{k: r[k] for k in ("run", "policy", "world", "measured_step_ms",
                                                     "simulated_step_ms", "ratio")} for r in rows]}))
 if json_out:
