@@ -58,8 +58,10 @@ class DreamDdpPolicy : public Policy {
   void on_profile(const LayerTimes& t) override {
     times_ = t;
     // schedule_phases has no wall-clock cut-off: equal inputs give equal phases on every rank.
-    phase_ = schedule_phases(t.backward_s, t.comm_s, h_);
-    modelled_ = modelled_time(t.backward_s, t.comm_s, h_, phase_);
+    phase_ = delay_ ? schedule_phases_delayed(t.backward_s, t.comm_s, h_, delay_)
+                    : schedule_phases(t.backward_s, t.comm_s, h_);
+    modelled_ = delay_ ? delayed_time(t.backward_s, t.comm_s, h_, phase_, delay_, 0, 0)
+                       : modelled_time(t.backward_s, t.comm_s, h_, phase_);
     bound_ = schedule_lower_bound(t.backward_s, t.comm_s, h_);
     extra_.assign(phase_.size(), {});
     if (fillin_) extra_ = fill_in(t.backward_s, t.comm_s, h_, phase_);
@@ -95,7 +97,7 @@ class DreamDdpPolicy : public Policy {
                                std::to_string(profile_steps_) + " steps (lock-step meanwhile)";
     std::ostringstream o;
     o.precision(4);
-    o << "dreamddp: schedule for H=" << h_ << " (modelled " << modelled_ * 1e3 << " ms/iter backward+comm, bound "
+    o << "dreamddp: schedule for H=" << h_ << (delay_ ? ", delay=" + std::to_string(delay_) : std::string()) << " (modelled " << modelled_ * 1e3 << " ms/iter backward+comm, bound "
       << bound_ * 1e3 << " ms; ddp " << ddp_time(times_.backward_s, times_.comm_s) * 1e3 << " ms)\n  phase:";
     for (size_t l = 0; l < phase_.size(); ++l) o << " " << layers_[l].name << "=" << phase_[l];
     return o.str();

@@ -111,6 +111,39 @@ double plsgd_time(const std::vector<double>& b, const std::vector<double>& c, in
   return modelled_time(b, c, H, contiguous_groups(c, H));
 }
 
+double delayed_time(const std::vector<double>& b, const std::vector<double>& c, int H, const std::vector<int>& phase,
+                    int T, double fwd, double upd) {
+  check_inputs(b, c, H);
+  if (phase.size() != b.size()) throw std::invalid_argument("delayed_time: phase vector has wrong length");
+  if (T < 0) throw std::invalid_argument("delayed_time: T must be >= 0, got " + std::to_string(T));
+  if (!(fwd >= 0) || !(upd >= 0)) throw std::invalid_argument("delayed_time: forward and update must be >= 0");
+  for (int p : phase)
+    if (p < 0 || p >= H) throw std::invalid_argument("delayed_time: phase outside [0, H)");
+  const double B = total_backward(b);
+  const auto R = ready_times(b);
+  const int M = 4 * H, N = M * (T + 4);
+  std::vector<double> start(size_t(N) + 1, 0.0), end(size_t(N), 0.0);
+  double S = 0.0, channel = 0.0;
+  for (int i = 0; i < N; ++i) {
+    if (T > 0 && i >= T) S = std::max(S, end[size_t(i - T)]);  // merge the averages of iteration i - T
+    start[size_t(i)] = S;
+    const double bwd0 = S + fwd;
+    double last = 0.0;
+    for (size_t l = b.size(); l-- > 0;)
+      if (phase[l] == i % H) {
+        channel = std::max(channel, bwd0 + R[l]) + c[l];
+        last = channel;
+      }
+    end[size_t(i)] = last;
+    S = bwd0 + B;
+    if (T == 0) S = std::max(S, last);  // in-step: the update waits for this iteration's averages
+    S += upd;
+  }
+  if (T > 0 && N >= T) S = std::max(S, end[size_t(N - T)]);  // the next iteration's start, its wait included
+  start[size_t(N)] = S;
+  return (start[size_t(N)] - start[size_t(N - M)]) / M;
+}
+
 FillIn fill_in(const std::vector<double>& b, const std::vector<double>& c, int H, const std::vector<int>& phase) {
   check_inputs(b, c, H);
   const size_t L = b.size();

@@ -35,6 +35,15 @@ std::vector<int> contiguous_groups(const std::vector<double>& weight, int H);
 // plsgd's modelled time: contiguous_groups(c, H) scored with modelled_time.
 double plsgd_time(const std::vector<double>& b, const std::vector<double>& c, int H);
 
+// delay=T (DESIGN.md "Beyond in-step averaging"): seconds per iteration, forward + backward + update + waits,
+// when iteration i's averages (phase i mod H, launched in its backward) must have ended by the start of
+// iteration i + T, on one FIFO channel that runs across iterations, through forward and update too. `fwd` and
+// `upd` are the forward and update seconds per iteration. T = 0 waits before the update of the same iteration:
+// then this is modelled_time(b, c, H, phase) + fwd + upd. Steady state: the mean of the last 4H of 4H(T + 4)
+// simulated iterations. Throws std::invalid_argument on bad input.
+double delayed_time(const std::vector<double>& b, const std::vector<double>& c, int H, const std::vector<int>& phase,
+                    int T, double fwd, double upd);
+
 // Fill-in: for each phase, adds syncs of layers that are not already synced there, smallest comm first,
 // whenever that leaves the phase's wait unchanged (the channel was idle), so modelled time never increases.
 FillIn fill_in(const std::vector<double>& b, const std::vector<double>& c, int H, const std::vector<int>& phase);

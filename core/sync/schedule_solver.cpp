@@ -278,4 +278,12 @@ std::vector<int> schedule_phases(const std::vector<double>& b, const std::vector
   return prefer_plsgd_on_tie(b, c, H, solve_schedule(b, c, H, deterministic).phase);
 }
 
+std::vector<int> schedule_phases_delayed(const std::vector<double>& b, const std::vector<double>& c, int H, int T) {
+  auto best = schedule_phases(b, c, H);
+  if (T == 0) return best;
+  auto plsgd = contiguous_groups(c, H);
+  const double tol = 1e-12 * (total_backward(b) + std::accumulate(c.begin(), c.end(), 0.0));
+  return delayed_time(b, c, H, plsgd, T, 0, 0) <= delayed_time(b, c, H, best, T, 0, 0) + tol ? plsgd : best;
+}
+
 }  // namespace dd::sync

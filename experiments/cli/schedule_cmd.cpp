@@ -39,15 +39,21 @@ std::string profile_name(const std::string& dir) {
 
 int cmd_schedule(int argc, char** argv) {
   po::options_description desc(
-      "Usage: dreamddp schedule --profile DIR --h H [--fillin] [--phases P0,P1,...] [--out FILE]\n"
+      "Usage: dreamddp schedule --profile DIR --h H [--fillin] [--phases P0,P1,...] [--delay T [--forward-ms F]\n"
+      "                         [--update-ms U]] [--out FILE]\n"
       "Solves the DreamDDP per-layer sync schedule for a profile (DIR/bp.json, DIR/comm.json) and prints the\n"
       "modelled time per iteration of ddp, localsgd, plsgd and dreamddp; last line is JSON. With --phases the\n"
-      "given schedule (one phase per layer, forward order) is evaluated instead of solved.\nOptions");
+      "given schedule (one phase per layer, forward order) is evaluated instead of solved. With --delay T it also\n"
+      "models dreamddp:h=H,delay=T (averages merged T steps later; one channel across iterations, through forward\n"
+      "and update: give their times per iteration) on the schedule that policy runs.\nOptions");
   desc.add_options()("help", "show this help")(
       "profile", po::value<std::string>(), "directory holding bp.json and comm.json (layer -> seconds)")(
       "h", po::value<int>(), "H: each layer is synchronized once every H steps (>= 1)")(
       "fillin", po::bool_switch(), "add extra syncs of layers into idle communication time")(
       "phases", po::value<std::string>(), "evaluate this schedule (comma-separated phases in [0, H), one per layer)")(
+      "delay", po::value<int>(), "T: also model the delayed merge, 0 <= T < H")(
+      "forward-ms", po::value<double>()->default_value(0), "forward time per iteration for --delay (ms)")(
+      "update-ms", po::value<double>()->default_value(0), "update time per iteration for --delay (ms)")(
       "out", po::value<std::string>(), "write {\"H\", \"schedule\"[, \"fillin\"]} JSON to FILE (must not exist)");
   po::variables_map vm;
   try {
@@ -72,6 +78,12 @@ int cmd_schedule(int argc, char** argv) {
   if (!out.empty() && std::filesystem::exists(out))
     throw UsageError("schedule: refusing to overwrite existing file " + out);
 
+  const int delay = vm.count("delay") ? vm["delay"].as<int>() : -1;
+  if (vm.count("delay") && (delay < 0 || delay >= H))
+    throw UsageError("schedule: --delay must be in [0, H), got " + std::to_string(delay));
+  const double fwd_ms = vm["forward-ms"].as<double>(), upd_ms = vm["update-ms"].as<double>();
+  if (!(fwd_ms >= 0 && fwd_ms < 1e9) || !(upd_ms >= 0 && upd_ms < 1e9))
+    throw UsageError("schedule: --forward-ms and --update-ms must be in [0, 1e9)");
   const auto prof = sync::read_profile(dir);
   const auto& b = prof.bp;
   const auto& c = prof.comm;
@@ -155,6 +167,13 @@ int cmd_schedule(int argc, char** argv) {
   say("  localsgd (B+C/H) %.6f\n", t_local);
   say("  plsgd            %.6f\n", t_plsgd);
   say("  dreamddp         %.6f%s\n", t_dream, use_fillin ? "  (with fill-in)" : "");
+  double t_delay = 0;
+  if (delay >= 0) {
+    const auto dph = vm.count("phases") ? sol.phase : sync::schedule_phases_delayed(b, c, H, delay);
+    t_delay = sync::delayed_time(b, c, H, dph, delay, fwd_ms / 1e3, upd_ms / 1e3) - (fwd_ms + upd_ms) / 1e3;
+    say("  dreamddp delay=%d %.6f  (backward + exposed comm; forward %.3f + update %.3f ms overlapped by the channel)\n",
+        delay, t_delay, fwd_ms, upd_ms);
+  }
   say("  lower bound      %.6f\n", sol.lower_bound);
   say("gap to bound       %.4f%%  (%s)\n", sol.gap * 100,
               sol.optimal ? "proven optimal" : sol.gap <= 0.01 ? "proven within 1% of optimal"
@@ -172,6 +191,7 @@ int cmd_schedule(int argc, char** argv) {
   j["localsgd"] = t_local;
   j["plsgd"] = t_plsgd;
   j["dreamddp"] = t_dream;
+  if (delay >= 0) j["dreamddp_delay"] = t_delay;
   j["lower_bound"] = sol.lower_bound;
   j["gap"] = sol.gap;
   j["H"] = H;

@@ -1,6 +1,8 @@
 // Time model, baselines, plsgd grouping and fill-in against hand-computed small examples.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "core/sync/schedule_model.h"
 
 using namespace dd::sync;
@@ -73,6 +75,39 @@ TEST(ScheduleModel, FillInCountsInTheModel) {
   // A fill-in that is not free must show up: layer 0 added at phase 1 of the example above costs 0.5 / 2.
   const FillIn f{{1}, {}, {}};
   EXPECT_DOUBLE_EQ(modelled_time({1, 1, 4}, {.5, .5, 1}, 2, {0, 0, 1}, &f), 6.5);
+}
+
+TEST(ScheduleModel, DelayedChannelRunsAcrossIterations) {
+  // One layer: backward 1, average 3. In-step (T = 0) and T = 1 pay 1 + 3 per iteration; with T = 2 the channel
+  // runs back to back and the iteration takes its 3.
+  EXPECT_DOUBLE_EQ(delayed_time({1}, {3}, 1, {0}, 0, 0, 0), 4.0);
+  EXPECT_DOUBLE_EQ(delayed_time({1}, {3}, 1, {0}, 1, 0, 0), 4.0);
+  EXPECT_NEAR(delayed_time({1}, {3}, 1, {0}, 2, 0, 0), 3.0, 1e-12);
+  // Forward and update overlap the channel too once T >= 1: 0.5 + 1 + 1.5 = 3 of compute hides the 3 of comm.
+  EXPECT_NEAR(delayed_time({1}, {3}, 1, {0}, 2, 0.5, 1.5), 3.0, 1e-12);
+  EXPECT_THROW(delayed_time({1}, {3}, 1, {0}, -1, 0, 0), std::invalid_argument);
+  EXPECT_THROW(delayed_time({1}, {3}, 1, {1}, 1, 0, 0), std::invalid_argument);
+}
+
+TEST(ScheduleModel, DelayedTimeIsTheInStepModelAtZeroAndNeverWorseWithADelay) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int rep = 0; rep < 40; ++rep) {
+    const int L = 3 + rep % 9, H = 1 + rep % 5;
+    std::vector<double> b(L), c(L);
+    std::vector<int> ph(L);
+    for (int l = 0; l < L; ++l) b[l] = u(rng), c[l] = 3 * u(rng), ph[l] = int(rng() % unsigned(H));
+    const double f = u(rng), up = u(rng);
+    const double t0 = delayed_time(b, c, H, ph, 0, f, up);
+    EXPECT_NEAR(t0, modelled_time(b, c, H, ph) + f + up, 1e-9 * t0) << "rep " << rep;
+    double C = 0;
+    for (double x : c) C += x;
+    for (int T = 1; T <= 3; ++T) {
+      const double t = delayed_time(b, c, H, ph, T, f, up);
+      EXPECT_LE(t, t0 * (1 + 1e-12)) << "rep " << rep << " T " << T;
+      EXPECT_GE(t, std::max(f + total_backward(b) + up, C / H) * (1 - 1e-12)) << "rep " << rep << " T " << T;
+    }
+  }
 }
 
 TEST(ScheduleModel, ContiguousGroups) {
