@@ -8,18 +8,21 @@ import matplotlib.ticker
 
 from style import RUN_COLOURS, plt, save
 
-OURS = ("ddp", "localsgd", "plsgd", "dreamddp", "dreamddp0")
+OURS = ("ddp", "localsgd", "plsgd", "dreamddp", "dreamddp0", "delay")
 
 
 def _key(row):
     c = row["config"]
     if c.startswith("dreamddp") and "fillin=0" in c:
         return "dreamddp0"
+    if c.startswith("dreamddp") and "delay=" in c:
+        return "delay"
     return c.split(":")[0]
 
 
 LABEL = {"ddp": "ddp", "localsgd": "localsgd:k=H", "plsgd": "plsgd:h=H", "dreamddp": "dreamddp:h=H",
-         "dreamddp0": "dreamddp:h=H,fillin=0", "partial": "torch partial (our phases)"}
+         "dreamddp0": "dreamddp:h=H,fillin=0", "delay": "dreamddp:h=H,delay=T",
+         "partial": "torch partial (our phases)"}
 
 
 def plot_regime(path, out_dir, name="regime_map"):
@@ -75,6 +78,10 @@ def plot_regime(path, out_dir, name="regime_map"):
             bx.plot(*zip(*r), "-o", color=RUN_COLOURS[3], label="dreamddp:h=%d" % H, ms=4)
         if r0:
             bx.plot(*zip(*r0), "--o", color=RUN_COLOURS[4], label="dreamddp:h=%d,fillin=0" % H, ms=4)
+        rd = [(c["comm_over_backward"], c["verdict"].get("dreamddp_delay_vs_localsgd")) for c in cs
+              if c["verdict"].get("dreamddp_delay_vs_localsgd")]
+        if rd:
+            bx.plot(*zip(*rd), ":^", color=RUN_COLOURS[5], label="dreamddp delay=T / localsgd", ms=4)
         bx.axhline(1.0, color="k", lw=0.8)
         bx.axhline(0.98, color="k", lw=0.6, ls=":")
         bx.set_xscale("log")

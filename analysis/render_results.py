@@ -65,10 +65,13 @@ def render_regime(results):
     if not d:
         return "_No regime map recorded yet: run `experiments/regime_map.sh --results experiments/results/regime_map.json`._\n"
     H = d["H"]
+    delayed = next((r["config"] for c in d["cells"] for r in c["rows"] if ",delay=" in r["config"]), None)
     out = ["| cell | C/B | ours ddp | torch ddp | ours localsgd | torch localsgd | ours plsgd | ours dreamddp | "
-           "dreamddp fillin=0 | torch partial | **dreamddp / best baseline** (fillin=0) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "dreamddp fillin=0 | torch partial | %s | **dreamddp / best baseline** (fillin=0) | delay / localsgd |"
+           % (delayed or "delayed"), "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     names = ["ddp", "localsgd:k=%d" % H, "plsgd:h=%d" % H, "dreamddp:h=%d" % H, "dreamddp:h=%d,fillin=0" % H]
+    if delayed:
+        names.append(delayed)
     for c in d["cells"]:
         val = {(r["system"], r["config"]): r for r in c["rows"]}
 
@@ -82,11 +85,13 @@ def render_regime(results):
             spread = " (%.0f–%.0f)" % (min(runs), max(runs)) if len(runs) > 1 else ""
             return "%.0f%s%s" % (r["samples_per_s"], spread, " *noisy*" if r["noisy"] else "")
         v = c["verdict"]
-        out.append("| %s, %d ranks, %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | **%s** (%s) |" % (
+        out.append("| %s, %d ranks, %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s | **%s** (%s) | %s |" % (
             c["model"], c["ranks"], c["rate"], c["comm_over_backward"], cell("ours", names[0]),
             cell("torch", "ddp"), cell("ours", names[1]), cell("torch", names[1]), cell("ours", names[2]),
             cell("ours", names[3]), cell("ours", names[4]), cell("torch", "partial:h=%d" % H),
-            _f(v["dreamddp_vs_best_baseline"]), _f(v["dreamddp_fillin0_vs_best_baseline"])))
+            cell("ours", delayed) if delayed else "-",
+            _f(v["dreamddp_vs_best_baseline"]), _f(v["dreamddp_fillin0_vs_best_baseline"]),
+            _f(v.get("dreamddp_delay_vs_localsgd"))))
     out += ["", "Samples/s over all ranks, median of %d alternating repeats (range). Model check: the step time the "
                 "schedule model predicts for each run's own profile (forward and update measured, backward + "
                 "communication modelled) against the measured one:" % d["repeats"], "",

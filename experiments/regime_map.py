@@ -106,14 +106,21 @@ class Sitting:
         k = means["backward"] / 1e3 / sum(bp.values())
         json.dump({n: t * k for n, t in bp.items()}, open(os.path.join(d, "bp.json"), "w"), indent=1)
         json.dump(cm, open(os.path.join(d, "comm.json"), "w"), indent=1)
-        cmd = [self.bin, "schedule", "--profile", d, "--h", str(H), "--phases", phases]
+        cmd = [self.bin, "schedule", "--profile", d, "--h", str(H)]
+        delayed = ",delay=" in name
+        if delayed:  # the schedule that policy picks on this profile, modelled with its channel across iterations
+            cmd += ["--delay", name.split("delay=")[1], "--forward-ms", str(means["forward"]),
+                    "--update-ms", str(means["update"])]
+        else:
+            cmd += ["--phases", phases]
         if name == "dreamddp:h=%d" % H:
             cmd.append("--fillin")
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
             die("schedule failed on %s: %s" % (d, p.stderr.strip()))
         m = json.loads(p.stdout.strip().splitlines()[-1])
-        key = {"ddp": "ddp_overlap", "localsgd:k=%d" % H: "localsgd", "plsgd:h=%d" % H: "plsgd"}.get(name, "dreamddp")
+        key = {"ddp": "ddp_overlap", "localsgd:k=%d" % H: "localsgd", "plsgd:h=%d" % H: "plsgd"}.get(
+            name, "dreamddp_delay" if delayed else "dreamddp")
         return means["forward"] + means["update"] + 1e3 * m[key]
 
     def launch(self, ranks, rate):
@@ -163,7 +170,8 @@ class Sitting:
                    ("ours", "plsgd:h=%d" % H, "plsgd:h=%d" % H),
                    ("ours", "dreamddp:h=%d" % H, "dreamddp:h=%d%s" % (H, prof_opt)),
                    ("torch", "partial:h=%d" % H, ["--algo", "partial", "--k", str(H), "--phases", phases]),
-                   ("ours", "dreamddp:h=%d,fillin=0" % H, "dreamddp:h=%d,fillin=0%s" % (H, prof_opt))]
+                   ("ours", "dreamddp:h=%d,fillin=0" % H, "dreamddp:h=%d,fillin=0%s" % (H, prof_opt)),
+                   ("ours", "dreamddp:h=%d,delay=%d" % (H, a.delay), "dreamddp:h=%d,delay=%d%s" % (H, a.delay, prof_opt))]
         if a.no_peer:
             configs = [c for c in configs if c[0] == "ours"]
         runs = []
@@ -244,9 +252,10 @@ def summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H):
             row["modelled_step_ms"] = m
             row["model_error"] = m / row["step_ms"] - 1
             # The same with the profile's own backward (no contention), for reference.
-            row["modelled_step_ms_profile_backward"] = (statistics.median([r["means_ms"]["forward"] for r in rs]) +
-                                                        statistics.median([r["means_ms"]["update"] for r in rs]) +
-                                                        1e3 * model_s[modelled_key[name]])
+            if name in modelled_key:
+                row["modelled_step_ms_profile_backward"] = (
+                    statistics.median([r["means_ms"]["forward"] for r in rs]) +
+                    statistics.median([r["means_ms"]["update"] for r in rs]) + 1e3 * model_s[modelled_key[name]])
         else:
             row["peer_ok"] = all(r["peer_ok"] for r in rs)
             row["peer_note"] = "; ".join(sorted({r["peer_note"] for r in rs}))
@@ -256,11 +265,13 @@ def summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H):
            and (r["system"] == "ours" or r["peer_ok"])}
     lsgd, pl = val.get(("ours", "localsgd:k=%d" % H)), val.get(("ours", "plsgd:h=%d" % H))
     dd, dd0 = val.get(("ours", "dreamddp:h=%d" % H)), val.get(("ours", "dreamddp:h=%d,fillin=0" % H))
+    ddd = next((v for (sy, n), v in val.items() if sy == "ours" and ",delay=" in n), None)
     best = max(x for x in (lsgd, pl) if x) if (lsgd or pl) else None
     verdict = {
         "best_baseline": "localsgd" if best == lsgd else "plsgd",
         "dreamddp_vs_best_baseline": dd / best if dd and best else None,
         "dreamddp_fillin0_vs_best_baseline": dd0 / best if dd0 and best else None,
+        "dreamddp_delay_vs_localsgd": ddd / lsgd if ddd and lsgd else None,
         "ours_ddp_vs_torch_ddp": (val[("ours", "ddp")] / val[("torch", "ddp")]
                                   if ("torch", "ddp") in val and ("ours", "ddp") in val else None),
         "ours_localsgd_vs_torch_localsgd": (lsgd / val[("torch", "localsgd:k=%d" % H)]
@@ -282,6 +293,7 @@ def main():
     ap.add_argument("--cells", default="", help="explicit cells 'model:ranks:rate ...' instead of the full grid")
     ap.add_argument("--h", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--delay", type=int, default=2, help="T of the dreamddp:h=H,delay=T configuration (< H)")
     ap.add_argument("--budget-s", type=float, default=6.0, help="about this many seconds of ddp per run")
     ap.add_argument("--max-steps", type=int, default=400)
     ap.add_argument("--out", default=os.path.join(REPO, "runs", "regime"))
@@ -292,9 +304,11 @@ def main():
                                                                                   "torch_ddp.py")))
     ap.add_argument("--no-peer", action="store_true")
     a = ap.parse_args()
-    for name in ("h", "repeats", "max_steps"):
+    for name in ("h", "repeats", "max_steps", "delay"):
         if getattr(a, name) < 1:
             die("--%s must be >= 1" % name.replace("_", "-"))
+    if a.delay >= a.h:
+        die("--delay must be below --h")
     if not (a.budget_s > 0):
         die("--budget-s must be > 0")
     a.out = os.path.abspath(a.out)
@@ -375,9 +389,10 @@ def print_table(doc):
                                                               flag))
         v = c["verdict"]
         f = lambda x: "%.2f" % x if x else "-"
-        print("%-18s        dreamddp:h=%d / best of localsgd, plsgd = %s (fillin=0: %s); ours/torch: ddp %s, "
-              "localsgd %s, dreamddp vs partial %s" % ("", H, f(v["dreamddp_vs_best_baseline"]),
-                                                       f(v["dreamddp_fillin0_vs_best_baseline"]),
+        print("%-18s        dreamddp:h=%d / best of localsgd, plsgd = %s (fillin=0: %s; delay / localsgd: %s); "
+              "ours/torch: ddp %s, localsgd %s, dreamddp vs partial %s" % (
+                  "", H, f(v["dreamddp_vs_best_baseline"]), f(v["dreamddp_fillin0_vs_best_baseline"]),
+                  f(v.get("dreamddp_delay_vs_localsgd")),
                                                        f(v["ours_ddp_vs_torch_ddp"]),
                                                        f(v["ours_localsgd_vs_torch_localsgd"]),
                                                        f(v["ours_dreamddp_vs_torch_partial"])))
