@@ -48,6 +48,9 @@ void write_run(const std::string& out, bool overwrite, const SimResult& r, const
   w.set_attribute("params", int64_t(layers.num_params));
   w.set_attribute("hosts", r.hosts);
   w.set_attribute("simulated", int64_t(1));
+  // As train writes them (analysis/runs.py reads batch and world for the samples axis).
+  w.set_attribute("batch", int64_t(summary.value("batch", int64_t(0))));
+  w.set_attribute("steps", int64_t(summary.value("steps", int64_t(0))));
 #ifdef DREAMDDP_GIT_COMMIT
   w.set_attribute("git_commit", std::string(DREAMDDP_GIT_COMMIT));
 #endif
