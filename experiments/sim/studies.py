@@ -27,7 +27,7 @@ GPT2_BYTES = os.path.join(ROOT, "experiments", "sim", "gpt2_bytes.json")
 BATCH = 8  # per-rank sequences (samples/s); the artifact's per-worker batch is not in its profiles
 
 
-def simulate(binary, args, steady_from=None):
+def simulate(binary, args, steady_from=None, batch=BATCH):
     """Runs one simulation; returns its summary, plus steady-state step_ms over steps >= steady_from."""
     with tempfile.TemporaryDirectory(prefix="dd_sim_study_") as out:
         cmd = [binary, "simulate"] + args + ["--out", os.path.join(out, "run")]
@@ -47,7 +47,7 @@ def simulate(binary, args, steady_from=None):
             s["step_ms"] = span / len(sel) * 1e3
             tot = np.diff(np.concatenate([[prev[0] if len(prev) else 0], sel["wall_time_s"]])) * 1e3
             s["exposed_comm_fraction"] = float(sel["exposed_comm_ms"].sum() / tot.sum())
-            s["samples_per_s"] = BATCH * s["world"] / (s["step_ms"] / 1e3)
+            s["samples_per_s"] = batch * s["world"] / (s["step_ms"] / 1e3)
         return s
 
 
@@ -121,6 +121,27 @@ def study_scaling(binary, quick):
     return rows
 
 
+GPTMINI_PROFILE = os.path.join(ROOT, "experiments", "results", "simulate_gptmini_profile")
+
+
+def study_scaling_gptmini(binary, quick):
+    """gpt-mini (this project's model; backward times measured here by `dreamddp profile --model gpt-mini
+    --threads 1`, batch 64, one process) at 4..256 ranks."""
+    rows = []
+    worlds = [4, 16, 64] if quick else [4, 8, 16, 32, 64, 128, 256]
+    for bw, lat in (("1Gbps", "0us"), ("10Gbps", "0us"), ("1Gbps", "50us"), ("10Gbps", "50us")):
+        for n in worlds:
+            for pol in POLICIES[:4]:
+                args = ["--profile", GPTMINI_PROFILE, "--model", "gpt-mini", "--cluster", f"{n}x1,inter={bw},lat={lat}",
+                        "--policy", pol, "--steps", "36" if quick else "56", "--batch", "64"]
+                s = simulate(binary, args, steady_from=STEADY, batch=64)
+                rows.append({"world": n, "bandwidth": bw, "lat": lat, "policy": pol, "step_s": s["step_ms"] / 1e3,
+                             "samples_per_s": s["samples_per_s"], "exposed_comm_fraction": s["exposed_comm_fraction"],
+                             "command": s["command"], "wall_s": s["wall_s"]})
+                log(f"scaling gpt-mini {bw} lat={lat} n={n} {pol}: {s['samples_per_s']:.1f} samples/s")
+    return rows
+
+
 def study_hier(binary, quick):
     prof = os.path.join(PROFILES, "gpt2_16_1gbit")
     rows = []
@@ -158,7 +179,8 @@ def study_stragglers(binary, quick):
     return rows
 
 
-STUDIES = {"artifact": study_artifact, "scaling": study_scaling, "hier": study_hier, "stragglers": study_stragglers}
+STUDIES = {"artifact": study_artifact, "scaling": study_scaling, "scaling_gptmini": study_scaling_gptmini,
+           "hier": study_hier, "stragglers": study_stragglers}
 
 
 def main():
@@ -219,12 +241,14 @@ def report(results):
             out.append(f"| {prof} | {sim['ddp'] / d:.2f}x / {sim['localsgd:k=10'] / d:.2f}x / {sim['plsgd:h=10'] / d:.2f}x"
                        f" | {mod['ddp'] / m:.2f}x / {mod['localsgd:k=10'] / m:.2f}x / {mod['plsgd:h=10'] / m:.2f}x |")
         out.append("")
-    rows = _load(results, "scaling")
-    if rows:
+    for study, what in (("scaling", f"GPT-2 profile gpt2_16_1gbit's backward times, GPT-2 small bytes, batch {BATCH}/rank"),
+                        ("scaling_gptmini", "gpt-mini, backward measured here, batch 64/rank")):
+        rows = _load(results, study)
+        if not rows:
+            continue
         pols = list(dict.fromkeys(r["policy"] for r in rows))
         for bw, lat in dict.fromkeys((r["bandwidth"], r.get("lat", "0us")) for r in rows):
-            out.append(f"Scaling at {bw}, latency {lat} between nodes (GPT-2 profile gpt2_16_1gbit's backward times, GPT-2 small bytes, batch "
-                       f"{BATCH}/rank): samples/s (exposed comm fraction)")
+            out.append(f"Scaling at {bw}, latency {lat} between nodes ({what}): samples/s (exposed comm fraction)")
             out.append("")
             out.append("| ranks | " + " | ".join(pols) + " |")
             out.append("|---" * (len(pols) + 1) + "|")
