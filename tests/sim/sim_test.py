@@ -130,6 +130,10 @@ def case_sequence(binary, tmp, _):
                                  "dreamddp:h=4,fillin=0,profile=" + prof]]
     # BatchNorm layers: their buffers travel with parameter averages (bytes of the bucket), not with gradients.
     runs += [("cnn", "localsgd:k=4"), ("cnn", "plsgd:h=3"), ("cnn", "dreamddp:h=3,profile=" + profs["cnn"])]
+    # hier with a tier assignment that does not depend on the gradient signals (all layers fast, or none): the
+    # simulation feeds constant signals; profiling steps (lock-step), the control all-reduce, the group average.
+    runs += [("mlp", "hier:nodes=1x2,fast=1,intra=2,inter=4,profile_steps=3"),
+             ("mlp", "hier:nodes=1x2,fast=0,slow=3,profile_steps=3")]
     for model, pol in runs:
         prof = profs[model]
         real = os.path.join(real_root, str(abs(hash(model + pol))))
@@ -141,7 +145,8 @@ def case_sequence(binary, tmp, _):
         want = events(os.path.join(real, "metrics.h5"), 0)
         sim = os.path.join(tmp, "sim" + str(abs(hash(model + pol))))
         simulate(binary, ["--profile", prof, "--model", model, "--cluster", "1x2", "--policy", pol, "--steps",
-                          str(steps), "--events", "all", "--out", sim])
+                          str(steps), "--events", "all", "--out", sim]
+                 + (["--signals", "constant"] if pol.startswith("hier") else []))
         short = model + " " + pol.split(",profile")[0]
         check(len(want) > 0, f"{short}: the real run logged {len(want)} collectives")
         for r in (0, 1):
