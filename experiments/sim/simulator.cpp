@@ -162,6 +162,8 @@ class RankLoop {
     signals_.stale.assign(nl, 0);
     policy_votes_ = size_t(nl) * size_t(policy_->votes_per_layer());
     votes_.assign(policy_votes_ + (o_.anomaly_votes ? 1 : 0), 0.0f);
+    // LayerSync: the anomaly flag alone is applied two steps late (its all-reduce hides behind a whole step).
+    vote_lag_ = policy_votes_ == 0 ? 2 : 1;
     auto f = w_.slow->find(r_);
     slow_ = f == w_.slow->end() ? 1.0 : f->second;
     const double t_start = now();
@@ -174,14 +176,23 @@ class RankLoop {
       t_bwd_ = t0;
       exposed_ms_ = 0;
       bytes_ = 0;
-      apply_agreed_votes();
+      apply_agreed_votes(false);
+      merge_delayed(false);
       const bool lockstep_all = step < policy_->profile_steps();
       auto entering = sync::decide_step(*policy_, step, lockstep_all, actions_, lockstep_, stale_);
-      if (std::find(entering.begin(), entering.end(), true) != entering.end())
+      if (std::find(entering.begin(), entering.end(), true) != entering.end()) {
+        merge_delayed(true);
         average_layers(entering, /*optimizer_state=*/true, /*all_buffers=*/false, /*log=*/true);
+      }
       buckets_ = sync::plan_buckets(actions_, L_.ranges, o_.first_bucket_bytes, o_.bucket_cap_bytes);
       trigger_ = sync::bucket_triggers(buckets_, nl);
       inflight_.clear();
+      // delay=T: this step's averages are merged T steps later (LayerSync::plan_launches / launch_delayed).
+      delayed_now_.assign(size_t(nl), false);
+      if (policy_->merge_delay() > 0)
+        for (auto& bk : buckets_)
+          if (sync::averages_params(bk.action))
+            for (int l = bk.lo; l <= bk.hi; ++l) delayed_now_[size_t(l)] = true;
       const double t1 = now();
       compute(o_.forward_s);
       const double t2 = now();
@@ -216,7 +227,12 @@ class RankLoop {
         if (*w_.progress) (*w_.progress)(step);
       }
     }
-    if (control_ >= 0) wait_for(control_);
+    for (auto& c : controls_) wait_for(c.second);
+    controls_.clear();
+    for (auto& d : delayed_) {  // LayerSync::finalize merges (and logs) what is still delayed
+      wait_for(d.f.last);
+      log_event(d.f, d.step, d.t_bwd);
+    }
     w_.last_end = std::max(w_.last_end, now());
     if (r_ == 0) {
       w_.res->plan = policy_->plan();
@@ -235,6 +251,11 @@ class RankLoop {
     sync::Bucket bucket;
     int64_t first, last;  // job ids
     double launch;
+  };
+  struct Delayed {
+    InFlight f;
+    int64_t step, merge_step;
+    double t_bwd;
   };
 
   static double now() { return sg4::Engine::get_clock(); }
@@ -271,12 +292,26 @@ class RankLoop {
 
   void launch(const sync::Bucket& bk) {
     InFlight f{bk, -1, -1, now()};
+    const bool delayed = delayed_now_[size_t(bk.lo)];
     for (auto& part : sync::bucket_parts(bk, true, o_.average_optimizer_state ? o_.opt_slots : 0, L_.num_params)) {
       const int64_t id = collective(members(bk.action), part.n);
       if (f.first < 0) f.first = id;
       f.last = id;
     }
-    inflight_.push_back(f);
+    if (delayed) delayed_.push_back({f, step_, step_ + policy_->merge_delay(), t_bwd_});
+    else inflight_.push_back(f);
+  }
+
+  // LayerSync::merge_delayed: waits for the delayed averages due by this step (all when `all`), oldest first.
+  void merge_delayed(bool all) {
+    while (!delayed_.empty() && (all || delayed_.front().merge_step <= step_)) {
+      Delayed d = delayed_.front();
+      delayed_.pop_front();
+      const double t0 = now();
+      wait_for(d.f.last);
+      exposed_ms_ += (now() - t0) * 1e3;
+      log_event(d.f, d.step, d.t_bwd);
+    }
   }
 
   // LayerSync::average_layers: blocking average of the chosen layers (and optionally optimizer state).
@@ -295,7 +330,7 @@ class RankLoop {
     if (all_buffers && L_.num_buffers) last = collective(&w_.all, L_.num_buffers);
     if (last >= 0) wait_for(last);
     if (log)
-      for (auto& f : sent) log_event(f);
+      for (auto& f : sent) log_event(f, step_, t_bwd_);
   }
 
   void average_all(bool count_stats, bool log) {
@@ -306,21 +341,20 @@ class RankLoop {
     if (!count_stats) bytes_ = b0;
   }
 
-  void apply_agreed_votes() {
-    if (control_ >= 0) {
+  // LayerSync::apply_agreed_votes: every control vector cast at least vote_lag_ steps ago, oldest first.
+  void apply_agreed_votes(bool all) {
+    while (!controls_.empty() && (all || controls_.front().first <= step_ - vote_lag_)) {
+      const auto c = controls_.front();
+      controls_.pop_front();
       const double t0 = now();
-      wait_for(control_);
+      wait_for(c.second);
       exposed_ms_ += (now() - t0) * 1e3;
-      control_ = -1;
-      agreed_ready_ = true;
-    }
-    if (!agreed_ready_) return;
-    agreed_ready_ = false;
-    if (policy_votes_) {
-      // Every rank cast the same votes (identical constant signals): the sum over ranks is world x votes.
-      std::vector<float> sums(votes_.begin(), votes_.begin() + long(policy_votes_));
-      for (auto& v : sums) v *= float(w_.n);
-      policy_->on_agreed(control_step_, sums.data(), w_.n);
+      if (policy_votes_) {
+        // Every rank cast the same votes (identical constant signals): the sum over ranks is world x votes.
+        std::vector<float> sums(votes_.begin(), votes_.begin() + long(policy_votes_));
+        for (auto& v : sums) v *= float(w_.n);
+        policy_->on_agreed(c.first, sums.data(), w_.n);
+      }
     }
   }
 
@@ -330,8 +364,7 @@ class RankLoop {
         for (size_t l = 0; l < stale_.size(); ++l) signals_.stale[l] = stale_[l];
         policy_->cast_votes(step_, signals_, votes_.data());
       }
-      control_ = push(&w_.all, int64_t(4 * votes_.size()));
-      control_step_ = step_;
+      controls_.push_back({step_, push(&w_.all, int64_t(4 * votes_.size()))});
     }
     if (policy_->full_average_after(step_)) {
       const double t0 = now();
@@ -386,10 +419,10 @@ class RankLoop {
     if (step_ % 10 == 0)
       for (int l = L_.size() - 1; l >= 0; --l)
         w_.res->ready.push_back({step_, int32_t(r_), int32_t(l), ready_[size_t(l)] - t_bwd_});
-    for (auto& f : inflight_) log_event(f);
+    for (auto& f : inflight_) log_event(f, step_, t_bwd_);
   }
 
-  void log_event(const InFlight& f) {
+  void log_event(const InFlight& f, int64_t step, double t_bwd) {
     if (!logs()) return;
     double end = 0;
     {
@@ -397,7 +430,7 @@ class RankLoop {
       for (int64_t id = f.first; id <= f.last; ++id) end = std::max(end, R_.end[size_t(id)]);
     }
     telemetry::SyncEventRow e;
-    e.step = step_;
+    e.step = step;
     e.first_layer = f.bucket.lo;
     e.last_layer = f.bucket.hi;
     e.action = f.bucket.action == sync::Action::AllreduceGrads ? telemetry::SyncAction::kAllreduceGrads
@@ -405,8 +438,8 @@ class RankLoop {
     e.group = f.bucket.action == sync::Action::AverageGroup && !w_.groups.empty() ? 1 + w_.group_of[size_t(r_)] : 0;
     e.rank = r_;
     e.bytes = f.bucket.bytes();
-    e.launch_s = f.launch - t_bwd_;
-    e.end_s = end - t_bwd_;
+    e.launch_s = f.launch - t_bwd;
+    e.end_s = end - t_bwd;
     w_.res->events.push_back(e);
   }
 
@@ -426,8 +459,10 @@ class RankLoop {
   sync::LayerSignals signals_;
   std::vector<float> votes_;
   size_t policy_votes_ = 0;
-  int64_t control_ = -1, control_step_ = 0;
-  bool agreed_ready_ = false;
+  std::deque<std::pair<int64_t, int64_t>> controls_;  // (step cast, job id) of control all-reduces in flight
+  int vote_lag_ = 1;
+  std::deque<Delayed> delayed_;
+  std::vector<bool> delayed_now_;
   int64_t step_ = 0, bytes_ = 0;
   double t_bwd_ = 0, exposed_ms_ = 0, slow_ = 1;
 };

@@ -134,6 +134,8 @@ def case_sequence(binary, tmp, _):
     # simulation feeds constant signals; profiling steps (lock-step), the control all-reduce, the group average.
     runs += [("mlp", "hier:nodes=1x2,fast=1,intra=2,inter=4,profile_steps=3"),
              ("mlp", "hier:nodes=1x2,fast=0,slow=3,profile_steps=3")]
+    # delay=T: averages merged T steps later (logged at the merge, the last ones at the end of training).
+    runs += [("mlp", "plsgd:h=4,delay=2"), ("mlp", "dreamddp:h=4,fillin=0,delay=2,profile=" + prof)]
     for model, pol in runs:
         prof = profs[model]
         real = os.path.join(real_root, str(abs(hash(model + pol))))
