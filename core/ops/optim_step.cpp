@@ -10,10 +10,11 @@
 namespace dd::ops {
 
 namespace {
-// Threads only for layers of >= 256K elements (~1 ms of streaming on one core): a parallel region per layer
-// for smaller ones saves tens of microseconds on a quiet machine but costs milliseconds when the other core is
-// busy (measured on 2 shared cores: gpt-mini's 26 layer updates took 104 ms at 2 threads with 64K).
-constexpr int64_t kParallelMin = 1 << 18;
+// Threads only for layers of >= 2M elements, i.e. none of the reference models (largest layer 1.05M). One core
+// already streams the mlp's 2.9M parameters (p, g, momentum: 24 bytes each) in ~1.06 ms, and on 2 shared cores a
+// parallel region costs milliseconds whenever the other core is busy: measured at --threads 2, load 2-8, the
+// mlp's update took 22-70 ms threaded above 256K elements against 6-13 ms sequential.
+constexpr int64_t kParallelMin = 1 << 21;
 }  // namespace
 
 void sgd_step(float* __restrict p, float* __restrict g, float* __restrict buf, int64_t n, float lr, float mu,

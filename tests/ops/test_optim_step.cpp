@@ -13,8 +13,8 @@ using namespace dd::ops;
 using namespace dd::test;
 
 namespace {
-// Large enough for the threaded path (>= 2^18 elements) plus an odd tail for the vector remainder.
-constexpr int64_t kN = (1 << 18) + 13;
+// Large enough for the threaded path (>= 2^21 elements) plus an odd tail for the vector remainder.
+constexpr int64_t kN = (1 << 21) + 13;
 }  // namespace
 
 TEST(OptimStep, SgdVariantsMatchReference) {
