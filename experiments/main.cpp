@@ -15,7 +15,7 @@ const char* kUsage =
     "commands:\n"
     "  train      train a model on one or many ranks (DDP, Local SGD, PLSGD, DreamDDP, ...)\n"
     "  launch     start N local ranks, optionally on an emulated cluster (--netem)\n"
-    "  bench      bench allreduce: nccl-tests style table of a backend\n"
+    "  bench      bench allreduce: nccl-tests style table of a backend; bench gemm: this build's GEMM rate\n"
     "  schedule   DreamDDP schedule solver on a per-layer profile\n"
     "  profile    measure per-layer backward and communication times (bp.json, comm.json)\n"
     "  simulate   the engine's policies on N simulated ranks over SimGrid (per-layer times from a profile)\n"
