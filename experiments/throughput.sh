@@ -107,6 +107,13 @@ fi
 
 OUR_GEMM=$($PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import sitting; print(sitting.our_gemm_gflops(sys.argv[2]))' \
   "$REPO/experiments/lib" "$BIN")
+# The peer's GEMM rate alone, next to ours (judges the peer with its in-run rate: sitting.judge_peer).
+PEER_ALONE=0
+if [ -n "$PEER_ALGOS" ]; then
+  PEER_ALONE=$($PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import sitting
+p = sitting.peer_gemm_alone(sys.argv[2], sys.argv[3:]); print(p["gemm_gflops"] if p else 0)' \
+    "$REPO/experiments/lib" "$PEER" "${PEER_ENV[@]}")
+fi
 STAMP=$(date +%Y%m%d-%H%M%S)
 safe() { local s=${1//:/-}; s=${s//=/}; echo "${s//,/-}"; }
 # move_aside DIR ROOT: an existing DIR goes to ROOT/previous-STAMP/<its path below ROOT>.
@@ -132,7 +139,7 @@ for MODEL in $MODELS; do
   {
     echo "# throughput sitting $STAMP on $(hostname): $(nproc) cores, load at start $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "# model $MODEL, $RANKS ranks x batch $BATCH, 1 thread per rank, synthetic data, $STEPS timed steps, repeats $REPEATS"
-    echo "# peer BLAS: $BLAS_NOTE; netem: $NETEM; our GEMM (1 thread, 64x1024.1024x1024): $OUR_GEMM GFLOP/s"
+    echo "# peer BLAS: $BLAS_NOTE; netem: $NETEM; GEMM 64x1024.1024x1024, 1 thread: ours $OUR_GEMM GFLOP/s, the peer's alone $PEER_ALONE"
   } > "$root/sitting.txt"
   cat "$root/sitting.txt"
 
@@ -214,9 +221,10 @@ PYEOF
 
   # Table (median over repeats), throughput.json (the analysis/fig_throughput.py format, one per network in
   # OUT/<net>/ too, so `make_figures.py OUT` draws it beside that network's curves and timelines).
-  $PY - "$root" "$NETEM" "$BLAS_NOTE" "$OUR_GEMM" "$REPO/experiments/lib" <<'PYEOF'
+  $PY - "$root" "$NETEM" "$BLAS_NOTE" "$OUR_GEMM" "$REPO/experiments/lib" "$PEER_ALONE" <<'PYEOF'
 import json, os, statistics, sys
 root, netem, blas, our_gemm = sys.argv[1], sys.argv[2] == "1", sys.argv[3], float(sys.argv[4])
+alone = float(sys.argv[6]) or None
 sys.path.insert(0, sys.argv[5])
 import sitting
 recs = [json.loads(l) for l in open(os.path.join(root, "records.jsonl")) if l.strip()]
@@ -232,8 +240,9 @@ for (net, system, policy), rs in rows.items():
                 "samples_per_s_runs": sps, "load_1m_runs": [r["load_1m"] for r in rs],
                 "run_dirs": [r["run_dir"] for r in rs], "noisy": any(sitting.noisy(r["load_1m"]) for r in rs),
                 **({"peer_blas": blas, "peer_configs": [r.get("peer_config") for r in rs],
-                    "peer_ok": all(sitting.judge_peer(r.get("peer_config"), our_gemm)[0] for r in rs),
-                    "peer_note": "; ".join(sorted({sitting.judge_peer(r.get("peer_config"), our_gemm)[1] for r in rs}))}
+                    "peer_ok": all(sitting.judge_peer(r.get("peer_config"), our_gemm, alone)[0] for r in rs),
+                    "peer_note": "; ".join(sorted({sitting.judge_peer(r.get("peer_config"), our_gemm, alone)[1]
+                                                  for r in rs}))}
                    if system == "torch" else {})})
 json.dump(out, open(os.path.join(root, "throughput.json"), "w"), indent=1)
 for net in dict.fromkeys(e["network"] for e in out):

@@ -72,9 +72,10 @@ def our_gemm_gflops(binary, threads=1):
 def judge_peer(peer, ours_gflops, standalone_gflops=None):
     """(ok, note) for one peer result (its JSON line as a dict, or None when it refused to run).
 
-    standalone_gflops: the peer's GEMM rate measured alone at the start of the sitting (peer_gemm_alone). Give it
-    when the run had more processes than cores: the rate the peer measured inside that run then reflects the
-    oversubscription, not its configuration, and the standalone rate judges it (both are recorded)."""
+    standalone_gflops: the peer's GEMM rate measured alone at the start of the sitting (peer_gemm_alone), next to
+    ours. The better of it and the rate measured inside the run judges the peer: inside a run of more processes
+    than cores, or beside other load, the in-run rate reflects the contention, not the configuration, while a
+    misconfigured BLAS (netlib, a wrong core type) is slow in both. Both are recorded."""
     if peer is None:
         return False, "the peer did not run (see its log): no ratio"
     g = peer.get("gemm_gflops")
@@ -83,8 +84,8 @@ def judge_peer(peer, ours_gflops, standalone_gflops=None):
     if "netlib" in str(peer.get("blas", "")):
         return False, "the peer runs on netlib's reference BLAS: misconfigured, no ratio"
     judged, how = g, "in-run"
-    if standalone_gflops is not None:
-        judged, how = standalone_gflops, "standalone (ranks exceed cores; in-run %.1f)" % g
+    if standalone_gflops is not None and standalone_gflops > g:
+        judged, how = standalone_gflops, "standalone (in-run %.1f)" % g
     if judged < PEER_MIN_GEMM_FRACTION * ours_gflops:
         return False, ("the peer's %s GEMM rate %.1f GFLOP/s is below %.1f x ours (%.1f): misconfigured, no ratio"
                        % (how, judged, PEER_MIN_GEMM_FRACTION, ours_gflops))
