@@ -42,7 +42,9 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 "$bin" "$threads" "$iters" >"$work/ours.txt"
 tail -1 "$work/ours.txt" >"$work/ours.json"
 
-THREADS=$threads ITERS=$iters LOAD0="$load0" $py - "$work/ours.json" "$bin" <<'EOF'
+# OPENBLAS_NUM_THREADS: OpenBLAS keeps its own thread pool beside torch's (set_num_threads does not reach it).
+THREADS=$threads ITERS=$iters LOAD0="$load0" OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
+  $py - "$work/ours.json" "$bin" <<'EOF'
 import json, os, re, subprocess, sys, time, datetime
 import torch
 import torch.nn.functional as F

@@ -158,11 +158,16 @@ class Sitting:
         sched = json.load(open(sched_file))
         layers = list(bp.keys())  # forward order (the profile's order)
         phases = ",".join(str(sched["schedule"][n]) for n in layers)
-        # 2. Steps: about budget seconds of ddp per run (ddp is the slowest), a multiple of H, at least 3 periods.
-        est = 2.5 * B + C
-        steps = int(min(a.max_steps, max(3 * H, math.ceil(a.budget_s / est / H) * H)))
-        print("== cell %s: C/B = %.2f (B %.1f ms, C %.1f ms), %d steps per run, phases %s" % (
-            os.path.basename(cdir), C / B, B * 1e3, C * 1e3, steps, phases), flush=True)
+        # 2. Steps. The trainer times the steps after 5 warm-up steps (runs of >= 50 steps), the peer after
+        # --warmup 5: with 5 + m*H steps both time m whole periods, each holding exactly m syncs of every layer
+        # (Local SGD's averages, every phase), whatever the offset. m >= 6, and about budget seconds of a local
+        # policy's step. ddp has no period: it runs about budget seconds, at least 21 steps.
+        est_local = 2.5 * B + C / H
+        periods = int(min(a.max_steps // H, max(6, math.ceil(a.budget_s / est_local / H))))
+        steps = 5 + periods * H
+        steps_ddp = int(min(steps, max(21, math.ceil(a.budget_s / (2.5 * B + C)))))
+        print("== cell %s: C/B = %.2f (B %.1f ms, C %.1f ms), %d steps per run (ddp %d), phases %s" % (
+            os.path.basename(cdir), C / B, B * 1e3, C * 1e3, steps, steps_ddp, phases), flush=True)
         prof_opt = ",profile=" + prof
         configs = [("ours", "ddp", "ddp"), ("torch", "ddp", ["--algo", "ddp"]),
                    ("ours", "localsgd:k=%d" % H, "localsgd:k=%d" % H),
@@ -181,11 +186,12 @@ class Sitting:
                 load = sitting.load1()
                 rdir = os.path.join(cdir, ("%s-%s" % (system, name)).replace(":", "_").replace(",", "_").replace(
                     "=", "") + ".r%d" % rep)
-                t_budget = 60 + 20 * steps * est
+                n = steps_ddp if name == "ddp" else steps
+                t_budget = 120 + 20 * n * (2.5 * B + C)
                 if system == "ours":
                     cmd = self.launch(ranks, rate) + [
                         "train", "--model", model, "--data", "synthetic", "--batch", str(b), "--threads", "1",
-                        "--steps", str(steps), "--policy", what, "--log-every", "1000000", "--eval-samples", "16",
+                        "--steps", str(n), "--policy", what, "--log-every", "1000000", "--eval-samples", "16",
                         "--out", rdir]
                     os.makedirs(os.path.dirname(rdir), exist_ok=True)
                     rc, secs = run(cmd, rdir + ".log", t_budget)
@@ -201,7 +207,7 @@ class Sitting:
                     store = "/tmp/dd-regime-store-%d-%d" % (os.getpid(), len(self.runs))
                     env = ["/usr/bin/env", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "THREADS=1"]
                     cmd = self.launch(ranks, rate) + env + [PY, a.peer, "--model", model, "--batch", str(b),
-                                                            "--steps", str(steps - 5), "--warmup", "5",
+                                                            "--steps", str(n - 5), "--warmup", "5",
                                                             "--store", store] + what
                     os.makedirs(rdir, exist_ok=True)
                     rc, secs = run(cmd, os.path.join(rdir, "launch.log"), t_budget)
@@ -226,6 +232,7 @@ class Sitting:
                 print("   %-5s %-24s %8s samples/s  load %.2f%s" % (
                     system, name, "%.0f" % sps if sps else "-", load, "  NOISY" if r["noisy"] else ""), flush=True)
         cell = summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H)
+        cell["steps_ddp"] = steps_ddp
         json.dump(cell, open(done, "w"), indent=1)
         return cell
 
@@ -294,7 +301,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--delay", type=int, default=2, help="T of the dreamddp:h=H,delay=T configuration (< H)")
     ap.add_argument("--budget-s", type=float, default=6.0, help="about this many seconds of ddp per run")
-    ap.add_argument("--max-steps", type=int, default=400)
+    ap.add_argument("--max-steps", type=int, default=405)
     ap.add_argument("--out", default=os.path.join(REPO, "runs", "regime"))
     ap.add_argument("--resume-cells", action="store_true", help="OUT exists: keep its measured cells, add the rest")
     ap.add_argument("--results", default="", help="also write the document here (e.g. experiments/results/regime_map.json)")

@@ -177,7 +177,9 @@ nlohmann::json Trainer::run() {
   std::vector<int64_t> idx(cfg.batch);
   // Timed steps start after a short warm-up, and never before a self-profiling policy (dreamddp) has finished
   // its lock-step profiling steps: those run at ddp's speed and are not the policy's throughput.
-  const int64_t profile_end = sync::make_policy(sync::PolicySpec::parse(cfg.policy))->profile_steps();
+  auto timing_policy = sync::make_policy(sync::PolicySpec::parse(cfg.policy));
+  timing_policy->setup(sync::layer_metas(model.layers()), cfg.world);  // profile=DIR: no profiling steps
+  const int64_t profile_end = timing_policy->profile_steps();
   int64_t warm = start + std::min<int64_t>(5, (cfg.steps - start) / 10);
   if (profile_end > warm && profile_end < cfg.steps) warm = profile_end;
   double t_start = now_s(), t_warm = t_start;
