@@ -17,11 +17,25 @@ void check_inputs(const std::vector<double>& b, const std::vector<double>& c, in
   if (H < 1) throw std::invalid_argument("schedule model: H must be >= 1, got " + std::to_string(H));
 }
 
-// Chain end of one phase given which layers sync in it (launch order L-1 .. 0).
+// Chain end of one phase as the engine launches it: adjacent layers that sync together are fused into one bucket
+// (core/sync/bucket_plan.h), launched when its lowest layer, the last of them in backward, is ready. (The bucket
+// caps, which would split a long run, are ignored: that errs towards a later end.) Launch order L-1 .. 0.
+// Chain end of one phase, every layer launched on its own when ready (the time model's assumption).
 double phase_end(const std::vector<double>& R, const std::vector<double>& c, const std::vector<char>& member) {
   double end = 0.0;
   for (size_t k = R.size(); k-- > 0;)
     if (member[k]) end = std::max(end, R[k]) + c[k];
+  return end;
+}
+
+double phase_end_fused(const std::vector<double>& R, const std::vector<double>& c, const std::vector<char>& member) {
+  double end = 0.0;
+  for (size_t k = R.size(); k-- > 0;) {
+    if (!member[k]) continue;
+    double comm = c[k];
+    while (k > 0 && member[k - 1]) comm += c[--k];
+    end = std::max(end, R[k]) + comm;
+  }
   return end;
 }
 
@@ -163,12 +177,13 @@ FillIn fill_in(const std::vector<double>& b, const std::vector<double>& c, int H
     if (std::find(member.begin(), member.end(), 1) == member.end()) continue;
     const double base = phase_end(R, c, member);
     const double B = R.empty() ? 0.0 : R[0];
-    // The phase's wait is max(0, end - B): an addition is free if the end stays within B or does not move.
+    // The phase's wait is max(0, end - B): an addition is free if the end stays within B or does not move, both
+    // in the model and as the engine launches it (fused buckets end no earlier than the model's chain).
     const double allowed = std::max(base, B);
     for (size_t l : order) {
       if (member[l]) continue;
       member[l] = 1;
-      if (phase_end(R, c, member) <= allowed) extra[l].push_back(p);
+      if (phase_end_fused(R, c, member) <= allowed) extra[l].push_back(p);
       else member[l] = 0;
     }
   }

@@ -42,13 +42,14 @@ TEST(ScheduleModel, Baselines) {
 }
 
 TEST(ScheduleModel, FillInAddsOnlyFreeSyncs) {
-  // phases {0,0,1}, H=2: phase 0 = {0,1}: 5 -> 5.5, 6 -> 6.5 (w0 = .5); phase 1 = {2}: 4 -> 5 (w1 = 0).
-  // Layer 2 fits in phase 0 (4 -> 5, 5 -> 5.5, 6 -> 6.5: unchanged); in phase 1 layer 1 fits (ends 5.5 <= B),
-  // layer 0 does not (ends 6.5 > B).
+  // b = {1,1,4}, c = {.5,.5,1}: R = {6,5,4}, B = 6; phases {0,1,1}, H = 2. Phase 0 = {0} ends at 6.5. Layer 2 joins
+  // it: not next to layer 0, so its own bucket, ready at 4, ends at 5 (the end stays 6.5). Layer 1 does not: next
+  // to layer 0 the engine fuses them into one bucket launched at 6, ending at 7. Phase 1 = {1,2} ends at 5.5 <= B:
+  // layer 0 would join the bucket {0,1,2}, launched at 6, ending at 8.
   const std::vector<double> b{1, 1, 4}, c{.5, .5, 1};
-  const std::vector<int> phase{0, 0, 1};
+  const std::vector<int> phase{0, 1, 1};
   const FillIn f = fill_in(b, c, 2, phase);
-  EXPECT_EQ(f, (FillIn{{}, {1}, {0}}));
+  EXPECT_EQ(f, (FillIn{{}, {}, {0}}));
   EXPECT_DOUBLE_EQ(modelled_time(b, c, 2, phase, &f), modelled_time(b, c, 2, phase));
   EXPECT_DOUBLE_EQ(modelled_time(b, c, 2, phase, &f), 6.25);
 }
@@ -65,10 +66,10 @@ TEST(ScheduleModel, FillInNeverOpensACollectiveInAStepWithoutOne) {
       EXPECT_TRUE(p == 0 || p == 1) << "layer " << l << " filled into empty phase " << p;
       ++added;
     }
-  // Layer 2 joins phase 0 (ends 4.1, the phase still ends at 6.1); layer 1 joins phase 1 (ends 5.1 <= B = 6);
-  // layer 0 would end at 6.1 > B in phase 1.
-  EXPECT_EQ(f, (FillIn{{}, {1}, {0}}));
-  EXPECT_EQ(added, 2u);
+  // Layer 1 joins phase 1 (fused with layer 2: launched at 5, ends 5.2 <= B = 6); layer 2 cannot join phase 0
+  // (fused with {0,1}: launched at 6, ends 6.3 > 6.1), nor layer 0 phase 1 (ends 6.1 > B).
+  EXPECT_EQ(f, (FillIn{{}, {1}, {}}));
+  EXPECT_EQ(added, 1u);
 }
 
 TEST(ScheduleModel, FillInCountsInTheModel) {
