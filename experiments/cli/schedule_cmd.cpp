@@ -14,6 +14,7 @@
 #include "core/sync/schedule_io.h"
 #include "core/sync/schedule_model.h"
 #include "core/sync/schedule_solver.h"
+#include "experiments/cli/parse_options.h"
 #include "experiments/commands.h"
 
 namespace dd::cli {
@@ -56,17 +57,7 @@ int cmd_schedule(int argc, char** argv) {
       "update-ms", po::value<double>()->default_value(0), "update time per iteration for --delay (ms)")(
       "out", po::value<std::string>(), "write {\"H\", \"schedule\"[, \"fillin\"]} JSON to FILE (must not exist)");
   po::variables_map vm;
-  try {
-    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-    po::store(po::command_line_parser(argc, argv).options(desc).style(style).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string("schedule: ") + e.what() + " (see dreamddp schedule --help)");
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (!parse_options("schedule", desc, argc, argv, vm)) return 0;
   if (!vm.count("profile")) throw UsageError("schedule: --profile DIR is required");
   if (!vm.count("h")) throw UsageError("schedule: --h H is required");
   const int H = vm["h"].as<int>();

@@ -13,6 +13,7 @@
 
 #include "core/common/error.h"
 #include "core/train/run_dir.h"
+#include "experiments/cli/parse_options.h"
 #include "experiments/commands.h"
 #include "experiments/sim/platform_spec.h"
 #include "experiments/sim/sim_layers.h"
@@ -77,17 +78,7 @@ int cmd_simulate(int argc, char** argv) {
       "auto: ring up to 32 ranks per collective, fused beyond")(
       "cfg", po::value(&cfg)->composing(), "SimGrid option KEY:VALUE (repeatable), e.g. network/model:CM02");
   po::variables_map vm;
-  try {
-    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-    po::store(po::command_line_parser(argc, argv).options(desc).style(style).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string("simulate: ") + e.what() + " (see dreamddp simulate --help)");
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (!parse_options("simulate", desc, argc, argv, vm)) return 0;
   if (!vm.count("profile")) throw UsageError("simulate: --profile DIR is required");
   if (vm.count("cluster") == vm.count("platform"))
     throw UsageError("simulate: give exactly one of --cluster NxG[,...] and --platform FILE");
