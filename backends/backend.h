@@ -3,6 +3,7 @@
 // thread (CPU) or stream (NCCL): launch order is the caller's contract (DESIGN.md, consistency rule).
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,17 @@ class Work {
 };
 using WorkPtr = std::shared_ptr<Work>;
 
+// Blocking byte collectives on a group's data channel, handed to a Backend::run_bytes operation on the
+// communication thread (compressed layer sync builds its quantized reduce-scatter + all-gather from them).
+class ByteChannel {
+ public:
+  virtual ~ByteChannel() = default;
+  // `in`: size() blocks of n bytes, block r for rank r; `out`: size() blocks of n bytes, block r from rank r.
+  virtual void alltoall(const void* in, void* out, size_t n) = 0;
+  // `in`: n bytes; `out`: size() blocks of n bytes, block r from rank r.
+  virtual void allgather(const void* in, void* out, size_t n) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -34,6 +46,10 @@ class Backend {
   virtual WorkPtr allreduce(float* data, size_t n, ReduceOp op) = 0;
   // In-place broadcast of n floats from `root` (a rank of this group).
   virtual WorkPtr broadcast(float* data, size_t n, int root) = 0;
+  // Asynchronous, in submission order with the float collectives: runs fn on the communication thread with this
+  // group's byte channel (host memory); an exception from fn fails the returned Work. `what` and `bytes` name the
+  // operation in errors. Backends without a host byte channel (nccl) refuse with dd::UsageError.
+  virtual WorkPtr run_bytes(std::function<void(ByteChannel&)> fn, const char* what, size_t bytes);
   // Blocking: every rank contributes a small byte blob, every rank receives all of them in rank order.
   virtual std::vector<std::string> allgather(const std::string& blob) = 0;
   // Blocking barrier (honours the timeout).

@@ -105,16 +105,21 @@ class Sitting:
         os.makedirs(d, exist_ok=True)
         k = means["backward"] / 1e3 / sum(bp.values())
         json.dump({n: t * k for n, t in bp.items()}, open(os.path.join(d, "bp.json"), "w"), indent=1)
-        json.dump(cm, open(os.path.join(d, "comm.json"), "w"), indent=1)
+        # compress=: the codec's bytes on the wire (compressed_bytes: int8 1/4 + a scale per 256 values, bf16 1/2); the
+        # model does not see the CPU that encoding takes.
+        ratio = {"int8": 0.254, "bf16": 0.5}.get(name.split("compress=")[1].split(",")[0], 1.0) if "compress=" in name else 1.0
+        json.dump({n: t * ratio for n, t in cm.items()}, open(os.path.join(d, "comm.json"), "w"), indent=1)
         cmd = [self.bin, "schedule", "--profile", d, "--h", str(H)]
         delayed = ",delay=" in name
         if delayed:  # the schedule that policy picks on this profile, modelled with its channel across iterations
-            cmd += ["--delay", name.split("delay=")[1], "--forward-ms", str(means["forward"]),
+            cmd += ["--delay", name.split("delay=")[1].split(",")[0], "--forward-ms", str(means["forward"]),
                     "--update-ms", str(means["update"])]
         else:
             cmd += ["--phases", phases]
         if name == "dreamddp:h=%d" % H:
             cmd.append("--fillin")
+        if name.startswith("localsgd") and delayed:
+            return None  # the model has no delayed Local SGD
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
             die("schedule failed on %s: %s" % (d, p.stderr.strip()))
@@ -177,6 +182,9 @@ class Sitting:
                    ("torch", "partial:h=%d" % H, ["--algo", "partial", "--k", str(H), "--phases", phases]),
                    ("ours", "dreamddp:h=%d,fillin=0" % H, "dreamddp:h=%d,fillin=0%s" % (H, prof_opt)),
                    ("ours", "dreamddp:h=%d,delay=%d" % (H, a.delay), "dreamddp:h=%d,delay=%d%s" % (H, a.delay, prof_opt))]
+        if a.configs:  # an explicit list of our configurations (dreamddp ones run on the cell's profile)
+            configs = [c for c in configs if c[0] == "torch"] + [
+                ("ours", n, n + (prof_opt if n.startswith("dreamddp") else "")) for n in a.configs.split()]
         if a.no_peer:
             configs = [c for c in configs if c[0] == "ours"]
         runs = []
@@ -254,9 +262,11 @@ def summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H):
         if system == "ours":
             row["exposed_comm_fraction"] = statistics.median([r["exposed_comm_fraction"] for r in rs])
             row["measured_backward_ms"] = statistics.median([r["means_ms"]["backward"] for r in rs])
-            m = statistics.median([r["modelled_ms"] for r in rs])
-            row["modelled_step_ms"] = m
-            row["model_error"] = m / row["step_ms"] - 1
+            ms = [r["modelled_ms"] for r in rs if r["modelled_ms"] is not None]
+            if ms:
+                m = statistics.median(ms)
+                row["modelled_step_ms"] = m
+                row["model_error"] = m / row["step_ms"] - 1
             # The same with the profile's own backward (no contention), for reference.
             if name in modelled_key:
                 row["modelled_step_ms_profile_backward"] = (
@@ -272,12 +282,22 @@ def summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H):
     lsgd, pl = val.get(("ours", "localsgd:k=%d" % H)), val.get(("ours", "plsgd:h=%d" % H))
     dd, dd0 = val.get(("ours", "dreamddp:h=%d" % H)), val.get(("ours", "dreamddp:h=%d,fillin=0" % H))
     ddd = next((v for (sy, n), v in val.items() if sy == "ours" and ",delay=" in n), None)
+    # The best dreamddp with a delay (no compression), and the best with compression, against Local SGD.
+    delayed = {n: v for (sy, n), v in val.items() if sy == "ours" and n.startswith("dreamddp") and ",delay=" in n
+               and "compress=" not in n}
+    compressed = {n: v for (sy, n), v in val.items() if sy == "ours" and "compress=" in n}
+    best_delay = max(delayed, key=delayed.get) if delayed else None
+    best_comp = max(compressed, key=compressed.get) if compressed else None
     best = max(x for x in (lsgd, pl) if x) if (lsgd or pl) else None
     verdict = {
         "best_baseline": "localsgd" if best == lsgd else "plsgd",
         "dreamddp_vs_best_baseline": dd / best if dd and best else None,
         "dreamddp_fillin0_vs_best_baseline": dd0 / best if dd0 and best else None,
         "dreamddp_delay_vs_localsgd": ddd / lsgd if ddd and lsgd else None,
+        "best_delay_config": best_delay,
+        "best_delay_vs_localsgd": delayed[best_delay] / lsgd if best_delay and lsgd else None,
+        "best_compressed_config": best_comp,
+        "best_compressed_vs_localsgd": compressed[best_comp] / lsgd if best_comp and lsgd else None,
         "ours_ddp_vs_torch_ddp": (val[("ours", "ddp")] / val[("torch", "ddp")]
                                   if ("torch", "ddp") in val and ("ours", "ddp") in val else None),
         "ours_localsgd_vs_torch_localsgd": (lsgd / val[("torch", "localsgd:k=%d" % H)]
@@ -309,6 +329,8 @@ def main():
     ap.add_argument("--peer", default=os.environ.get("DREAMDDP_PEER", os.path.join(REPO, "..", "shared", "peers",
                                                                                   "torch_ddp.py")))
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--configs", default="", help="our configurations instead of the default ones, e.g. "
+                    "'localsgd:k=8 dreamddp:h=8 dreamddp:h=8,delay=2 dreamddp:h=8,delay=2,compress=int8'")
     a = ap.parse_args()
     for name in ("h", "repeats", "max_steps", "delay"):
         if getattr(a, name) < 1:

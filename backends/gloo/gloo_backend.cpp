@@ -18,6 +18,7 @@
 #include <gloo/allgather.h>
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -204,6 +205,15 @@ class GlooBackend : public Backend {
     });
   }
 
+  WorkPtr run_bytes(std::function<void(ByteChannel&)> fn, const char* what, size_t bytes) override {
+    return queue_->submit([this, fn = std::move(fn), what, bytes] {
+      guarded(what, bytes, [&] {
+        Channel ch(*this);
+        fn(ch);
+      });
+    });
+  }
+
   std::vector<std::string> allgather(const std::string& blob) override {
     std::lock_guard<std::mutex> lk(ctl_mutex_);
     std::vector<std::string> out(size_);
@@ -267,6 +277,34 @@ class GlooBackend : public Backend {
   }
 
  private:
+  // The byte channel of run_bytes: Gloo's all-to-all and all-gather on the data context, on the comm thread.
+  class Channel : public ByteChannel {
+   public:
+    explicit Channel(GlooBackend& b) : b_(b) {}
+    void alltoall(const void* in, void* out, size_t n) override {
+      if (b_.size_ == 1 || n == 0) return copy(in, out, n);
+      gloo::AlltoallOptions o(b_.data_);
+      o.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(in)), n * size_t(b_.size_));
+      o.setOutput(static_cast<uint8_t*>(out), n * size_t(b_.size_));
+      o.setTimeout(to_ms(b_.timeout_s_));
+      gloo::alltoall(o);
+    }
+    void allgather(const void* in, void* out, size_t n) override {
+      if (b_.size_ == 1 || n == 0) return copy(in, out, n);
+      gloo::AllgatherOptions o(b_.data_);
+      o.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(in)), n);
+      o.setOutput(static_cast<uint8_t*>(out), n * size_t(b_.size_));
+      o.setTimeout(to_ms(b_.timeout_s_));
+      gloo::allgather(o);
+    }
+
+   private:
+    static void copy(const void* in, void* out, size_t n) {
+      if (n) std::memmove(out, in, n);
+    }
+    GlooBackend& b_;
+  };
+
   std::string describe() const {
     return "gloo rank " + std::to_string(rank_) + "/" + std::to_string(size_) + " (group '" + prefix_ + "')";
   }

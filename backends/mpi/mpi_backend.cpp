@@ -137,6 +137,15 @@ class MpiBackend : public Backend {
     });
   }
 
+  WorkPtr run_bytes(std::function<void(ByteChannel&)> fn, const char* what, size_t bytes) override {
+    return queue_->submit([this, fn = std::move(fn), what, bytes] {
+      check_alive();
+      (void)bytes;
+      Channel ch(*this, what);
+      fn(ch);
+    });
+  }
+
   std::vector<std::string> allgather(const std::string& blob) override {
     std::vector<std::string> out(size_);
     control([&] {
@@ -187,6 +196,30 @@ class MpiBackend : public Backend {
 
  private:
   static constexpr size_t kChunk = size_t(1) << 30;
+
+  // The byte channel of run_bytes: MPI_Ialltoall / MPI_Iallgather on the data communicator, polled with the timeout.
+  class Channel : public ByteChannel {
+   public:
+    Channel(MpiBackend& b, const char* what) : b_(b), what_(what) {}
+    void alltoall(const void* in, void* out, size_t n) override {
+      MPI_Request req;
+      b_.call(what_, MPI_Ialltoall(in, count(n), MPI_BYTE, out, count(n), MPI_BYTE, b_.data_, &req));
+      b_.poll(req, what_, n * size_t(b_.size_));
+    }
+    void allgather(const void* in, void* out, size_t n) override {
+      MPI_Request req;
+      b_.call(what_, MPI_Iallgather(in, count(n), MPI_BYTE, out, count(n), MPI_BYTE, b_.data_, &req));
+      b_.poll(req, what_, n * size_t(b_.size_));
+    }
+
+   private:
+    int count(size_t n) const {
+      if (n > size_t(INT_MAX)) throw UsageError(std::string("mpi: ") + what_ + ": a block of " + std::to_string(n) + " bytes exceeds MPI's int count");
+      return int(n);
+    }
+    MpiBackend& b_;
+    const char* what_;
+  };
 
   std::string describe() const {
     return "mpi rank " + std::to_string(rank_) + "/" + std::to_string(size_) +

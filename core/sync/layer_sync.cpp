@@ -18,6 +18,8 @@
 #include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/sync/bucket_plan.h"
+#include "core/sync/compressed_average.h"
+#include "core/sync/param_merge.h"
 #include "core/sync/data_path.h"
 #include "core/sync/policy.h"
 #include "core/sync/step_plan.h"
@@ -30,6 +32,8 @@ struct InFlight {
   Bucket bucket;
   std::vector<WorkPtr> works;
   double launch_s;
+  int64_t bytes = -1;  // bytes this rank contributed when not bucket.bytes() (a compressed payload)
+  int record = -1;     // index into LayerSync::instep_ of a transformed average to finish when the works end
 };
 
 class LayerSync : public SyncEngine {
@@ -41,7 +45,8 @@ class LayerSync : public SyncEngine {
     WorkPtr work;
   };
   static constexpr int kMaxVoteLag = 2;
-  // delay=T: an average launched from the hook on copies of its layers, merged as a correction at merge_step.
+  // An average on copies of its layers: delay=T (merged as a correction at merge_step) and transformed averages
+  // (outer=nesterov, compress=...; in-step ones are finished before the layer's update).
   struct Delayed {
     Bucket bucket;
     int64_t step = 0, merge_step = 0;
@@ -49,12 +54,14 @@ class LayerSync : public SyncEngine {
     std::vector<BucketPart> parts;
     std::vector<std::vector<float>> orig, avg;  // theta(t) and, once its all-reduces end, avg(theta(t))
     std::vector<WorkPtr> works;
+    bool transformed = false;  // the Params part goes through ParamMerge (avg holds its payload, then its result)
+    int64_t bytes = -1;        // bytes this rank contributed when a part was compressed (else the bucket's)
   };
 
 
  public:
   LayerSync(const EngineOptions& o, models::Model& m, const Arenas& a, std::unique_ptr<DataPath> dp, Backend& b)
-      : dp_(std::move(dp)), o_(o), m_(m), a_(a), b_(b), switches_(parse_switches(o.switches)) {
+      : dp_(std::move(dp)), o_(o), m_(m), a_(a), b_(b), switches_(parse_switches(o.switches)), pm_(a.num_params) {
     const int L = m.num_layers();
     for (auto* l : m.layers()) {
       meta_.push_back({l->name, l->kind(), l->num_params(), 4 * (l->num_params() + l->num_buffers())});
@@ -73,6 +80,7 @@ class LayerSync : public SyncEngine {
     // Identical starting point everywhere (PyTorch DDP broadcasts at construction too).
     dp_->broadcast(b_, a_.params, size_t(a_.num_params), 0)->wait();
     if (a_.num_buffers) dp_->broadcast(b_, a_.buffers, size_t(a_.num_buffers), 0)->wait();
+    pm_.anchor(a_.params, 0, a_.num_params);  // set_policy made them from the parameters before they were equal
   }
 
   ~LayerSync() override {
@@ -100,11 +108,17 @@ class LayerSync : public SyncEngine {
       merge_delayed(/*all=*/true);
       average_all(false, /*log=*/true);
       set_policy(switches_[next_switch_].spec);
+      pm_.anchor(a_.params, 0, a_.num_params);  // every layer is equal on all ranks after the average
       if (o_.metrics) o_.metrics->append_event(step, "switch", switches_[next_switch_].spec);
       ++next_switch_;
     }
     const bool lockstep_all = step < policy_->profile_steps() || step < fallback_until_;
+    const std::vector<bool> was_lockstep = lockstep_;
     const auto entering = decide_step(*policy_, step, lockstep_all, actions_, lockstep_, stale_);
+    // A layer leaving lock-step is equal on all ranks now: its anchor for transformed averages.
+    if (pm_.active())
+      for (int l = 0; l < m_.num_layers(); ++l)
+        if (was_lockstep[size_t(l)] && !lockstep_[size_t(l)]) pm_.anchor(a_.params, ranges_[l].param_off, ranges_[l].param_n);
     // A pending correction applied after a layer became lock-step would make the ranks differ again.
     if (std::find(entering.begin(), entering.end(), true) != entering.end()) merge_delayed(/*all=*/true);
     enter_lockstep(entering);
@@ -125,9 +139,10 @@ class LayerSync : public SyncEngine {
     buckets_ = plan_buckets(actions_, ranges_, o_.first_bucket_bytes, o_.bucket_cap_bytes);
     trigger_ = bucket_triggers(buckets_, m_.num_layers());
     inflight_.clear();
+    instep_.clear();
     // With delay=T this step's averages are merged T steps later: their layers are updated locally now.
     delayed_now_.assign(size_t(m_.num_layers()), false);
-    if (policy_->merge_delay() > 0)
+    if (merge_.delay > 0)
       for (auto& bk : buckets_)
         if (averages_params(bk.action))
           for (int l = bk.lo; l <= bk.hi; ++l) delayed_now_[size_t(l)] = true;
@@ -151,6 +166,8 @@ class LayerSync : public SyncEngine {
       for (auto& w : f.works) w->wait();
     const double t1 = now_s();
     stats_.exposed_ms += (t1 - t0) * 1e3;
+    for (auto& f : inflight_)
+      if (f.record >= 0) apply_record(instep_[size_t(f.record)], /*in_step=*/true);
     end_of_backward(t1);
   }
 
@@ -162,6 +179,7 @@ class LayerSync : public SyncEngine {
       const double t0 = now_s();
       for (auto& w : f.works) w->wait();
       waited += now_s() - t0;
+      if (f.record >= 0) apply_record(instep_[size_t(f.record)], /*in_step=*/true);
       for (int l = f.bucket.hi; l >= f.bucket.lo; --l) update(l);
     }
     stats_.exposed_ms += waited * 1e3;
@@ -183,7 +201,8 @@ class LayerSync : public SyncEngine {
     cast_votes();  // after the update: the trainer's anomaly report of this step rides along
     if (policy_->full_average_after(step_)) {
       const double t0 = now_s();
-      average_all(true, /*log=*/true);
+      if (merge_.delay > 0 || merge_.transforms()) periodic_average();
+      else average_all(true, /*log=*/true);
       stats_.exposed_ms += (now_s() - t0) * 1e3;
       std::fill(stale_.begin(), stale_.end(), 0);
     }
@@ -242,6 +261,8 @@ class LayerSync : public SyncEngine {
       w.put<int32_t>(d.bucket.lo);
       w.put<int32_t>(d.bucket.hi);
       w.put<int32_t>(int32_t(d.bucket.action));
+      w.put<uint8_t>(d.transformed);
+      w.put<int64_t>(d.bytes);
       for (size_t i = 0; i < d.parts.size(); ++i) {
         w.put_floats(d.orig[i].data(), d.orig[i].size());
         w.put_floats(d.avg[i].data(), d.avg[i].size());
@@ -255,6 +276,7 @@ class LayerSync : public SyncEngine {
     w.put<int64_t>(fallback_until_);
     w.put_bools(lockstep_);
     w.put_str(policy_->save_state());
+    pm_.save(w);
     return w.bytes();
   }
 
@@ -290,6 +312,9 @@ class LayerSync : public SyncEngine {
       if (lo < 0 || hi < lo || hi >= m_.num_layers() || !averages_params(Action(action)))
         throw UsageError("checkpoint: engine state holds a malformed delayed average");
       d.bucket.lo = lo, d.bucket.hi = hi, d.bucket.action = Action(action);
+      d.transformed = r.get<uint8_t>() != 0;
+      d.bytes = r.get<int64_t>();
+      if (d.transformed && !pm_.active()) throw UsageError("checkpoint: engine state holds a transformed average for a policy without one");
       d.bucket.param_off = ranges_[size_t(lo)].param_off;
       d.bucket.param_n = ranges_[size_t(hi)].param_off + ranges_[size_t(hi)].param_n - d.bucket.param_off;
       d.bucket.buffer_off = ranges_[size_t(lo)].buffer_off;
@@ -314,6 +339,7 @@ class LayerSync : public SyncEngine {
     if (lockstep.size() != lockstep_.size()) throw UsageError("checkpoint: engine state is for another model");
     lockstep_ = lockstep;
     policy_->load_state(r.get_str());
+    pm_.load(r);
     plan_version_ = policy_->plan_version();
     if (!r.done()) throw UsageError("checkpoint: engine state has trailing bytes");
   }
@@ -338,8 +364,12 @@ class LayerSync : public SyncEngine {
     const int L = m_.num_layers();
     signals_on_ = policy_->wants_signals();
     check_policy_fits_device(*policy_, spec, dp_->on_device());
-    if (policy_->merge_delay() > 0 && dp_->on_device())
-      throw UsageError("--policy " + spec + ": delay= keeps host copies of the averaged layers; not on --device cuda");
+    merge_ = policy_->merge();
+    if ((merge_.delay > 0 || merge_.transforms()) && dp_->on_device())
+      throw UsageError("--policy " + spec + ": delay=, outer= and compress= keep host copies of the averaged layers; not on --device cuda");
+    if (merge_.compress != Codec::None && b_.name() == "nccl")
+      throw UsageError("--policy " + spec + ": compress= needs the byte channel of gloo or mpi, not nccl");
+    pm_.configure(merge_, a_.params);
     if (signals_on_) {
       prev_grads_.resize(size_t(a_.num_params));
       signals_.grad_norm.assign(L, 0);
@@ -405,7 +435,17 @@ class LayerSync : public SyncEngine {
   }
 
   void launch(const Bucket& bk) {
-    if (delayed_now_[size_t(bk.lo)]) return launch_delayed(bk);
+    if (delayed_now_[size_t(bk.lo)]) {
+      delayed_.push_back(launch_copy(bk, step_ + merge_.delay, bk.lo));
+      return;
+    }
+    if (pm_.active() && averages_params(bk.action)) {
+      // A transformed in-step average: on copies, finished (outer step / anchor + delta) before the update.
+      instep_.push_back(launch_copy(bk, step_, bk.lo));
+      const Delayed& d = instep_.back();
+      inflight_.push_back(InFlight{bk, d.works, d.launch_s, d.bytes, int(instep_.size()) - 1});
+      return;
+    }
     InFlight f{bk, {}, now_s()};
     Backend& g = bk.action == Action::AverageGroup ? *intra_ : b_;
     for (auto& part : bucket_parts(bk, true, o_.average_optimizer_state ? a_.state_slots : 0, a_.num_params))
@@ -413,24 +453,89 @@ class LayerSync : public SyncEngine {
     inflight_.push_back(std::move(f));
   }
 
-  // delay=T: the bucket's parameters (buffers, optimizer state) are copied and the copy averaged; the layers go on
-  // training locally and take the correction avg(theta(t)) - theta(t) at the start of step t + T (merge_delayed).
-  void launch_delayed(const Bucket& bk) {
+  // An average on copies of the bucket's parameters (buffers, optimizer state): theta(t) is kept in `orig`, the
+  // average formed in `avg` (for a transformed average, the Params part's payload from ParamMerge, averaged plainly
+  // or compressed). delay=T: the layers go on training locally and take the correction avg(theta(t)) - theta(t) at
+  // the start of step t + T (merge_delayed); in-step: avg replaces them before their update (apply_record).
+  Delayed launch_copy(const Bucket& bk, int64_t merge_step, int ready_layer) {
     Delayed d;
     d.bucket = bk;
     d.step = step_;
-    d.merge_step = step_ + policy_->merge_delay();
+    d.merge_step = merge_step;
     d.launch_s = now_s();
     d.t_bwd = t_bwd_;
+    d.transformed = pm_.active();
     d.parts = bucket_parts(bk, true, o_.average_optimizer_state ? a_.state_slots : 0, a_.num_params);
     Backend& g = bk.action == Action::AverageGroup ? *intra_ : b_;
+    int64_t bytes = 0;
+    bool compressed_any = false;
     for (auto& part : d.parts) {
       const float* x = arena(part);
       d.orig.emplace_back(x, x + part.n);
       d.avg.emplace_back(x, x + part.n);
-      d.works.push_back(allreduce(g, d.avg.back().data(), part.n, part.what, bk.lo));
+      float* buf = d.avg.back().data();
+      if (d.transformed && part.arena == Arena::Params) {
+        pm_.payload(x, part.off, part.n, buf);
+        if (pm_.codec() != Codec::None) {
+          d.works.push_back(compressed(g, buf, part.off, part.n, &bytes));
+          compressed_any = true;
+          continue;
+        }
+      }
+      bytes += 4 * part.n;
+      d.works.push_back(allreduce(g, buf, part.n, part.what, ready_layer));
     }
-    delayed_.push_back(std::move(d));
+    if (compressed_any) d.bytes = bytes;
+    return d;
+  }
+
+  // The compressed average of a Params part, in place on its payload `buf`.
+  WorkPtr compressed(Backend& g, float* buf, int64_t off, int64_t n, int64_t* bytes) {
+    const Codec c = pm_.codec();
+    fingerprint(c == Codec::Int8 ? "average-params-int8" : "average-params-bf16", n);
+    ++seq_;
+    const int64_t sent = compressed_bytes(c, size_t(n), g.size());
+    stats_.bytes += sent;
+    *bytes += sent;
+    ++stats_.collectives;
+    return compressed_average(g, c, buf, size_t(n), pm_.residual_send(off), pm_.residual_owner(off), buf);
+  }
+
+  // A completed average on copies becomes the layers' value: in-step, avg replaces them; delayed, the correction
+  // avg - theta(t) is added to what they learnt since. A transformed Params part is first finished by ParamMerge.
+  void apply_record(Delayed& d, bool in_step) {
+    for (size_t i = 0; i < d.parts.size(); ++i) {
+      float* x = arena(d.parts[i]);
+      float* avg = d.avg[i].data();
+      if (d.transformed && d.parts[i].arena == Arena::Params) pm_.finish(d.parts[i].off, d.parts[i].n, avg);
+      if (in_step) {
+        std::copy(avg, avg + d.parts[i].n, x);
+        continue;
+      }
+      const float* orig = d.orig[i].data();
+      for (int64_t j = 0; j < d.parts[i].n; ++j) x[j] += avg[j] - orig[j];
+    }
+  }
+
+  // localsgd with delay= or a transform: the whole-model average after the update of this step, on copies; blocking
+  // and applied at once (delay=0) or merged at the start of step + delay.
+  void periodic_average() {
+    std::vector<bool> local(m_.num_layers());
+    for (int l = 0; l < m_.num_layers(); ++l) local[l] = !lockstep_[l];
+    std::vector<Delayed> sent;
+    for (auto& bk : plan_average(local, ranges_, o_.bucket_cap_bytes))
+      sent.push_back(launch_copy(bk, step_ + merge_.delay, -1));
+    if (merge_.delay > 0) {
+      for (auto& d : sent) delayed_.push_back(std::move(d));
+      return;
+    }
+    for (auto& d : sent) {
+      for (auto& w : d.works) w->wait();
+      apply_record(d, /*in_step=*/true);
+      InFlight f{d.bucket, {}, d.launch_s, d.bytes};
+      f.works = d.works;
+      log_sync_event(f, now_s(), step_, t_bwd_);
+    }
   }
 
   // Merges the delayed averages due by this step (all of them when `all`: before a switch, a fallback, a lock-step
@@ -444,14 +549,9 @@ class LayerSync : public SyncEngine {
       for (auto& w : d.works)
         if (w) w->wait(), end = std::max(end, w->end_time());
       stats_.exposed_ms += (now_s() - t0) * 1e3;
-      for (size_t i = 0; i < d.parts.size(); ++i) {
-        float* x = arena(d.parts[i]);
-        const float* avg = d.avg[i].data();
-        const float* orig = d.orig[i].data();
-        for (int64_t j = 0; j < d.parts[i].n; ++j) x[j] += avg[j] - orig[j];
-      }
+      apply_record(d, /*in_step=*/false);
       if (o_.metrics && d.t_bwd > 0) {
-        InFlight f{d.bucket, {}, d.launch_s};
+        InFlight f{d.bucket, {}, d.launch_s, d.bytes};
         log_sync_event(f, end > 0 ? end : now_s(), d.step, d.t_bwd);
       }
     }
@@ -513,7 +613,7 @@ class LayerSync : public SyncEngine {
                                                          : telemetry::SyncAction::kAverageParams;
     r.group = f.bucket.action == Action::AverageGroup ? 1 + group_ : 0;
     r.rank = b_.rank();
-    r.bytes = f.bucket.bytes();
+    r.bytes = f.bytes >= 0 ? f.bytes : f.bucket.bytes();
     r.launch_s = f.launch_s - t_bwd;
     r.end_s = end - t_bwd;
     o_.metrics->append_sync_event(r);
@@ -587,6 +687,7 @@ class LayerSync : public SyncEngine {
       merge_delayed(/*all=*/true);
       average_all(false, /*log=*/true);
       set_policy(spec);
+      pm_.anchor(a_.params, 0, a_.num_params);
       if (o_.metrics) o_.metrics->append_event(step_, "switch", spec + " (control file)");
     }
   }
@@ -710,6 +811,9 @@ class LayerSync : public SyncEngine {
   std::vector<bool> has_prev_;
   std::deque<Control> controls_;
   std::deque<Delayed> delayed_;
+  std::vector<Delayed> instep_;  // this step's transformed in-step averages (InFlight::record)
+  MergeSpec merge_;
+  ParamMerge pm_;
   std::vector<bool> delayed_now_;  // layers whose average of this step is delayed (updated locally now)
   int vote_lag_ = 1;
   uint64_t generation_ = 0;

@@ -11,6 +11,11 @@
 namespace dd::sync {
 namespace {
 
+void allow_with_merge_keys(const PolicySpec& s, std::vector<std::string> keys) {
+  keys.insert(keys.end(), merge_keys().begin(), merge_keys().end());
+  s.allow_only(keys);
+}
+
 class DdpPolicy : public Policy {
  public:
   explicit DdpPolicy(const PolicySpec& s) { s.allow_only({}); }
@@ -20,25 +25,29 @@ class DdpPolicy : public Policy {
 
 class LocalSgdPolicy : public Policy {
  public:
-  explicit LocalSgdPolicy(const PolicySpec& s) : k_(s.get_int("k", 8, 1, 1 << 20)) { s.allow_only({"k"}); }
-  std::string describe() const override { return "localsgd:k=" + std::to_string(k_); }
+  explicit LocalSgdPolicy(const PolicySpec& s)
+      : k_(s.get_int("k", 8, 1, 1 << 20)), merge_(parse_merge(s, "localsgd", k_)) {
+    allow_with_merge_keys(s, {"k"});
+  }
+  std::string describe() const override { return "localsgd:k=" + std::to_string(k_) + merge_.describe(); }
+  // With delay=T the whole-model average after step t is launched without waiting and merged at step t + T.
+  MergeSpec merge() const override { return merge_; }
   Action decide(int, int64_t) override { return Action::None; }
   bool full_average_after(int64_t step) const override { return (step + 1) % k_ == 0; }
 
  private:
   int64_t k_;
+  MergeSpec merge_;
 };
 
 class PlSgdPolicy : public Policy {
  public:
   explicit PlSgdPolicy(const PolicySpec& s)
-      : h_(int(s.get_int("h", 8, 1, kMaxPhases))), delay_(parse_merge_delay(s, "plsgd", h_)) {
-    s.allow_only({"h", "delay"});
+      : h_(int(s.get_int("h", 8, 1, kMaxPhases))), merge_(parse_merge(s, "plsgd", h_)) {
+    allow_with_merge_keys(s, {"h"});
   }
-  std::string describe() const override {
-    return "plsgd:h=" + std::to_string(h_) + (delay_ ? ",delay=" + std::to_string(delay_) : "");
-  }
-  int merge_delay() const override { return delay_; }
+  std::string describe() const override { return "plsgd:h=" + std::to_string(h_) + merge_.describe(); }
+  MergeSpec merge() const override { return merge_; }
   void setup(const std::vector<LayerMeta>& layers, int world) override {
     Policy::setup(layers, world);
     std::vector<double> bytes;
@@ -57,7 +66,7 @@ class PlSgdPolicy : public Policy {
 
  private:
   int h_;
-  int delay_;
+  MergeSpec merge_;
   std::vector<int> group_;
 };
 

@@ -13,7 +13,9 @@ namespace dd::sync {
 enum class Action : int8_t { None = 0, AverageParams = 1, AllreduceGrads = 2, AverageGroup = 3 };
 const char* action_name(Action a);
 
-// "name:key=value,key=value" parsed; unknown keys are refused by the policy that reads them.
+// "name:key=value,key=value" parsed; unknown keys are refused by the policy that reads them. A value may carry its
+// own keys, "outer=nesterov:lr=0.7,momentum=0.9": they are stored as "outer.lr", "outer.momentum" (the items after
+// it whose key is one of that value's keys belong to it; see kNestedKeys in policy_spec.cpp).
 struct PolicySpec {
   std::string name;
   std::map<std::string, std::string> kv;
@@ -49,6 +51,27 @@ struct LayerTimes {
   std::vector<double> comm_s;
 };
 
+// Payload codecs of compressed layer sync (core/sync/codec.h).
+enum class Codec : int8_t { None = 0, Bf16 = 1, Int8 = 2 };
+const char* codec_name(Codec c);
+
+// The merge keys of the local policies (plsgd, dreamddp, localsgd), parsed by parse_merge():
+// - delay=T: the average of a layer launched at step t is merged at the start of step t + T as a correction
+//   theta += avg(theta(t)) - theta(t), keeping the local progress made meanwhile (0: today's in-step average);
+// - outer=avg|nesterov[:lr=X,momentum=M]: at its sync a layer's anchor (its value at the previous sync, identical
+//   on every rank) takes one Nesterov step on the pseudo-gradient anchor - avg(theta), and the layer restarts
+//   from the new anchor (DiLoCo); avg is plain averaging;
+// - compress=none|bf16|int8: the average of theta - anchor is computed from encoded payloads with error feedback.
+struct MergeSpec {
+  int delay = 0;
+  bool nesterov = false;
+  double outer_lr = 1.0, outer_momentum = 0.0;
+  Codec compress = Codec::None;
+  // Anchors are kept: the average is transformed (outer step or compressed delta), not taken as is.
+  bool transforms() const { return nesterov || compress != Codec::None; }
+  std::string describe() const;  // ",delay=2,outer=nesterov:lr=0.7,momentum=0.9,compress=int8" ("" by default)
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -61,10 +84,10 @@ class Policy {
   // Two-level topology: the group of every rank (hosts[r] is rank r's host name); ranks of one group run
   // Action::AverageGroup among themselves on their own sub-group backend. Empty: no groups.
   virtual std::vector<int> groups(const std::vector<std::string>& hosts) const { (void)hosts; return {}; }
-  // delay=T (DESIGN.md "Beyond in-step averaging"): the averages this policy launches from the hook at step t are
-  // merged at the start of step t + T as a correction theta += avg(theta(t)) - theta(t), keeping the local progress
-  // made meanwhile, so their communication overlaps T steps of compute. 0: today's in-step average.
-  virtual int merge_delay() const { return 0; }
+  // How this policy's parameter averages are formed and merged (DESIGN.md "Beyond in-step averaging"): delay=T,
+  // outer=nesterov, compress=bf16|int8. The default is the plain in-step average.
+  virtual MergeSpec merge() const { return {}; }
+  int merge_delay() const { return merge().delay; }
   // Policies that schedule from a profile ask for one during their first steps (lock-step meanwhile).
   virtual int64_t profile_steps() const { return 0; }
   virtual void on_profile(const LayerTimes& t) { (void)t; }
@@ -105,9 +128,11 @@ struct PolicySwitch {
 };
 std::vector<PolicySwitch> parse_switches(const std::vector<std::string>& args);
 
-// The delay=T key of the periodic policies (plsgd, dreamddp): 0 <= T < H, so a layer has at most one average in
-// flight (its next one is launched H steps after the last). Throws dd::UsageError.
-int parse_merge_delay(const PolicySpec& s, const std::string& policy, int h);
+// The merge keys (MergeSpec) of a local policy whose layers sync every `h` steps: 0 <= delay < h, so a layer has at
+// most one average in flight (its next one is launched h steps after the last). Throws dd::UsageError.
+MergeSpec parse_merge(const PolicySpec& s, const std::string& policy, int64_t h);
+// The keys parse_merge reads, for allow_only.
+const std::vector<std::string>& merge_keys();
 
 // A user's policy is one C++ file: implement Policy and register a factory under a name, e.g.
 //   static bool reg = dd::sync::register_policy("mine", [](const PolicySpec& s) { return std::make_unique<Mine>(s); });

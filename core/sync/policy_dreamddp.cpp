@@ -20,10 +20,12 @@ namespace {
 class DreamDdpPolicy : public Policy {
  public:
   explicit DreamDdpPolicy(const PolicySpec& s)
-      : h_(int(s.get_int("h", 8, 1, kMaxPhases))), delay_(parse_merge_delay(s, "dreamddp", h_)),
-        fillin_(s.get_bool("fillin", delay_ == 0)), profile_dir_(s.get_str("profile", "")),
+      : h_(int(s.get_int("h", 8, 1, kMaxPhases))), merge_(parse_merge(s, "dreamddp", h_)), delay_(merge_.delay),
+        fillin_(s.get_bool("fillin", default_fillin())), profile_dir_(s.get_str("profile", "")),
         profile_steps_(s.get_int("profile_steps", 6, 2, 10000)) {
-    s.allow_only({"h", "fillin", "profile", "profile_steps", "delay"});
+    std::vector<std::string> keys = {"h", "fillin", "profile", "profile_steps"};
+    keys.insert(keys.end(), merge_keys().begin(), merge_keys().end());
+    s.allow_only(keys);
     // Fill-in adds averages of a layer between its own: with a delay two of them could be in flight at once.
     if (delay_ > 0 && fillin_)
       throw UsageError("--policy dreamddp: delay=" + std::to_string(delay_) + " and fill-in cannot be combined (two "
@@ -31,10 +33,10 @@ class DreamDdpPolicy : public Policy {
     if (!profile_dir_.empty()) file_profile_ = read_profile(profile_dir_);
   }
   std::string describe() const override {
-    return "dreamddp:h=" + std::to_string(h_) + (fillin_ || delay_ ? "" : ",fillin=0") +
-           (delay_ ? ",delay=" + std::to_string(delay_) : "") + (profile_dir_.empty() ? "" : ",profile=" + profile_dir_);
+    return "dreamddp:h=" + std::to_string(h_) + (fillin_ == default_fillin() ? "" : fillin_ ? ",fillin=1" : ",fillin=0") +
+           merge_.describe() + (profile_dir_.empty() ? "" : ",profile=" + profile_dir_);
   }
-  int merge_delay() const override { return delay_; }
+  MergeSpec merge() const override { return merge_; }
 
   void setup(const std::vector<LayerMeta>& layers, int world) override {
     Policy::setup(layers, world);
@@ -104,7 +106,12 @@ class DreamDdpPolicy : public Policy {
   }
 
  private:
+  // Fill-in is on for the plain in-step average; off with a delay (it cannot be combined) and with an outer
+  // optimizer or compression (each extra average would be one more outer step / encoded payload; ask with fillin=1).
+  bool default_fillin() const { return delay_ == 0 && !merge_.transforms(); }
+
   int h_;
+  MergeSpec merge_;
   int delay_;
   bool fillin_;
   std::string profile_dir_;

@@ -1,5 +1,7 @@
 // PolicySpec parsing and typed key access with range checks (bad specs are usage errors, exit 2).
 #include <cmath>
+#include <cstdio>
+#include <map>
 #include <cstdlib>
 
 #include "core/common/error.h"
@@ -17,6 +19,28 @@ const char* action_name(Action a) {
   return "?";
 }
 
+const char* codec_name(Codec c) {
+  switch (c) {
+    case Codec::None: return "none";
+    case Codec::Bf16: return "bf16";
+    case Codec::Int8: return "int8";
+  }
+  return "?";
+}
+
+namespace {
+// Keys whose value may carry its own keys, and those keys.
+const std::map<std::string, std::vector<std::string>> kNestedKeys = {{"outer", {"lr", "momentum"}}};
+
+bool nested_key_of(const std::string& parent, const std::string& key) {
+  auto it = kNestedKeys.find(parent);
+  if (it == kNestedKeys.end()) return false;
+  for (auto& k : it->second)
+    if (k == key) return true;
+  return false;
+}
+}  // namespace
+
 PolicySpec PolicySpec::parse(const std::string& text) {
   PolicySpec s;
   s.text = text;
@@ -26,6 +50,7 @@ PolicySpec PolicySpec::parse(const std::string& text) {
   if (colon == std::string::npos) return s;
   std::string rest = text.substr(colon + 1);
   size_t pos = 0;
+  std::string nested;  // the key whose own keys the next items may be
   while (pos <= rest.size()) {
     size_t comma = rest.find(',', pos);
     std::string item = rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
@@ -34,8 +59,24 @@ PolicySpec PolicySpec::parse(const std::string& text) {
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
       throw UsageError("--policy '" + text + "': expected key=value, got '" + item + "'");
     std::string k = item.substr(0, eq);
+    std::string v = item.substr(eq + 1);
+    // "outer=nesterov:lr=0.7": a value with keys of its own opens them; the items after it that are its keys follow.
+    if (!nested.empty() && nested_key_of(nested, k)) k = nested + "." + k;
+    else nested.clear();
+    const auto colon2 = v.find(':');
+    if (colon2 != std::string::npos && kNestedKeys.count(k)) {
+      std::string sub = v.substr(colon2 + 1);
+      v = v.substr(0, colon2);
+      auto eq2 = sub.find('=');
+      if (eq2 == std::string::npos || eq2 == 0 || eq2 + 1 == sub.size() || !nested_key_of(k, sub.substr(0, eq2)))
+        throw UsageError("--policy '" + text + "': expected " + k + "=NAME:key=value with a key of " + k + ", got '" + item + "'");
+      const std::string k2 = k + "." + sub.substr(0, eq2);
+      if (s.kv.count(k2)) throw UsageError("--policy '" + text + "': key '" + k2 + "' given twice");
+      s.kv[k2] = sub.substr(eq2 + 1);
+    }
+    if (kNestedKeys.count(k)) nested = k;
     if (s.kv.count(k)) throw UsageError("--policy '" + text + "': key '" + k + "' given twice");
-    s.kv[k] = item.substr(eq + 1);
+    s.kv[k] = v;
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
@@ -91,12 +132,49 @@ void PolicySpec::allow_only(const std::vector<std::string>& keys) const {
   }
 }
 
-int parse_merge_delay(const PolicySpec& s, const std::string& policy, int h) {
+const std::vector<std::string>& merge_keys() {
+  static const std::vector<std::string> keys = {"delay", "outer", "outer.lr", "outer.momentum", "compress"};
+  return keys;
+}
+
+MergeSpec parse_merge(const PolicySpec& s, const std::string& policy, int64_t h) {
+  MergeSpec m;
   const int64_t d = s.get_int("delay", 0, 0, 1024);
   if (d >= h)
-    throw UsageError("--policy " + policy + ": delay=" + std::to_string(d) + " must be below h=" + std::to_string(h) +
-                     " (a layer's next average starts h steps after the last, which must have been merged)");
-  return int(d);
+    throw UsageError("--policy " + policy + ": delay=" + std::to_string(d) + " must be below " +
+                     (policy == "localsgd" ? "k=" : "h=") + std::to_string(h) +
+                     " (a layer's next average starts that many steps after the last, which must have been merged)");
+  m.delay = int(d);
+  const std::string outer = s.get_str("outer", "avg");
+  if (outer == "nesterov") {
+    m.nesterov = true;
+    m.outer_lr = s.get_double("outer.lr", 0.7, 1e-6, 10);
+    m.outer_momentum = s.get_double("outer.momentum", 0.9, 0, 0.999);
+  } else if (outer == "avg") {
+    if (s.kv.count("outer.lr") || s.kv.count("outer.momentum"))
+      throw UsageError("--policy " + policy + ": outer=avg takes no lr or momentum (did you mean outer=nesterov:lr=...?)");
+  } else {
+    throw UsageError("--policy " + policy + ": outer=" + outer + " is not one of avg, nesterov");
+  }
+  const std::string c = s.get_str("compress", "none");
+  if (c == "none") m.compress = Codec::None;
+  else if (c == "bf16") m.compress = Codec::Bf16;
+  else if (c == "int8") m.compress = Codec::Int8;
+  else throw UsageError("--policy " + policy + ": compress=" + c + " is not one of none, bf16, int8");
+  return m;
+}
+
+std::string MergeSpec::describe() const {
+  std::string o;
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", v);
+    return std::string(b);
+  };
+  if (delay) o += ",delay=" + std::to_string(delay);
+  if (nesterov) o += ",outer=nesterov:lr=" + num(outer_lr) + ",momentum=" + num(outer_momentum);
+  if (compress != Codec::None) o += std::string(",compress=") + codec_name(compress);
+  return o;
 }
 
 }  // namespace dd::sync

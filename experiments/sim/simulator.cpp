@@ -504,6 +504,11 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
       throw UsageError("--policy " + opt.policy + ": decides from local gradient signals, which a simulation has "
                        "none of; add --signals constant (every layer cos = 1, norm = 1) or use ddp, localsgd, "
                        "plsgd, dreamddp, fixed, staleness");
+    if (p->merge().transforms())
+      throw UsageError("--policy " + opt.policy + ": the simulation models plain averages; outer= and compress= are "
+                       "not simulated (for a codec's bytes, scale the layer sizes of --bytes)");
+    if (p->merge_delay() > 0 && sync::PolicySpec::parse(opt.policy).name == "localsgd")
+      throw UsageError("--policy " + opt.policy + ": localsgd with delay= is not simulated (its average is modelled as blocking)");
   }
   static bool started = false;
   if (started) throw std::logic_error("simulate: SimGrid runs once per process");

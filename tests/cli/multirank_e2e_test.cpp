@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "tests/cli/cli_run.h"
 
@@ -162,6 +163,33 @@ TEST(MultiRankE2E, DelayedMergeZeroIsTodayAndDelayedRanksAgree) {
   EXPECT_TRUE(two.first == two.second) << "ranks differ at the end of plsgd:h=3,delay=2";
   EXPECT_TRUE(dd.first == dd.second) << "ranks differ at the end of dreamddp:h=4,delay=1";
   EXPECT_FALSE(two.first == today.first) << "delay=2 trained exactly as delay=0: was anything delayed?";
+}
+
+// Transformed merges end to end (--check-collectives on): compress=int8 sends at most 30% of the plain run's bytes
+// (summary comm_bytes is what the ranks contributed), the ranks end with the same model, and each transform changes
+// the trajectory; localsgd with a delay, an outer optimizer and bf16 together too.
+TEST(MultiRankE2E, CompressedAndOuterMergesAgreeAcrossRanksAndShrinkBytes) {
+  TmpDir tmp;
+  auto run = [&](const std::string& name, const std::string& policy) {
+    const std::string out = tmp / name;
+    auto r = run_dreamddp({"launch", "-n", "2", "--", "train", "--model", "mlp", "--policy", policy, "--steps", "24",
+                           "--batch", "32", "--threads", "1", "--eval-samples", "100", "--check-collectives", "--out",
+                           out, "--save-params", out + "/p%r.bin"},
+                          120);
+    EXPECT_EQ(r.status, 0) << r.describe();
+    auto s = read_json(out + "/summary.json");
+    return std::make_tuple(read_file(out + "/p0.bin"), read_file(out + "/p1.bin"), s.at("comm_bytes").get<double>());
+  };
+  const auto [plain0, plain1, plain_bytes] = run("plain", "plsgd:h=3");
+  const auto [int8_0, int8_1, int8_bytes] = run("int8", "plsgd:h=3,compress=int8");
+  const auto [dl0, dl1, dl_bytes] = run("diloco", "localsgd:k=3,delay=1,outer=nesterov,compress=bf16");
+  ASSERT_FALSE(plain0.empty());
+  EXPECT_TRUE(int8_0 == int8_1) << "ranks differ at the end of compress=int8";
+  EXPECT_TRUE(dl0 == dl1) << "ranks differ at the end of localsgd:k=3,delay=1,outer=nesterov,compress=bf16";
+  EXPECT_FALSE(int8_0 == plain0) << "compress=int8 trained exactly as the plain average: was anything compressed?";
+  EXPECT_GT(plain_bytes, 0);
+  EXPECT_LE(int8_bytes, 0.30 * plain_bytes) << "int8 bytes " << int8_bytes << " vs plain " << plain_bytes;
+  EXPECT_GT(int8_bytes, 0.2 * plain_bytes) << "int8 payloads are about a quarter of float32";
 }
 
 // Without --rendezvous, Gloo ranks meet in OUT/.rendezvous/JOB: a rerun into the same --out under the same job id
