@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <stdexcept>
 
 #include "backends/backend.h"
 #include "core/common/bytes.h"
@@ -140,6 +141,7 @@ class LayerSync : public SyncEngine {
     trigger_ = bucket_triggers(buckets_, m_.num_layers());
     inflight_.clear();
     instep_.clear();
+    launched_ = 0;
     // With delay=T this step's averages are merged T steps later: their layers are updated locally now.
     delayed_now_.assign(size_t(m_.num_layers()), false);
     if (merge_.delay > 0)
@@ -157,10 +159,18 @@ class LayerSync : public SyncEngine {
     if (signals_on_) take_signals(l);
     const int bi = trigger_[l];
     if (bi < 0) return;
+    // Buckets launch in plan order on every rank (the consistency rule): a model that reports its layers out of
+    // order would make the ranks' collectives differ.
+    if (bi != launched_)
+      throw std::logic_error("sync: bucket " + std::to_string(bi) + " (layers " + std::to_string(buckets_[bi].lo) + ".." +
+                             std::to_string(buckets_[bi].hi) + ") became ready before bucket " + std::to_string(launched_) +
+                             ": the model reported its layers out of backward order");
+    ++launched_;
     launch(buckets_[bi]);
   }
 
   void finish_backward() override {
+    check_all_launched();
     const double t0 = now_s();
     for (auto& f : inflight_)
       for (auto& w : f.works) w->wait();
@@ -172,6 +182,7 @@ class LayerSync : public SyncEngine {
   }
 
   void finish_backward_and_update(const std::function<void(int)>& update) override {
+    check_all_launched();
     for (int l = m_.num_layers() - 1; l >= 0; --l)
       if (actions_[l] == Action::None || delayed_now_[size_t(l)]) update(l);
     double waited = 0;
@@ -187,6 +198,17 @@ class LayerSync : public SyncEngine {
   }
 
  private:
+  // Every planned bucket was launched before the wait: a model that forgot a notify would otherwise skip a bucket
+  // silently on this rank (and leave the others waiting in a collective it never joins).
+  void check_all_launched() const {
+    if (launched_ == int(buckets_.size())) return;
+    const Bucket& b = buckets_[size_t(launched_)];
+    throw std::logic_error("sync: step " + std::to_string(step_) + ": bucket " + std::to_string(launched_) + " of " +
+                           std::to_string(buckets_.size()) + " (layers " + std::to_string(b.lo) + ".." + std::to_string(b.hi) +
+                           ") was never launched: the model's backward did not report layer " + std::to_string(b.lo) +
+                           " to the hook");
+  }
+
   void end_of_backward(double t1) {
     record_timeline(t1);
     if (step_ < policy_->profile_steps()) accumulate_profile();
@@ -812,6 +834,7 @@ class LayerSync : public SyncEngine {
   std::deque<Control> controls_;
   std::deque<Delayed> delayed_;
   std::vector<Delayed> instep_;  // this step's transformed in-step averages (InFlight::record)
+  int launched_ = 0;             // buckets of this step's plan launched so far (in plan order)
   MergeSpec merge_;
   ParamMerge pm_;
   std::vector<bool> delayed_now_;  // layers whose average of this step is delayed (updated locally now)

@@ -199,3 +199,27 @@ TEST(TransformedMerge, SyncedLayersAreBitwiseEqualRightAfterTheirSync) {
   EXPECT_GT(synced, proto->num_layers());
   EXPECT_GT(local, 0);
 }
+
+// The engine checks the hook contract at run time: a backward that never reports a layer, or reports one out of
+// backward order, fails loudly on that rank instead of silently skipping (or reordering) a collective.
+TEST(LayerSyncHook, MissingOrOutOfOrderLayerReportsFail) {
+  ops::set_threads(1);
+  run_ranks(1, [&](int, Backend& be) {
+    auto m = models::make_model("mlp", 1);
+    optim::Optimizer opt({}, *m);
+    auto e = sync::make_layer_sync(engine_options("ddp"), *m, opt, be);
+    std::vector<float> x(size_t(4 * 784), 0.1f);
+    std::vector<int32_t> y(4, 1);
+    models::Input in;
+    in.n = 4;
+    in.x = x.data();
+    in.y = y.data();
+    e->begin_step(0);
+    m->forward(in, true);
+    e->begin_backward();
+    m->backward(nullptr);  // the hook is never called
+    EXPECT_THROW(e->finish_backward(), std::logic_error);
+    e->begin_step(1);
+    EXPECT_THROW(e->on_layer_ready(0), std::logic_error);  // layer 0 is the last one backward reaches
+  });
+}
