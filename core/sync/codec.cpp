@@ -87,6 +87,15 @@ void decode(Codec c, const uint8_t* in, size_t n, float* out) {
   }
 }
 
+std::vector<Codec> choose_codecs(const std::vector<double>& mean_cos) {
+  std::vector<double> sorted = mean_cos;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted.empty() ? 0 : sorted[(sorted.size() - 1) / 2];
+  std::vector<Codec> out;
+  for (double c : mean_cos) out.push_back(c >= median ? Codec::Int8 : Codec::Bf16);
+  return out;
+}
+
 double codec_error_bound(Codec c, const float* x, size_t n) {
   double worst = 0;
   if (c == Codec::Bf16) {

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/sync/policy.h"
 
@@ -18,6 +19,11 @@ constexpr size_t kInt8Block = 256;
 size_t encoded_bytes(Codec c, size_t n);
 void encode(Codec c, const float* x, size_t n, uint8_t* out);
 void decode(Codec c, const uint8_t* in, size_t n, float* out);
+// compress=auto: from each layer's agreed mean cosine between successive local gradients (the stability signal of
+// the threshold and hier policies; a layer whose gradient direction changes slowly tolerates a stale or coarse
+// update best), int8 for the layers at or above the median, bf16 for the rest.
+std::vector<Codec> choose_codecs(const std::vector<double>& mean_cos);
+
 // The largest |x - decode(encode(x))| the codec allows for these n values (the bound the tests check).
 double codec_error_bound(Codec c, const float* x, size_t n);
 

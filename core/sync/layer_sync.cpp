@@ -19,6 +19,7 @@
 #include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/sync/bucket_plan.h"
+#include "core/sync/codec.h"
 #include "core/sync/compressed_average.h"
 #include "core/sync/param_merge.h"
 #include "core/sync/data_path.h"
@@ -42,6 +43,7 @@ class LayerSync : public SyncEngine {
   struct Control {
     int64_t step = 0;
     uint64_t generation = 0;  // the policy they were cast under (set_policy counts)
+    size_t policy_votes = 0, auto_votes = 0;  // the layout they were cast with: policy votes, flags, compress=auto
     std::unique_ptr<FloatBuffer> votes;
     WorkPtr work;
   };
@@ -299,6 +301,13 @@ class LayerSync : public SyncEngine {
     w.put_bools(lockstep_);
     w.put_str(policy_->save_state());
     pm_.save(w);
+    std::vector<int8_t> codecs;
+    for (Codec c : layer_codec_) codecs.push_back(int8_t(c));
+    w.put_vec(codecs);
+    w.put<uint8_t>(auto_decided_);
+    w.put<int64_t>(auto_from_);
+    w.put<int32_t>(auto_n_);
+    w.put_vec(auto_sum_);
     return w.bytes();
   }
 
@@ -321,6 +330,8 @@ class LayerSync : public SyncEngine {
       c.votes->resize(votes_.size());
       r.get_floats(c.votes->data(), c.votes->size());
       c.generation = generation_;
+      c.policy_votes = policy_votes_;
+      c.auto_votes = auto_votes_;
       controls_.push_back(std::move(c));
     }
     delayed_.clear();
@@ -362,6 +373,18 @@ class LayerSync : public SyncEngine {
     lockstep_ = lockstep;
     policy_->load_state(r.get_str());
     pm_.load(r);
+    const auto codecs = r.get_vec<int8_t>();
+    if (codecs.size() != layer_codec_.size()) throw UsageError("checkpoint: engine state is for another model");
+    for (size_t l = 0; l < codecs.size(); ++l) {
+      if (codecs[l] < 0 || codecs[l] > int8_t(Codec::Int8)) throw UsageError("checkpoint: engine state holds an unknown codec");
+      layer_codec_[l] = Codec(codecs[l]);
+    }
+    auto_decided_ = r.get<uint8_t>() != 0;
+    auto_from_ = r.get<int64_t>();
+    auto_n_ = r.get<int32_t>();
+    auto sums = r.get_vec<double>();
+    if (sums.size() != auto_sum_.size()) throw UsageError("checkpoint: engine state is for another model");
+    auto_sum_ = sums;
     plan_version_ = policy_->plan_version();
     if (!r.done()) throw UsageError("checkpoint: engine state has trailing bytes");
   }
@@ -384,9 +407,9 @@ class LayerSync : public SyncEngine {
     policy_->setup(meta_, b_.size());
     plan_version_ = policy_->plan_version();
     const int L = m_.num_layers();
-    signals_on_ = policy_->wants_signals();
-    check_policy_fits_device(*policy_, spec, dp_->on_device());
     merge_ = policy_->merge();
+    signals_on_ = policy_->wants_signals() || merge_.compress_auto;
+    check_policy_fits_device(*policy_, spec, dp_->on_device());
     if ((merge_.delay > 0 || merge_.transforms()) && dp_->on_device())
       throw UsageError("--policy " + spec + ": delay=, outer= and compress= keep host copies of the averaged layers; not on --device cuda");
     if (merge_.compress != Codec::None && b_.name() == "nccl")
@@ -401,7 +424,14 @@ class LayerSync : public SyncEngine {
     }
     policy_votes_ = size_t(L) * size_t(policy_->votes_per_layer());
     // Control vector: the policy's votes, then [control-file switch request, anomaly flag] when those are on.
-    extra_votes_ = (o_.control_file.empty() ? 0 : 1) + (o_.anomaly_votes ? 1 : 0);
+    // compress=auto: one more float per layer, each layer's local cos between successive gradients, while it measures.
+    auto_votes_ = merge_.compress_auto ? size_t(L) : 0;
+    layer_codec_.assign(size_t(L), merge_.compress);
+    auto_sum_.assign(size_t(L), 0.0);
+    auto_n_ = 0;
+    auto_from_ = step_;
+    auto_decided_ = !merge_.compress_auto;
+    extra_votes_ = (o_.control_file.empty() ? 0 : 1) + (o_.anomaly_votes ? 1 : 0) + auto_votes_;
     votes_.resize(policy_votes_ + extra_votes_);
     // When the control vector carries only the anomaly flag, nothing decides from it in the next step: it is
     // applied two steps late, so its all-reduce hides behind a whole step instead of making every step wait for
@@ -499,7 +529,15 @@ class LayerSync : public SyncEngine {
       if (d.transformed && part.arena == Arena::Params) {
         pm_.payload(x, part.off, part.n, buf);
         if (pm_.codec() != Codec::None) {
-          d.works.push_back(compressed(g, buf, part.off, part.n, &bytes));
+          // One compressed average per run of adjacent layers with the same codec (compress=auto mixes them).
+          for (int l = bk.lo; l <= bk.hi;) {
+            int e = l;
+            while (e < bk.hi && layer_codec_[size_t(e + 1)] == layer_codec_[size_t(l)]) ++e;
+            const int64_t off = ranges_[size_t(l)].param_off;
+            const int64_t n = ranges_[size_t(e)].param_off + ranges_[size_t(e)].param_n - off;
+            if (n > 0) d.works.push_back(compressed(g, layer_codec_[size_t(l)], buf + (off - part.off), off, n, &bytes));
+            l = e + 1;
+          }
           compressed_any = true;
           continue;
         }
@@ -512,8 +550,7 @@ class LayerSync : public SyncEngine {
   }
 
   // The compressed average of a Params part, in place on its payload `buf`.
-  WorkPtr compressed(Backend& g, float* buf, int64_t off, int64_t n, int64_t* bytes) {
-    const Codec c = pm_.codec();
+  WorkPtr compressed(Backend& g, Codec c, float* buf, int64_t off, int64_t n, int64_t* bytes) {
     fingerprint(c == Codec::Int8 ? "average-params-int8" : "average-params-bf16", n);
     ++seq_;
     const int64_t sent = compressed_bytes(c, size_t(n), g.size());
@@ -667,11 +704,14 @@ class LayerSync : public SyncEngine {
     if (!o_.control_file.empty()) votes_[k++] = b_.rank() == 0 && poll_control_file() ? 1.0f : 0.0f;
     if (o_.anomaly_votes) votes_[k++] = local_anomaly_ ? 1.0f : 0.0f;
     local_anomaly_ = false;
+    for (size_t l = 0; l < auto_votes_; ++l) votes_[k++] = float(signals_.cos_prev[l]);
     fingerprint("control", int64_t(votes_.size()));
     ++seq_;
     Control c;
     c.step = step_;
     c.generation = generation_;
+    c.policy_votes = policy_votes_;
+    c.auto_votes = auto_votes_;
     c.votes = std::make_unique<FloatBuffer>();
     c.votes->resize(votes_.size());
     std::copy(votes_.data(), votes_.data() + votes_.size(), c.votes->data());
@@ -696,9 +736,10 @@ class LayerSync : public SyncEngine {
   void apply_votes(const Control& c) {
     const float* v = c.votes->data();
     const bool same_policy = c.generation == generation_;
-    size_t k = same_policy ? policy_votes_ : c.votes->size() - extra_votes_;
+    size_t k = c.policy_votes;
     const bool switch_requested = !o_.control_file.empty() && v[k++] > 0.5f;
     const int seen = o_.anomaly_votes ? int(v[k++] + 0.5f) : 0;
+    if (same_policy && c.auto_votes) agree_codecs(c.step, v + k);
     if (seen > 0 && agreed_anomalies_ == 0) agreed_anomaly_step_ = c.step;
     agreed_anomalies_ += seen;
     if (policy_votes_ && same_policy) policy_->on_agreed(c.step, v, b_.size());
@@ -712,6 +753,24 @@ class LayerSync : public SyncEngine {
       pm_.anchor(a_.params, 0, a_.num_params);
       if (o_.metrics) o_.metrics->append_event(step_, "switch", spec + " (control file)");
     }
+  }
+
+  // compress=auto: the agreed cos of each layer over kAutoSteps steps (from the second after the policy started: the
+  // first has no previous gradient), then a codec per layer (choose_codecs), the same on every rank.
+  static constexpr int kAutoSteps = 10;
+  void agree_codecs(int64_t step, const float* sums) {
+    if (auto_decided_ || step <= auto_from_) return;
+    for (size_t l = 0; l < auto_sum_.size(); ++l) auto_sum_[l] += double(sums[l]) / b_.size();
+    if (++auto_n_ < kAutoSteps) return;
+    std::vector<double> mean(auto_sum_.size());
+    for (size_t l = 0; l < mean.size(); ++l) mean[l] = auto_sum_[l] / auto_n_;
+    layer_codec_ = choose_codecs(mean);
+    auto_decided_ = true;
+    std::ostringstream o;
+    o << "compress=auto after " << auto_n_ << " steps (agreed mean cos between successive gradients):";
+    for (size_t l = 0; l < mean.size(); ++l) o << " " << meta_[l].name << "=" << codec_name(layer_codec_[l]) << "(" << mean[l] << ")";
+    if (o_.verbose && b_.rank() == 0) std::fprintf(stderr, "sync: %s\n", o.str().c_str());
+    if (o_.metrics) o_.metrics->append_event(step_, "compress", o.str());
   }
 
   // Rank 0: a new, valid spec in the control file since the last look? (checked every 10 steps; bad specs are
@@ -835,6 +894,13 @@ class LayerSync : public SyncEngine {
   std::deque<Delayed> delayed_;
   std::vector<Delayed> instep_;  // this step's transformed in-step averages (InFlight::record)
   int launched_ = 0;             // buckets of this step's plan launched so far (in plan order)
+  // compress=auto: the codec of each layer, and its measurement (LayerSync::agree_codecs).
+  std::vector<Codec> layer_codec_;
+  size_t auto_votes_ = 0;
+  std::vector<double> auto_sum_;
+  int auto_n_ = 0;
+  int64_t auto_from_ = 0;
+  bool auto_decided_ = true;
   MergeSpec merge_;
   ParamMerge pm_;
   std::vector<bool> delayed_now_;  // layers whose average of this step is delayed (updated locally now)

@@ -61,12 +61,15 @@ const char* codec_name(Codec c);
 // - outer=avg|nesterov[:lr=X,momentum=M]: at its sync a layer's anchor (its value at the previous sync, identical
 //   on every rank) takes one Nesterov step on the pseudo-gradient anchor - avg(theta), and the layer restarts
 //   from the new anchor (DiLoCo); avg is plain averaging;
-// - compress=none|bf16|int8: the average of theta - anchor is computed from encoded payloads with error feedback.
+// - compress=none|bf16|int8|auto: the average of theta - anchor is computed from encoded payloads with error
+//   feedback; auto picks int8 for the layers that tolerate staleness best and bf16 for the others (choose_codecs).
 struct MergeSpec {
   int delay = 0;
   bool nesterov = false;
   double outer_lr = 1.0, outer_momentum = 0.0;
   Codec compress = Codec::None;
+  // compress=auto: a codec per layer from its measured staleness tolerance (LayerSync; bf16 until it has measured).
+  bool compress_auto = false;
   // Anchors are kept: the average is transformed (outer step or compressed delta), not taken as is.
   bool transforms() const { return nesterov || compress != Codec::None; }
   std::string describe() const;  // ",delay=2,outer=nesterov:lr=0.7,momentum=0.9,compress=int8" ("" by default)

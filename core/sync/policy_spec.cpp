@@ -160,7 +160,8 @@ MergeSpec parse_merge(const PolicySpec& s, const std::string& policy, int64_t h)
   if (c == "none") m.compress = Codec::None;
   else if (c == "bf16") m.compress = Codec::Bf16;
   else if (c == "int8") m.compress = Codec::Int8;
-  else throw UsageError("--policy " + policy + ": compress=" + c + " is not one of none, bf16, int8");
+  else if (c == "auto") m.compress = Codec::Bf16, m.compress_auto = true;
+  else throw UsageError("--policy " + policy + ": compress=" + c + " is not one of none, bf16, int8, auto");
   return m;
 }
 
@@ -173,7 +174,7 @@ std::string MergeSpec::describe() const {
   };
   if (delay) o += ",delay=" + std::to_string(delay);
   if (nesterov) o += ",outer=nesterov:lr=" + num(outer_lr) + ",momentum=" + num(outer_momentum);
-  if (compress != Codec::None) o += std::string(",compress=") + codec_name(compress);
+  if (compress != Codec::None) o += std::string(",compress=") + (compress_auto ? "auto" : codec_name(compress));
   return o;
 }
 

@@ -170,6 +170,7 @@ TEST(MultiRankE2E, DelayedMergeZeroIsTodayAndDelayedRanksAgree) {
 // the trajectory; localsgd with a delay, an outer optimizer and bf16 together too.
 TEST(MultiRankE2E, CompressedAndOuterMergesAgreeAcrossRanksAndShrinkBytes) {
   TmpDir tmp;
+  std::string last_err;
   auto run = [&](const std::string& name, const std::string& policy) {
     const std::string out = tmp / name;
     auto r = run_dreamddp({"launch", "-n", "2", "--", "train", "--model", "mlp", "--policy", policy, "--steps", "24",
@@ -177,12 +178,19 @@ TEST(MultiRankE2E, CompressedAndOuterMergesAgreeAcrossRanksAndShrinkBytes) {
                            out, "--save-params", out + "/p%r.bin"},
                           120);
     EXPECT_EQ(r.status, 0) << r.describe();
+    last_err = r.err;
     auto s = read_json(out + "/summary.json");
     return std::make_tuple(read_file(out + "/p0.bin"), read_file(out + "/p1.bin"), s.at("comm_bytes").get<double>());
   };
   const auto [plain0, plain1, plain_bytes] = run("plain", "plsgd:h=3");
   const auto [int8_0, int8_1, int8_bytes] = run("int8", "plsgd:h=3,compress=int8");
   const auto [dl0, dl1, dl_bytes] = run("diloco", "localsgd:k=3,delay=1,outer=nesterov,compress=bf16");
+  const auto [au0, au1, au_bytes] = run("auto", "plsgd:h=3,compress=auto");
+  EXPECT_TRUE(au0 == au1) << "ranks differ at the end of compress=auto";
+  // bf16 for the first 10 steps, then int8 for the stale-tolerant layers: between int8's and bf16's bytes.
+  EXPECT_LT(au_bytes, 0.5 * plain_bytes);
+  EXPECT_GT(au_bytes, int8_bytes);
+  EXPECT_NE(last_err.find("compress=auto after 10 steps"), std::string::npos) << last_err;
   ASSERT_FALSE(plain0.empty());
   EXPECT_TRUE(int8_0 == int8_1) << "ranks differ at the end of compress=int8";
   EXPECT_TRUE(dl0 == dl1) << "ranks differ at the end of localsgd:k=3,delay=1,outer=nesterov,compress=bf16";

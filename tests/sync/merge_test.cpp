@@ -76,6 +76,22 @@ TEST(Codec, Bf16RoundsToNearestEven) {
   EXPECT_EQ(y[2], -2.5f);
 }
 
+TEST(Codec, AutoCompressesTheStaleTolerantLayersHarder) {
+  // Layers whose gradient direction changes least (cos near 1) get int8, the others bf16 (median split, ties int8).
+  auto c = choose_codecs({0.9, 0.2, 0.95, 0.5});
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0], Codec::Int8);
+  EXPECT_EQ(c[1], Codec::Bf16);
+  EXPECT_EQ(c[2], Codec::Int8);
+  EXPECT_EQ(c[3], Codec::Int8);
+  EXPECT_EQ(choose_codecs({0.3, 0.3}), std::vector<Codec>({Codec::Int8, Codec::Int8}));
+  auto s = PolicySpec::parse("plsgd:h=4,compress=auto");
+  auto m = parse_merge(s, "plsgd", 4);
+  EXPECT_TRUE(m.compress_auto);
+  EXPECT_EQ(m.compress, Codec::Bf16) << "bf16 until it has measured";
+  EXPECT_EQ(make_policy(s)->describe(), "plsgd:h=4,compress=auto");
+}
+
 TEST(OuterStep, LrOneMomentumZeroIsTheAverage) {
   auto anchor = random_values(1000, 3, 2.0f), avg = random_values(1000, 4, 2.0f);
   std::vector<float> mom(1000, 0.0f), a = anchor;
