@@ -799,7 +799,11 @@ def policy_cases(tmp):
              "threshold:thr=2", "threshold:thr=nan", "threshold:ema=1", "threshold:min=0", "threshold:z=inf",
              "hybrid:bogus=1", "hier:nodes=0x0", "hier:fast=1.5", "hier:intra=0", "fixed:in=0", "fixed:=3",
              "fixed:nosuch*=2,default=1", "fixed:fc9=2", "plsgd:h=4,delay=4", "plsgd:h=4,delay=-1",
-             "plsgd:h=4,delay=x", "dreamddp:h=4,delay=1,fillin=1", "localsgd:k=4,delay=1", "ddp:delay=1",
+             "plsgd:h=4,delay=x", "dreamddp:h=4,delay=1,fillin=1", "localsgd:k=4,delay=4", "ddp:delay=1",
+             "plsgd:h=4,compress=zip", "plsgd:h=4,outer=adam", "plsgd:h=4,outer=avg:lr=1",
+             "plsgd:h=4,outer=nesterov:lr=0", "plsgd:h=4,outer=nesterov:lr=0.7,lr=1", "plsgd:h=4,outer=nesterov:beta=1",
+             "plsgd:h=4,outer=nesterov:momentum=1", "plsgd:h=4,lr=0.7", "hier:outer=nesterov", "ddp:compress=int8",
+             "plsgd:h=4,outer=nesterov:", "plsgd:h=4,outer=:lr=1",
              "ddp+staleness:t=0", "ddp+", "+staleness:t=8", "ddp+ddp", "localsgd:k=4+bogus:t=1",
              "ddp\x01", "dd\u2603p", "\u202eddp", "dreamddp:h=\u0668", "ddp:k=1\tx",
              "a" * 100000, "localsgd:" + ",".join("k%d=1" % i for i in range(10000)),
@@ -819,7 +823,7 @@ def policy_cases(tmp):
               "delays=99999999999", "delays=-1", "probe=bad", "first=-1", ",", "=", "delays=1/2/4,every=", "x"]:
         add("--sensitivity %r" % s, "--sensitivity", s, "sensitivity")
     # Controls: well-formed specs are accepted.
-    for s in ["ddp", "localsgd:k=2", "hybrid"]:
+    for s in ["ddp", "localsgd:k=2", "hybrid", "localsgd:k=2,delay=1,outer=nesterov:lr=0.7,momentum=0.9,compress=int8"]:
         cases.append(Case("policy", "control: --policy " + s, ["train", "--policy", s] + QUICK, expect=0))
     return cases
 
