@@ -24,7 +24,9 @@
 #include "core/sync/param_merge.h"
 #include "core/sync/data_path.h"
 #include "core/sync/policy.h"
+#include "core/sync/self_profile.h"
 #include "core/sync/step_plan.h"
+#include "core/sync/sync_telemetry.h"
 #include "core/telemetry/metrics_writer.h"
 
 namespace dd::sync {
@@ -64,7 +66,8 @@ class LayerSync : public SyncEngine {
 
  public:
   LayerSync(const EngineOptions& o, models::Model& m, const Arenas& a, std::unique_ptr<DataPath> dp, Backend& b)
-      : dp_(std::move(dp)), o_(o), m_(m), a_(a), b_(b), switches_(parse_switches(o.switches)), pm_(a.num_params) {
+      : dp_(std::move(dp)), o_(o), m_(m), a_(a), b_(b), switches_(parse_switches(o.switches)), profile_(m.num_layers()),
+        telemetry_(o.metrics, b.rank()), pm_(a.num_params) {
     const int L = m.num_layers();
     for (auto* l : m.layers()) {
       meta_.push_back({l->name, l->kind(), l->num_params(), 4 * (l->num_params() + l->num_buffers())});
@@ -74,7 +77,6 @@ class LayerSync : public SyncEngine {
     trigger_.assign(L, -1);
     stale_.assign(L, 0);
     ready_.assign(L, 0);
-    prof_sum_.assign(L, 0);
     lockstep_.assign(L, true);  // after the initial broadcast every layer is identical everywhere
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
@@ -213,7 +215,7 @@ class LayerSync : public SyncEngine {
 
   void end_of_backward(double t1) {
     record_timeline(t1);
-    if (step_ < policy_->profile_steps()) accumulate_profile();
+    if (step_ < policy_->profile_steps()) profile_.add(step_, ready_, t_bwd_);
   }
 
  public:
@@ -294,8 +296,7 @@ class LayerSync : public SyncEngine {
     }
     w.put_bools(has_prev_);
     w.put_floats(prev_grads_.data(), signals_on_ ? prev_grads_.size() : 0);
-    w.put_vec(prof_sum_);
-    w.put<int32_t>(prof_n_);
+    profile_.save(w);
     w.put<int64_t>(plan_version_);
     w.put<int64_t>(fallback_until_);
     w.put_bools(lockstep_);
@@ -364,8 +365,7 @@ class LayerSync : public SyncEngine {
     auto has_prev = r.get_bools();
     if (signals_on_) has_prev_ = has_prev;
     r.get_floats(prev_grads_.data(), signals_on_ ? prev_grads_.size() : 0);
-    prof_sum_ = r.get_vec<double>();
-    prof_n_ = r.get<int32_t>();
+    profile_.load(r);
     plan_version_ = r.get<int64_t>();
     fallback_until_ = r.get<int64_t>();
     auto lockstep = r.get_bools();
@@ -649,33 +649,12 @@ class LayerSync : public SyncEngine {
   }
 
   void record_timeline(double t_end) {
-    if (!o_.metrics) return;
-    // Per-layer ready times are L rows per step: every 10th step is plenty for timelines and profiles.
-    if (step_ % 10 == 0)
-      for (int l = m_.num_layers() - 1; l >= 0; --l)
-        o_.metrics->append_layer_ready({step_, int32_t(b_.rank()), int32_t(l), ready_[l] - t_bwd_});
+    telemetry_.layer_ready(step_, ready_, t_bwd_);
     for (auto& f : inflight_) log_sync_event(f, t_end, step_, t_bwd_);
   }
 
-  // One /sync_events row for a bucket whose collectives have all completed (`t_end` if the backend has no end
-  // times); times relative to the start of the backward of the step it was launched in (`step`, at `t_bwd`).
   void log_sync_event(const InFlight& f, double t_end, int64_t step, double t_bwd) {
-    if (!o_.metrics) return;
-    double end = 0;
-    for (auto& w : f.works) end = std::max(end, w->end_time());
-    if (end <= 0) end = t_end;
-    telemetry::SyncEventRow r;
-    r.step = step;
-    r.first_layer = f.bucket.lo;
-    r.last_layer = f.bucket.hi;
-    r.action = f.bucket.action == Action::AllreduceGrads ? telemetry::SyncAction::kAllreduceGrads
-                                                         : telemetry::SyncAction::kAverageParams;
-    r.group = f.bucket.action == Action::AverageGroup ? 1 + group_ : 0;
-    r.rank = b_.rank();
-    r.bytes = f.bytes >= 0 ? f.bytes : f.bucket.bytes();
-    r.launch_s = f.launch_s - t_bwd;
-    r.end_s = end - t_bwd;
-    o_.metrics->append_sync_event(r);
+    telemetry_.bucket(step, f.bucket, f.works, f.bytes, f.launch_s, t_end, t_bwd, 1 + group_);
   }
 
   // Local signals of layer l from its local gradient, before any all-reduce touches it.
@@ -800,58 +779,10 @@ class LayerSync : public SyncEngine {
     if (o_.verbose && b_.rank() == 0) std::fprintf(stderr, "%s\n", policy_->plan().c_str());
   }
 
-  // Self-profiling (dreamddp): per-layer backward time from the hook's ready times (the first step is warm-up).
-  void accumulate_profile() {
-    if (step_ == 0) return;
-    const int L = m_.num_layers();
-    for (int l = L - 1; l >= 0; --l) prof_sum_[l] += ready_[l] - (l == L - 1 ? t_bwd_ : ready_[l + 1]);
-    ++prof_n_;
-  }
-
+  // Self-profiling (dreamddp): the agreed profile of the lock-step steps hands the policy its schedule.
   void finish_profile() {
-    const int L = m_.num_layers();
-    LayerTimes t;
-    t.backward_s.resize(L);
-    for (int l = 0; l < L; ++l) t.backward_s[l] = prof_n_ ? prof_sum_[l] / prof_n_ : 0;
-    t.comm_s = measure_comm_model();
-    // Agree on one profile: every rank must compute the same schedule.
-    std::vector<float> v(2 * L);
-    for (int l = 0; l < L; ++l) v[l] = float(t.backward_s[l]), v[L + l] = float(t.comm_s[l]);
-    dp_->allreduce_host(b_, v.data(), v.size(), ReduceOp::Avg)->wait();
-    if (!dp_->on_device()) {
-      b_.broadcast(v.data(), v.size(), 0)->wait();
-    } else {  // the broadcast of rank 0's floats, as an allreduce of (rank 0's values, zeros elsewhere)
-      if (b_.rank() != 0) std::fill(v.begin(), v.end(), 0.0f);
-      dp_->allreduce_host(b_, v.data(), v.size(), ReduceOp::Sum)->wait();
-    }
-    for (int l = 0; l < L; ++l) t.backward_s[l] = v[l], t.comm_s[l] = v[L + l];
-    policy_->on_profile(t);
+    policy_->on_profile(profile_.finish(*dp_, b_, meta_));
     print_plan_if_changed();
-  }
-
-  // Latency-bandwidth model of this backend and network, c(bytes) = alpha + bytes / beta, from timed
-  // allreduces of a small and a large buffer (median of 3 each).
-  std::vector<double> measure_comm_model() {
-    auto timed = [&](int64_t n) {
-      // In arena space: on a device the timed collective includes its staging, as the real buckets do.
-      const size_t len = size_t(std::max<int64_t>(n, 1));
-      float* buf = dp_->scratch(len);
-      std::vector<double> ts;
-      for (int i = 0; i < 4; ++i) {
-        double t0 = now_s();
-        dp_->allreduce(b_, buf, len, ReduceOp::Sum, -1)->wait();
-        ts.push_back(now_s() - t0);
-      }
-      std::sort(ts.begin() + 1, ts.end());
-      return ts[2];
-    };
-    const int64_t small = 256, large = 1 << 20;
-    const double ts = timed(small), tl = timed(large);
-    const double per_byte = std::max(0.0, (tl - ts) / double(4 * (large - small)));
-    const double alpha = std::max(0.0, ts - per_byte * 4 * small);
-    std::vector<double> c;
-    for (auto& m : meta_) c.push_back(alpha + per_byte * double(m.bytes));
-    return c;
   }
 
   std::unique_ptr<DataPath> dp_;  // first member: outlives every in-flight Work that refers to it
@@ -870,8 +801,9 @@ class LayerSync : public SyncEngine {
   std::vector<int> trigger_;
   std::vector<InFlight> inflight_;
   std::vector<int64_t> stale_;
-  std::vector<double> ready_, prof_sum_;
-  int prof_n_ = 0;
+  std::vector<double> ready_;
+  SelfProfile profile_;
+  SyncTelemetry telemetry_;
   int64_t step_ = 0, seq_ = 0;
   double t_bwd_ = 0;
   StepCommStats stats_;

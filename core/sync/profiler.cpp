@@ -6,6 +6,7 @@
 
 #include "backends/backend.h"
 #include "core/common/clock.h"
+#include "core/sync/self_profile.h"
 
 namespace dd::sync {
 namespace {
@@ -29,7 +30,8 @@ LayerProfile measure_profile(models::Model& m, const std::function<models::Input
     m.backward(&clock);
     m.grads().zero();
     if (i == 0) continue;  // warm-up: first-touch allocations, primitive creation
-    for (int l = L - 1; l >= 0; --l) bp[l].push_back(clock.t[l] - (l == L - 1 ? t0 : clock.t[l + 1]));
+    const auto t = backward_times(clock.t, t0);
+    for (int l = 0; l < L; ++l) bp[l].push_back(t[size_t(l)]);
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());

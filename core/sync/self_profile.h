@@ -1,0 +1,40 @@
+// SelfProfile: the engine's own profile of dreamddp's first (lock-step) steps — per-layer backward times from the
+// hook's ready times, the all-reduce time of every layer from a latency-bandwidth fit on this backend and network,
+// one profile agreed by every rank (each must compute the same schedule). `dreamddp profile` measures the same two
+// things offline (core/sync/profiler.h); both take backward times from ready times with backward_times().
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/common/bytes.h"
+#include "core/sync/data_path.h"
+#include "core/sync/policy.h"
+
+namespace dd::sync {
+
+// Per-layer backward time of one backward pass: layer l's ready time minus the next layer's (the last layer's
+// minus the start of the backward), forward layer order.
+std::vector<double> backward_times(const std::vector<double>& ready, double t_bwd);
+
+class SelfProfile {
+ public:
+  explicit SelfProfile(int layers) : sum_(size_t(layers), 0.0) {}
+  // One profiling step's ready times (step 0 is warm-up and is skipped).
+  void add(int64_t step, const std::vector<double>& ready, double t_bwd);
+  // Collective: the agreed profile (rank-averaged, then rank 0's floats everywhere), with the comm model of
+  // `layers` measured on b through dp.
+  LayerTimes finish(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers);
+
+  void save(ByteWriter& w) const;
+  void load(ByteReader& r);
+
+ private:
+  std::vector<double> sum_;
+  int32_t n_ = 0;
+};
+
+// c(bytes) = alpha + bytes / beta from timed all-reduces of a small and a large buffer (median of 3 after one
+// warm-up each), evaluated at every layer's bytes.
+std::vector<double> measure_comm_model(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers);
+
+}  // namespace dd::sync
