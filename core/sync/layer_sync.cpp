@@ -21,6 +21,7 @@
 #include "core/sync/bucket_plan.h"
 #include "core/sync/codec.h"
 #include "core/sync/compressed_average.h"
+#include "core/sync/control_votes.h"
 #include "core/sync/param_merge.h"
 #include "core/sync/data_path.h"
 #include "core/sync/policy.h"
@@ -41,15 +42,6 @@ struct InFlight {
 };
 
 class LayerSync : public SyncEngine {
-  // Control all-reduces in flight or agreed, oldest first; applied vote_lag_ steps after they were cast.
-  struct Control {
-    int64_t step = 0;
-    uint64_t generation = 0;  // the policy they were cast under (set_policy counts)
-    size_t policy_votes = 0, auto_votes = 0;  // the layout they were cast with: policy votes, flags, compress=auto
-    std::unique_ptr<FloatBuffer> votes;
-    WorkPtr work;
-  };
-  static constexpr int kMaxVoteLag = 2;
   // An average on copies of its layers: delay=T (merged as a correction at merge_step) and transformed averages
   // (outer=nesterov, compress=...; in-step ones are finished before the layer's update).
   struct Delayed {
@@ -90,8 +82,6 @@ class LayerSync : public SyncEngine {
 
   ~LayerSync() override {
     try {
-      for (auto& c : controls_)
-        if (c.work) c.work->wait();
       for (auto& d : delayed_)
         for (auto& w : d.works)
           if (w) w->wait();
@@ -264,18 +254,12 @@ class LayerSync : public SyncEngine {
 
   std::string save_state() override {
     // The votes still to be applied (in flight or agreed): their sums, to apply at the same steps after a resume.
-    for (auto& c : controls_)
-      if (c.work) c.work->wait(), c.work.reset();
     ByteWriter w;
     w.put_str(policy_spec_);
     w.put<uint64_t>(next_switch_);
     w.put<int64_t>(step_);
     w.put_vec(stale_);
-    w.put<uint8_t>(uint8_t(controls_.size()));
-    for (auto& c : controls_) {
-      w.put<int64_t>(c.step);
-      w.put_floats(c.votes->data(), c.votes->size());
-    }
+    controls_.save(w);
     // Delayed averages in flight: their all-reduces are finished now; theta(t) and avg(theta(t)) are kept, to be
     // merged at the same step after a resume.
     w.put<uint32_t>(uint32_t(delayed_.size()));
@@ -321,20 +305,7 @@ class LayerSync : public SyncEngine {
     auto stale = r.get_vec<int64_t>();
     if (stale.size() != stale_.size()) throw UsageError("checkpoint: engine state is for another model");
     stale_ = stale;
-    controls_.clear();
-    const int pending = r.get<uint8_t>();
-    if (pending > kMaxVoteLag) throw UsageError("checkpoint: engine state holds too many pending votes");
-    for (int i = 0; i < pending; ++i) {
-      Control c;
-      c.step = r.get<int64_t>();
-      c.votes = std::make_unique<FloatBuffer>();
-      c.votes->resize(votes_.size());
-      r.get_floats(c.votes->data(), c.votes->size());
-      c.generation = generation_;
-      c.policy_votes = policy_votes_;
-      c.auto_votes = auto_votes_;
-      controls_.push_back(std::move(c));
-    }
+    controls_.load(r, generation_, layout_);
     delayed_.clear();
     const uint32_t n_delayed = r.get<uint32_t>();
     if (n_delayed > uint32_t(m_.num_layers())) throw UsageError("checkpoint: engine state holds too many delayed averages");
@@ -431,8 +402,8 @@ class LayerSync : public SyncEngine {
     auto_n_ = 0;
     auto_from_ = step_;
     auto_decided_ = !merge_.compress_auto;
-    extra_votes_ = (o_.control_file.empty() ? 0 : 1) + (o_.anomaly_votes ? 1 : 0) + auto_votes_;
-    votes_.resize(policy_votes_ + extra_votes_);
+    layout_ = {policy_votes_, !o_.control_file.empty(), o_.anomaly_votes, auto_votes_};
+    votes_.resize(layout_.size());
     // When the control vector carries only the anomaly flag, nothing decides from it in the next step: it is
     // applied two steps late, so its all-reduce hides behind a whole step instead of making every step wait for
     // the slowest rank (a per-step rendezvous that cost 2-3 ms a step on the emulated 1 Gbit/s cluster). Policy
@@ -686,39 +657,24 @@ class LayerSync : public SyncEngine {
     for (size_t l = 0; l < auto_votes_; ++l) votes_[k++] = float(signals_.cos_prev[l]);
     fingerprint("control", int64_t(votes_.size()));
     ++seq_;
-    Control c;
-    c.step = step_;
-    c.generation = generation_;
-    c.policy_votes = policy_votes_;
-    c.auto_votes = auto_votes_;
-    c.votes = std::make_unique<FloatBuffer>();
-    c.votes->resize(votes_.size());
-    std::copy(votes_.data(), votes_.data() + votes_.size(), c.votes->data());
-    c.work = dp_->allreduce_host(b_, c.votes->data(), c.votes->size(), ReduceOp::Sum);
-    controls_.push_back(std::move(c));
+    controls_.cast(step_, generation_, layout_, votes_.data(), *dp_, b_);
   }
 
   // Applies, oldest first, every control vector cast at least vote_lag_ steps ago (all of them when `all`).
   void apply_agreed_votes(bool all = false) {
-    while (!controls_.empty() && (all || controls_.front().step <= step_ - vote_lag_)) {
-      Control c = std::move(controls_.front());
-      controls_.pop_front();
-      if (c.work) {
-        const double t0 = now_s();
-        c.work->wait();
-        stats_.exposed_ms += (now_s() - t0) * 1e3;
-      }
-      apply_votes(c);
-    }
+    double waited = 0;
+    auto due = controls_.due(step_, vote_lag_, all, &waited);
+    stats_.exposed_ms += waited * 1e3;
+    for (auto& c : due) apply_votes(c);
   }
 
-  void apply_votes(const Control& c) {
-    const float* v = c.votes->data();
+  void apply_votes(const ControlVector& c) {
+    const float* v = c.sums->data();
     const bool same_policy = c.generation == generation_;
-    size_t k = c.policy_votes;
-    const bool switch_requested = !o_.control_file.empty() && v[k++] > 0.5f;
-    const int seen = o_.anomaly_votes ? int(v[k++] + 0.5f) : 0;
-    if (same_policy && c.auto_votes) agree_codecs(c.step, v + k);
+    size_t k = c.layout.policy_votes;
+    const bool switch_requested = c.layout.switch_flag && v[k++] > 0.5f;
+    const int seen = c.layout.anomaly_flag ? int(v[k++] + 0.5f) : 0;
+    if (same_policy && c.layout.auto_votes) agree_codecs(c.step, v + k);
     if (seen > 0 && agreed_anomalies_ == 0) agreed_anomaly_step_ = c.step;
     agreed_anomalies_ += seen;
     if (policy_votes_ && same_policy) policy_->on_agreed(c.step, v, b_.size());
@@ -809,7 +765,7 @@ class LayerSync : public SyncEngine {
   StepCommStats stats_;
   std::vector<std::string> hosts_;
   std::string policy_spec_;
-  size_t policy_votes_ = 0, extra_votes_ = 0;
+  size_t policy_votes_ = 0;
   bool local_anomaly_ = false;
   int agreed_anomalies_ = 0;
   int64_t agreed_anomaly_step_ = -1;
@@ -822,7 +778,8 @@ class LayerSync : public SyncEngine {
   LayerSignals signals_;
   FloatBuffer prev_grads_, votes_;
   std::vector<bool> has_prev_;
-  std::deque<Control> controls_;
+  ControlQueue controls_;
+  ControlLayout layout_;
   std::deque<Delayed> delayed_;
   std::vector<Delayed> instep_;  // this step's transformed in-step averages (InFlight::record)
   int launched_ = 0;             // buckets of this step's plan launched so far (in plan order)
