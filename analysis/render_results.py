@@ -157,8 +157,73 @@ def render_json_table(results, name):
     return md.rstrip() + "\n"
 
 
+def _render_beyond_convergence(results, name, what):
+    d = _load(results, name + ".json")
+    if not d:
+        return "_No %s sitting recorded yet: see experiments/beyond_results.py._\n" % what
+    out = ["| policy | samples | samples/s | test loss | loss vs ddp | test accuracy | vs ddp (points) | MB sent/rank | "
+           "vs its plain twin |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in d["runs"]:
+        twin = ""
+        if r.get("baseline"):
+            twin = "%s: %s bytes, %+.2f points" % (r["baseline"], _f(r.get("bytes_vs_baseline"), "%.2fx"),
+                                                   r["gap_to_baseline_points"])
+        out.append("| %s | %d | %.0f | %.4f | %s | %.2f%% | %s | %.0f | %s |" % (
+            r["policy"], r["samples"], r["samples_per_s"], r["test_loss"],
+            "-" if r.get("loss_vs_ddp") is None else "%+.1f%%" % (100 * r["loss_vs_ddp"]), 100 * r["test_accuracy"],
+            _f(r.get("gap_to_ddp_points"), "%+.2f"), r["comm_mb"], twin))
+    out += ["", "%s `%s` — %s; network %s; commit %s. One seed per policy: single runs of the local policies move by "
+                "about a point between seeds (experiments/convergence.sh)." % (
+                    "; ".join(x for x in d.get("sitting", []) if x.startswith("setup:")), d["command"],
+                    _machine(d["machine"]), d["network"], d["machine"].get("commit", "?")), ""]
+    return "\n".join(out)
+
+
+def render_beyond_convergence(results):
+    return _render_beyond_convergence(results, "beyond_convergence", "cnn convergence")
+
+
+def render_beyond_gpt(results):
+    return _render_beyond_convergence(results, "beyond_gpt", "gpt-mini loss")
+
+
+def render_beyond_throughput(results):
+    d = _load(results, "beyond_throughput.json")
+    if not d:
+        return "_No throughput sitting for the merge keys yet: run `experiments/regime_map.sh --configs ...`._\n"
+    H = d["H"]
+    names = []
+    for c in d["cells"]:
+        for r in c["rows"]:
+            if r["system"] == "ours" and r["config"] not in names:
+                names.append(r["config"])
+    out = ["| cell | C/B | " + " | ".join(names) + " | best delay / localsgd | compressed / localsgd |",
+           "|---|---|" + "---|" * (len(names) + 2)]
+    for c in d["cells"]:
+        val = {r["config"]: r for r in c["rows"] if r["system"] == "ours"}
+        cells = []
+        for n in names:
+            r = val.get(n)
+            if not r or not r["samples_per_s"]:
+                cells.append("-")
+                continue
+            mod = "" if r.get("modelled_step_ms") is None else ", model %+.0f%%" % (100 * r["model_error"])
+            cells.append("%.0f%s%s" % (r["samples_per_s"], mod, " *noisy*" if r["noisy"] else ""))
+        v = c["verdict"]
+        out.append("| %s, %d ranks, %s | %.2f | %s | **%s** (%s) | %s (%s) |" % (
+            c["model"], c["ranks"], c["rate"], c["comm_over_backward"], " | ".join(cells),
+            _f(v.get("best_delay_vs_localsgd")), v.get("best_delay_config") or "-",
+            _f(v.get("best_compressed_vs_localsgd")), v.get("best_compressed_config") or "-"))
+    out += ["", "Samples/s over all ranks, median of %d alternating repeats; \"model\" is the schedule model's step "
+                "time for the run's own profile against the measured one (compression: the codec's bytes, not its "
+                "CPU). `%s` — %s; commit %s." % (d["repeats"], d["command"], _machine(d["machine"]),
+                                                 d["machine"].get("commit", "?")), ""]
+    return "\n".join(out)
+
+
 RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime, "demo": render_demo,
-             "ops_vs_torch": render_ops}
+             "ops_vs_torch": render_ops, "beyond_convergence": render_beyond_convergence,
+             "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput}
 
 
 def render(readme_text, results):
