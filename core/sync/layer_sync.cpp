@@ -20,7 +20,8 @@
 #include "core/common/error.h"
 #include "core/sync/bucket_plan.h"
 #include "core/sync/codec.h"
-#include "core/sync/compressed_average.h"
+#include "core/sync/collectives.h"
+#include "core/sync/copy_average.h"
 #include "core/sync/control_votes.h"
 #include "core/sync/param_merge.h"
 #include "core/sync/data_path.h"
@@ -42,24 +43,12 @@ struct InFlight {
 };
 
 class LayerSync : public SyncEngine {
-  // An average on copies of its layers: delay=T (merged as a correction at merge_step) and transformed averages
-  // (outer=nesterov, compress=...; in-step ones are finished before the layer's update).
-  struct Delayed {
-    Bucket bucket;
-    int64_t step = 0, merge_step = 0;
-    double launch_s = 0, t_bwd = 0;  // for its /sync_events row (relative to the backward of `step`)
-    std::vector<BucketPart> parts;
-    std::vector<std::vector<float>> orig, avg;  // theta(t) and, once its all-reduces end, avg(theta(t))
-    std::vector<WorkPtr> works;
-    bool transformed = false;  // the Params part goes through ParamMerge (avg holds its payload, then its result)
-    int64_t bytes = -1;        // bytes this rank contributed when a part was compressed (else the bucket's)
-  };
-
 
  public:
   LayerSync(const EngineOptions& o, models::Model& m, const Arenas& a, std::unique_ptr<DataPath> dp, Backend& b)
       : dp_(std::move(dp)), o_(o), m_(m), a_(a), b_(b), switches_(parse_switches(o.switches)), profile_(m.num_layers()),
-        telemetry_(o.metrics, b.rank()), pm_(a.num_params) {
+        telemetry_(o.metrics, b.rank()), pm_(a.num_params), coll_(*dp_, b, o.check_collectives),
+        copies_(coll_, a_, ranges_, pm_, layer_codec_, o.average_optimizer_state ? a.state_slots : 0) {
     const int L = m.num_layers();
     for (auto* l : m.layers()) {
       meta_.push_back({l->name, l->kind(), l->num_params(), 4 * (l->num_params() + l->num_buffers())});
@@ -82,9 +71,6 @@ class LayerSync : public SyncEngine {
 
   ~LayerSync() override {
     try {
-      for (auto& d : delayed_)
-        for (auto& w : d.works)
-          if (w) w->wait();
     } catch (...) {
     }
   }
@@ -94,7 +80,8 @@ class LayerSync : public SyncEngine {
   void begin_step(int64_t step) override {
     step_ = step;
     t_bwd_ = now_s();  // blocking averages made here (switch, lock-step entry) are logged relative to this
-    stats_ = {};
+    coll_.stats() = {};
+    coll_.set_step(step);
     agreed_anomalies_ = 0;
     apply_agreed_votes();
     merge_delayed(/*all=*/false);
@@ -169,9 +156,9 @@ class LayerSync : public SyncEngine {
     for (auto& f : inflight_)
       for (auto& w : f.works) w->wait();
     const double t1 = now_s();
-    stats_.exposed_ms += (t1 - t0) * 1e3;
+    coll_.stats().exposed_ms += (t1 - t0) * 1e3;
     for (auto& f : inflight_)
-      if (f.record >= 0) apply_record(instep_[size_t(f.record)], /*in_step=*/true);
+      if (f.record >= 0) copies_.apply(instep_[size_t(f.record)], /*in_step=*/true);
     end_of_backward(t1);
   }
 
@@ -184,10 +171,10 @@ class LayerSync : public SyncEngine {
       const double t0 = now_s();
       for (auto& w : f.works) w->wait();
       waited += now_s() - t0;
-      if (f.record >= 0) apply_record(instep_[size_t(f.record)], /*in_step=*/true);
+      if (f.record >= 0) copies_.apply(instep_[size_t(f.record)], /*in_step=*/true);
       for (int l = f.bucket.hi; l >= f.bucket.lo; --l) update(l);
     }
-    stats_.exposed_ms += waited * 1e3;
+    coll_.stats().exposed_ms += waited * 1e3;
     end_of_backward(now_s());
   }
 
@@ -219,7 +206,7 @@ class LayerSync : public SyncEngine {
       const double t0 = now_s();
       if (merge_.delay > 0 || merge_.transforms()) periodic_average();
       else average_all(true, /*log=*/true);
-      stats_.exposed_ms += (now_s() - t0) * 1e3;
+      coll_.stats().exposed_ms += (now_s() - t0) * 1e3;
       std::fill(stale_.begin(), stale_.end(), 0);
     }
     if (policy_->profile_steps() > 0 && step_ + 1 == policy_->profile_steps()) finish_profile();
@@ -231,7 +218,7 @@ class LayerSync : public SyncEngine {
     average_all(false);
   }
 
-  StepCommStats step_stats() const override { return stats_; }
+  StepCommStats step_stats() const override { return coll_.stats(); }
 
   void report_anomaly() override { local_anomaly_ = true; }
   int agreed_anomalies() const override { return agreed_anomalies_; }
@@ -262,22 +249,7 @@ class LayerSync : public SyncEngine {
     controls_.save(w);
     // Delayed averages in flight: their all-reduces are finished now; theta(t) and avg(theta(t)) are kept, to be
     // merged at the same step after a resume.
-    w.put<uint32_t>(uint32_t(delayed_.size()));
-    for (auto& d : delayed_) {
-      for (auto& wk : d.works)
-        if (wk) wk->wait();
-      w.put<int64_t>(d.step);
-      w.put<int64_t>(d.merge_step);
-      w.put<int32_t>(d.bucket.lo);
-      w.put<int32_t>(d.bucket.hi);
-      w.put<int32_t>(int32_t(d.bucket.action));
-      w.put<uint8_t>(d.transformed);
-      w.put<int64_t>(d.bytes);
-      for (size_t i = 0; i < d.parts.size(); ++i) {
-        w.put_floats(d.orig[i].data(), d.orig[i].size());
-        w.put_floats(d.avg[i].data(), d.avg[i].size());
-      }
-    }
+    copies_.save(w);
     w.put_bools(has_prev_);
     w.put_floats(prev_grads_.data(), signals_on_ ? prev_grads_.size() : 0);
     profile_.save(w);
@@ -306,33 +278,7 @@ class LayerSync : public SyncEngine {
     if (stale.size() != stale_.size()) throw UsageError("checkpoint: engine state is for another model");
     stale_ = stale;
     controls_.load(r, generation_, layout_);
-    delayed_.clear();
-    const uint32_t n_delayed = r.get<uint32_t>();
-    if (n_delayed > uint32_t(m_.num_layers())) throw UsageError("checkpoint: engine state holds too many delayed averages");
-    for (uint32_t i = 0; i < n_delayed; ++i) {
-      Delayed d;
-      d.step = r.get<int64_t>();
-      d.merge_step = r.get<int64_t>();
-      const int lo = r.get<int32_t>(), hi = r.get<int32_t>(), action = r.get<int32_t>();
-      if (lo < 0 || hi < lo || hi >= m_.num_layers() || !averages_params(Action(action)))
-        throw UsageError("checkpoint: engine state holds a malformed delayed average");
-      d.bucket.lo = lo, d.bucket.hi = hi, d.bucket.action = Action(action);
-      d.transformed = r.get<uint8_t>() != 0;
-      d.bytes = r.get<int64_t>();
-      if (d.transformed && !pm_.active()) throw UsageError("checkpoint: engine state holds a transformed average for a policy without one");
-      d.bucket.param_off = ranges_[size_t(lo)].param_off;
-      d.bucket.param_n = ranges_[size_t(hi)].param_off + ranges_[size_t(hi)].param_n - d.bucket.param_off;
-      d.bucket.buffer_off = ranges_[size_t(lo)].buffer_off;
-      d.bucket.buffer_n = ranges_[size_t(hi)].buffer_off + ranges_[size_t(hi)].buffer_n - d.bucket.buffer_off;
-      d.parts = bucket_parts(d.bucket, true, o_.average_optimizer_state ? a_.state_slots : 0, a_.num_params);
-      for (auto& part : d.parts) {
-        d.orig.emplace_back(size_t(part.n));
-        d.avg.emplace_back(size_t(part.n));
-        r.get_floats(d.orig.back().data(), d.orig.back().size());
-        r.get_floats(d.avg.back().data(), d.avg.back().size());
-      }
-      delayed_.push_back(std::move(d));
-    }
+    copies_.load(r, m_.num_layers());
     auto has_prev = r.get_bools();
     if (signals_on_) has_prev_ = has_prev;
     r.get_floats(prev_grads_.data(), signals_on_ ? prev_grads_.size() : 0);
@@ -425,47 +371,22 @@ class LayerSync : public SyncEngine {
     }
   }
 
-  void fingerprint(const char* what, int64_t n) {
-    if (!o_.check_collectives) return;
-    std::ostringstream s;
-    s << "#" << seq_ << " step " << step_ << " " << what << " floats=" << n;
-    auto all = b_.allgather(s.str());
-    for (size_t r = 0; r < all.size(); ++r)
-      if (all[r] != all[b_.rank()])
-        throw std::runtime_error("--check-collectives: collective mismatch: rank " + std::to_string(b_.rank()) +
-                                 " issues '" + all[b_.rank()] + "' but rank " + std::to_string(r) + " issues '" +
-                                 all[r] + "'");
-  }
-
-  // `ready_layer`: see DataPath::allreduce (>= 0 from the hook).
   WorkPtr allreduce(Backend& g, float* p, int64_t n, const char* what, int ready_layer = -1) {
-    fingerprint(what, n);
-    ++seq_;
-    stats_.bytes += 4 * n;
-    ++stats_.collectives;
-    return dp_->allreduce(g, p, size_t(n), ReduceOp::Avg, ready_layer);
+    return coll_.average(g, p, n, what, ready_layer);
   }
   WorkPtr allreduce(float* p, int64_t n, const char* what) { return allreduce(b_, p, n, what); }
-
-  float* arena(const BucketPart& p) const {
-    switch (p.arena) {
-      case Arena::Grads: return a_.grads + p.off;
-      case Arena::Params: return a_.params + p.off;
-      case Arena::Buffers: return a_.buffers + p.off;
-      case Arena::OptState: return a_.opt_state + p.off;
-    }
-    return nullptr;
-  }
+  float* arena(const BucketPart& p) const { return arena_ptr(a_, p); }
+  Backend& group_of(const Bucket& bk) { return bk.action == Action::AverageGroup ? *intra_ : b_; }
 
   void launch(const Bucket& bk) {
     if (delayed_now_[size_t(bk.lo)]) {
-      delayed_.push_back(launch_copy(bk, step_ + merge_.delay, bk.lo));
+      copies_.defer(copies_.launch(group_of(bk), bk, step_, step_ + merge_.delay, t_bwd_, bk.lo));
       return;
     }
     if (pm_.active() && averages_params(bk.action)) {
       // A transformed in-step average: on copies, finished (outer step / anchor + delta) before the update.
-      instep_.push_back(launch_copy(bk, step_, bk.lo));
-      const Delayed& d = instep_.back();
+      instep_.push_back(copies_.launch(group_of(bk), bk, step_, step_, t_bwd_, bk.lo));
+      const CopyAverage& d = instep_.back();
       inflight_.push_back(InFlight{bk, d.works, d.launch_s, d.bytes, int(instep_.size()) - 1});
       return;
     }
@@ -476,92 +397,21 @@ class LayerSync : public SyncEngine {
     inflight_.push_back(std::move(f));
   }
 
-  // An average on copies of the bucket's parameters (buffers, optimizer state): theta(t) is kept in `orig`, the
-  // average formed in `avg` (for a transformed average, the Params part's payload from ParamMerge, averaged plainly
-  // or compressed). delay=T: the layers go on training locally and take the correction avg(theta(t)) - theta(t) at
-  // the start of step t + T (merge_delayed); in-step: avg replaces them before their update (apply_record).
-  Delayed launch_copy(const Bucket& bk, int64_t merge_step, int ready_layer) {
-    Delayed d;
-    d.bucket = bk;
-    d.step = step_;
-    d.merge_step = merge_step;
-    d.launch_s = now_s();
-    d.t_bwd = t_bwd_;
-    d.transformed = pm_.active();
-    d.parts = bucket_parts(bk, true, o_.average_optimizer_state ? a_.state_slots : 0, a_.num_params);
-    Backend& g = bk.action == Action::AverageGroup ? *intra_ : b_;
-    int64_t bytes = 0;
-    bool compressed_any = false;
-    for (auto& part : d.parts) {
-      const float* x = arena(part);
-      d.orig.emplace_back(x, x + part.n);
-      d.avg.emplace_back(x, x + part.n);
-      float* buf = d.avg.back().data();
-      if (d.transformed && part.arena == Arena::Params) {
-        pm_.payload(x, part.off, part.n, buf);
-        if (pm_.codec() != Codec::None) {
-          // One compressed average per run of adjacent layers with the same codec (compress=auto mixes them).
-          for (int l = bk.lo; l <= bk.hi;) {
-            int e = l;
-            while (e < bk.hi && layer_codec_[size_t(e + 1)] == layer_codec_[size_t(l)]) ++e;
-            const int64_t off = ranges_[size_t(l)].param_off;
-            const int64_t n = ranges_[size_t(e)].param_off + ranges_[size_t(e)].param_n - off;
-            if (n > 0) d.works.push_back(compressed(g, layer_codec_[size_t(l)], buf + (off - part.off), off, n, &bytes));
-            l = e + 1;
-          }
-          compressed_any = true;
-          continue;
-        }
-      }
-      bytes += 4 * part.n;
-      d.works.push_back(allreduce(g, buf, part.n, part.what, ready_layer));
-    }
-    if (compressed_any) d.bytes = bytes;
-    return d;
-  }
-
-  // The compressed average of a Params part, in place on its payload `buf`.
-  WorkPtr compressed(Backend& g, Codec c, float* buf, int64_t off, int64_t n, int64_t* bytes) {
-    fingerprint(c == Codec::Int8 ? "average-params-int8" : "average-params-bf16", n);
-    ++seq_;
-    const int64_t sent = compressed_bytes(c, size_t(n), g.size());
-    stats_.bytes += sent;
-    *bytes += sent;
-    ++stats_.collectives;
-    return compressed_average(g, c, buf, size_t(n), pm_.residual_send(off), pm_.residual_owner(off), buf);
-  }
-
-  // A completed average on copies becomes the layers' value: in-step, avg replaces them; delayed, the correction
-  // avg - theta(t) is added to what they learnt since. A transformed Params part is first finished by ParamMerge.
-  void apply_record(Delayed& d, bool in_step) {
-    for (size_t i = 0; i < d.parts.size(); ++i) {
-      float* x = arena(d.parts[i]);
-      float* avg = d.avg[i].data();
-      if (d.transformed && d.parts[i].arena == Arena::Params) pm_.finish(d.parts[i].off, d.parts[i].n, avg);
-      if (in_step) {
-        std::copy(avg, avg + d.parts[i].n, x);
-        continue;
-      }
-      const float* orig = d.orig[i].data();
-      for (int64_t j = 0; j < d.parts[i].n; ++j) x[j] += avg[j] - orig[j];
-    }
-  }
-
   // localsgd with delay= or a transform: the whole-model average after the update of this step, on copies; blocking
   // and applied at once (delay=0) or merged at the start of step + delay.
   void periodic_average() {
     std::vector<bool> local(m_.num_layers());
     for (int l = 0; l < m_.num_layers(); ++l) local[l] = !lockstep_[l];
-    std::vector<Delayed> sent;
+    std::vector<CopyAverage> sent;
     for (auto& bk : plan_average(local, ranges_, o_.bucket_cap_bytes))
-      sent.push_back(launch_copy(bk, step_ + merge_.delay, -1));
+      sent.push_back(copies_.launch(b_, bk, step_, step_ + merge_.delay, t_bwd_, -1));
     if (merge_.delay > 0) {
-      for (auto& d : sent) delayed_.push_back(std::move(d));
+      for (auto& d : sent) copies_.defer(std::move(d));
       return;
     }
     for (auto& d : sent) {
       for (auto& w : d.works) w->wait();
-      apply_record(d, /*in_step=*/true);
+      copies_.apply(d, /*in_step=*/true);
       InFlight f{d.bucket, {}, d.launch_s, d.bytes};
       f.works = d.works;
       log_sync_event(f, now_s(), step_, t_bwd_);
@@ -571,15 +421,14 @@ class LayerSync : public SyncEngine {
   // Merges the delayed averages due by this step (all of them when `all`: before a switch, a fallback, a lock-step
   // entry, the end), oldest first: theta += avg(theta(t)) - theta(t).
   void merge_delayed(bool all) {
-    while (!delayed_.empty() && (all || delayed_.front().merge_step <= step_)) {
-      Delayed d = std::move(delayed_.front());
-      delayed_.pop_front();
+    while (copies_.due(step_, all)) {
+      CopyAverage d = copies_.pop();
       const double t0 = now_s();
       double end = 0;
       for (auto& w : d.works)
         if (w) w->wait(), end = std::max(end, w->end_time());
-      stats_.exposed_ms += (now_s() - t0) * 1e3;
-      apply_record(d, /*in_step=*/false);
+      coll_.stats().exposed_ms += (now_s() - t0) * 1e3;
+      copies_.apply(d, /*in_step=*/false);
       if (o_.metrics && d.t_bwd > 0) {
         InFlight f{d.bucket, {}, d.launch_s, d.bytes};
         log_sync_event(f, end > 0 ? end : now_s(), d.step, d.t_bwd);
@@ -595,9 +444,9 @@ class LayerSync : public SyncEngine {
   void average_all(bool count_stats, bool log = false) {
     std::vector<bool> local(m_.num_layers());
     for (int l = 0; l < m_.num_layers(); ++l) local[l] = !lockstep_[l];
-    const int64_t bytes0 = stats_.bytes;
+    const int64_t bytes0 = coll_.stats().bytes;
     average_layers(local, o_.average_optimizer_state, /*all_buffers=*/true, log);
-    if (!count_stats) stats_.bytes = bytes0;
+    if (!count_stats) coll_.stats().bytes = bytes0;
   }
 
   // Blocking average of the parameters of the chosen layers (and, optionally, their optimizer state); buffers
@@ -655,8 +504,7 @@ class LayerSync : public SyncEngine {
     if (o_.anomaly_votes) votes_[k++] = local_anomaly_ ? 1.0f : 0.0f;
     local_anomaly_ = false;
     for (size_t l = 0; l < auto_votes_; ++l) votes_[k++] = float(signals_.cos_prev[l]);
-    fingerprint("control", int64_t(votes_.size()));
-    ++seq_;
+    coll_.fingerprint("control", int64_t(votes_.size()));
     controls_.cast(step_, generation_, layout_, votes_.data(), *dp_, b_);
   }
 
@@ -664,7 +512,7 @@ class LayerSync : public SyncEngine {
   void apply_agreed_votes(bool all = false) {
     double waited = 0;
     auto due = controls_.due(step_, vote_lag_, all, &waited);
-    stats_.exposed_ms += waited * 1e3;
+    coll_.stats().exposed_ms += waited * 1e3;
     for (auto& c : due) apply_votes(c);
   }
 
@@ -760,9 +608,8 @@ class LayerSync : public SyncEngine {
   std::vector<double> ready_;
   SelfProfile profile_;
   SyncTelemetry telemetry_;
-  int64_t step_ = 0, seq_ = 0;
+  int64_t step_ = 0;
   double t_bwd_ = 0;
-  StepCommStats stats_;
   std::vector<std::string> hosts_;
   std::string policy_spec_;
   size_t policy_votes_ = 0;
@@ -780,8 +627,7 @@ class LayerSync : public SyncEngine {
   std::vector<bool> has_prev_;
   ControlQueue controls_;
   ControlLayout layout_;
-  std::deque<Delayed> delayed_;
-  std::vector<Delayed> instep_;  // this step's transformed in-step averages (InFlight::record)
+  std::vector<CopyAverage> instep_;  // this step's transformed in-step averages (InFlight::record)
   int launched_ = 0;             // buckets of this step's plan launched so far (in plan order)
   // compress=auto: the codec of each layer, and its measurement (LayerSync::agree_codecs).
   std::vector<Codec> layer_codec_;
@@ -795,6 +641,8 @@ class LayerSync : public SyncEngine {
   std::vector<bool> delayed_now_;  // layers whose average of this step is delayed (updated locally now)
   int vote_lag_ = 1;
   uint64_t generation_ = 0;
+  Collectives coll_;
+  CopyAverages copies_;  // last: its destructor waits for the deferred averages' collectives
 };
 
 }  // namespace
