@@ -103,7 +103,7 @@ measure() {
   [ $# -ge 1 ] || die "measure: give at least one SPEC, e.g. 1gbit 1gbit,delay=2ms,loss=1%"
   [ -x "$bin" ] || die "measure: no dreamddp binary at $bin (set DREAMDDP)"
   command -v python3 >/dev/null || die "measure: needs python3 (the round-trip probe)"
-  local probe; probe=$(cd "$(dirname "$0")" && pwd)/launch/netprobe.py  # the 2-rank round-trip probe
+  local probe; probe=$(cd "$(dirname "$0")" && pwd)/netem/netprobe.py  # the 2-rank round-trip probe
   local tmp; tmp=$(mktemp -d /tmp/netem-measure-XXXXXX)
   trap 'rm -rf "$tmp"' RETURN
   echo "| --netem SPEC | RTT median / p90 (ms) | busbw $size, $n ranks (GB/s) | forwarder drops (frames) |"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/nn/layer.h"
+#include "core/optim/param_table.h"
 #include "core/tensor/buffer.h"
 
 namespace dd::models {
@@ -24,18 +25,23 @@ struct ForwardResult {
   int64_t predictions = 0; // n (classification) or n*T (language model)
 };
 
-class Model {
+// A model is the optimizer's parameter table (optim::ParamTable): the optimizer sees layer slices, never the model.
+class Model : public optim::ParamTable {
  public:
   virtual ~Model() = default;
   const std::string& name() const { return name_; }
   const std::vector<nn::Layer*>& layers() const { return layers_; }
-  int num_layers() const { return int(layers_.size()); }
+  int num_layers() const override { return int(layers_.size()); }
 
   // Flat arenas: parameters and their gradients (same layout), buffers (BatchNorm running stats).
   FloatBuffer& params() { return params_; }
   FloatBuffer& grads() { return grads_; }
   FloatBuffer& buffers() { return buffers_; }
-  int64_t num_params() const { return int64_t(params_.size()); }
+  int64_t num_params() const override { return int64_t(params_.size()); }
+  optim::LayerSlice layer_slice(int layer) const override {
+    const nn::Layer* l = layers_[size_t(layer)];
+    return {l->params(), l->grads(), l->param_offset(), l->num_params()};
+  }
 
   virtual std::vector<int64_t> input_shape() const = 0;  // per sample: {1,28,28} or {T}
   virtual bool takes_tokens() const { return false; }

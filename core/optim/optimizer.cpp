@@ -8,19 +8,19 @@
 
 namespace dd::optim {
 
-Optimizer::Optimizer(const OptimConfig& cfg, models::Model& model) : cfg_(cfg), model_(model) {
+Optimizer::Optimizer(const OptimConfig& cfg, const ParamTable& table) : cfg_(cfg), table_(table) {
   if (cfg.kind != "sgd" && cfg.kind != "adamw")
     throw UsageError("unknown optimizer '" + cfg.kind + "' (expected sgd or adamw)");
   is_sgd_ = cfg.kind == "sgd";
-  state_.resize(size_t(model.num_params()) * state_slots());
-  steps_.assign(model.num_layers(), 0);
+  state_.resize(size_t(table.num_params()) * state_slots());
+  steps_.assign(table.num_layers(), 0);
 }
 
 void Optimizer::update_layer(int layer, float lr) {
-  const nn::Layer* l = model_.layers()[layer];
-  const int64_t n = l->num_params(), off = l->param_offset();
-  float* p = l->params();
-  float* g = l->grads();
+  const LayerSlice l = table_.layer_slice(layer);
+  const int64_t n = l.count, off = l.offset;
+  float* p = l.params;
+  float* g = l.grads;
   const float wd = cfg_.weight_decay;
   ++steps_[layer];
   // One fused pass each (core/ops/optim_step.cpp): the update and the zeroing of g, threaded for large layers.
@@ -28,7 +28,7 @@ void Optimizer::update_layer(int layer, float lr) {
     ops::sgd_step(p, g, state_.data() + off, n, lr, cfg_.momentum, wd, cfg_.nesterov);
   } else {
     float* m = state_.data() + off;
-    float* v = state_.data() + model_.num_params() + off;
+    float* v = state_.data() + table_.num_params() + off;
     const float b1 = cfg_.beta1, b2 = cfg_.beta2, eps = cfg_.eps;
     const double t = double(steps_[layer]);
     const float bc1 = float(1.0 - std::pow(double(b1), t)), bc2 = float(1.0 - std::pow(double(b2), t));

@@ -4,7 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "core/models/model.h"
+#include "core/optim/param_table.h"
+#include "core/tensor/buffer.h"
 
 namespace dd::optim {
 
@@ -18,7 +19,8 @@ struct OptimConfig {
 
 class Optimizer {
  public:
-  Optimizer(const OptimConfig& cfg, models::Model& model);
+  // `table` (a model) must outlive the optimizer; the state arena is sized here, from its parameter count.
+  Optimizer(const OptimConfig& cfg, const ParamTable& table);
   // theta_l <- theta_l - lr * update(g_l); then zeroes layer l's gradient (so backward can accumulate).
   void update_layer(int layer, float lr);
   // State arena, parameter layout: SGD momentum [P]; AdamW m [P] then v [P]. Averaged as an option of the
@@ -30,7 +32,7 @@ class Optimizer {
 
  private:
   OptimConfig cfg_;
-  models::Model& model_;
+  const ParamTable& table_;
   FloatBuffer state_;
   std::vector<int64_t> steps_;
   bool is_sgd_ = true;

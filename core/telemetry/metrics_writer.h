@@ -1,14 +1,9 @@
 // MetricsWriter: buffers run metrics in memory and publishes OUT/metrics.h5 as atomic snapshots (crash-safe).
 #pragma once
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/telemetry/rows.h"
@@ -45,6 +40,10 @@ struct FlushStats {
 //
 // Threading: append_* / set_* may be called from any thread; they only lock a mutex and copy the row
 // (no HDF5 call on the hot path). All HDF5 work happens on the flush thread or in flush()/close().
+//
+// The parts, one job each: row_buffers.h (what append_* fills), metrics_schema.h (the tables and datasets in
+// the in-memory file), snapshot_publisher.h (atomic publication, the flush thread), resume_merge.h (what a
+// resumed run keeps of the old file).
 class MetricsWriter {
  public:
   // Creates PATH (and publishes an empty-schema file immediately, so an early crash still leaves a file).
@@ -92,21 +91,12 @@ class MetricsWriter {
   const std::string& path() const { return path_; }
 
  private:
-  struct Impl;
-  void flush_thread_main();
-  void flush_now();  // requires hdf5_mutex_
+  struct Impl;  // row buffers, the in-memory file, the flush thread (metrics_writer.cpp)
+  void flush_now();  // requires Impl::hdf5_mutex
 
   std::string path_;
   MetricsWriterOptions opts_;
   std::unique_ptr<Impl> impl_;
-
-  mutable std::mutex hdf5_mutex_;  // serializes all HDF5 access
-  std::mutex stop_mutex_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;
-  bool closed_ = false;
-  std::thread thread_;
-  std::exception_ptr thread_error_;
 };
 
 }  // namespace dd::telemetry

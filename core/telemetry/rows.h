@@ -1,6 +1,7 @@
 // Plain row types appended to metrics.h5 tables; their fields are the HDF5 column names (analysis/README.md).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -79,6 +80,29 @@ struct EventRow {
   int64_t step = 0;
   std::string kind;
   std::string detail;
+};
+
+// One probe kind's share of a flush: the datasets to create (first flush after the declaration) and the
+// finished probe rows, [probe][layer][delay].
+struct ProbeBatch {
+  bool create = false;
+  std::vector<int32_t> delays;
+  int32_t num_layers = 0;
+  std::vector<int64_t> steps;
+  std::vector<float> values;
+};
+
+// What one flush writes: everything appended since the previous flush (RowBuffers::drain, MetricsFile::write).
+struct RowBatch {
+  std::map<std::string, AttrValue> attrs;
+  bool layers_dirty = false;  // /layers is rewritten (with `layers`) only when set
+  std::vector<LayerInfo> layers;
+  std::vector<StepRow> steps;
+  std::vector<SyncEventRow> sync_events;
+  std::vector<EvalRow> evals;
+  std::vector<LayerReadyRow> layer_ready;
+  std::vector<EventRow> events;
+  ProbeBatch probes[2];  // indexed by ProbeKind
 };
 
 }  // namespace dd::telemetry

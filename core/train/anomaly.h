@@ -2,10 +2,11 @@
 // detected after backward and before the update. A layer whose gradient is not finite is not updated this step
 // (lock-step layers see the same all-reduced gradient on every rank, so they all skip it alike); the flag then
 // goes through the control all-reduce and every rank applies the configured action a step or two later.
+// The deferred and the immediate update (--immediate-update) use it alike: admit_layer right before each
+// layer's update, whatever order the updates come in, then finish_step.
 #pragma once
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "core/models/model.h"
 
@@ -14,12 +15,13 @@ namespace dd::train {
 class AnomalyGuard {
  public:
   AnomalyGuard(double spike_factor, int64_t warmup_steps) : spike_(spike_factor), warmup_(warmup_steps) {}
-  // Returns a description of this rank's anomaly ("" if none); marks skip[l] for non-finite layers and zeroes
-  // their gradients. `scan_grads` false checks the loss only (a device run, whose gradients are not on the host;
-  // immediate-update mode checks each layer with layer_finite as its update comes up).
-  std::string check(int64_t step, float loss, models::Model& m, std::vector<bool>& skip, bool scan_grads);
-  // True if layer l's gradient is finite; otherwise zeroes it and, if `what` is empty, says which layer.
-  static bool layer_finite(models::Model& m, int l, std::string& what);
+  // Whether layer l may be updated this step: true if its gradient is finite; otherwise zeroes the gradient
+  // and remembers the layer for finish_step. (Not called on a device, whose gradients are not on the host.)
+  bool admit_layer(models::Model& m, int l);
+  // After the step's updates: this rank's anomaly, "" if none — the lowest-index layer admit_layer refused,
+  // else a non-finite loss, else a loss spike over the EMA. Only a step without an anomaly moves the EMA.
+  // Starts the next step afresh.
+  std::string finish_step(float loss);
   double loss_ema() const { return ema_; }
 
  private:
@@ -27,6 +29,8 @@ class AnomalyGuard {
   int64_t warmup_;
   double ema_ = 0;
   int64_t seen_ = 0;
+  int bad_layer_ = -1;  // lowest-index non-finite layer of this step
+  std::string bad_name_;
 };
 
 }  // namespace dd::train

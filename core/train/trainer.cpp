@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 #include "backends/backend.h"
 #include "core/common/clock.h"
@@ -28,6 +29,7 @@
 #include "core/train/progress.h"
 #include "core/train/run_dir.h"
 #include "core/train/sensitivity.h"
+#include "core/train/step.h"
 #include "core/train/trainer_parts.h"
 
 namespace dd::train {
@@ -115,6 +117,11 @@ struct Trainer::Impl {
   std::unique_ptr<DeviceState> dev;
   std::unique_ptr<sync::SyncEngine> engine;
   bool rank0() const { return cfg.rank == 0; }
+
+  // The parts of run() around the step, each at its point of the loop.
+  void on_agreed_anomaly(int64_t step, int anomalies, int64_t seen_at, RunRecorder& rec, Progress& progress);
+  void checkpoint(int64_t step, RunRecorder& rec, const SensitivityProbe* probe);
+  nlohmann::json evaluate_now(int64_t step);  // the consensus model; the last step first finalizes the engine
 };
 
 Trainer::Trainer(const TrainConfig& cfg, Backend* backend) : impl_(std::make_unique<Impl>()) {
@@ -144,6 +151,159 @@ Trainer::Trainer(const TrainConfig& cfg, Backend* backend) : impl_(std::make_uni
 
 Trainer::~Trainer() = default;
 
+namespace {
+
+// --device cuda: the step computes on the device state; the host model only supplies the layer count.
+class DeviceCompute final : public StepCompute {
+ public:
+  DeviceCompute(DeviceState& dev, const data::Batch& batch, int layers) : dev_(dev), batch_(batch), layers_(layers) {}
+  models::ForwardResult forward() override { return dev_.forward(batch_, true); }
+  void backward(nn::BackwardHook* hook) override { dev_.backward(hook); }
+  void update_layer(int layer, float lr) override { dev_.update_layer(layer, lr); }
+  int num_layers() const override { return layers_; }
+
+ private:
+  DeviceState& dev_;
+  const data::Batch& batch_;
+  int layers_;
+};
+
+// The anomaly guard around the step (--anomaly fallback|stop; both update paths alike): a layer with a
+// non-finite gradient is not updated, and the step's anomaly is reported to the engine (before after_update,
+// whose control votes carry it), written to /events and shown.
+class GuardWatch final : public StepWatch {
+ public:
+  GuardWatch(const TrainConfig& cfg, models::Model& m, bool on_device, sync::SyncEngine* engine,
+             telemetry::MetricsWriter* metrics, Progress& progress)
+      : on_(cfg.anomaly != "off"), scan_(!on_device), rank0_(cfg.rank == 0), m_(m), engine_(engine),
+        metrics_(metrics), progress_(progress), guard_(cfg.anomaly_spike, 20) {}
+  void set_step(int64_t step) { step_ = step; }
+  // This rank saw an anomaly in the previous step (what a single process acts on; ranks agree via the engine).
+  bool take_local_anomaly() { return std::exchange(local_anomaly_, false); }
+
+  bool admit(int l) override { return !on_ || !scan_ || guard_.admit_layer(m_, l); }
+  void after_updates(const models::ForwardResult& fr) override {
+    if (!on_) return;
+    const std::string what = guard_.finish_step(fr.loss);  // on a device only the loss is checked
+    if (what.empty()) return;
+    if (engine_) engine_->report_anomaly();
+    local_anomaly_ = true;
+    if (metrics_) metrics_->append_event(step_, "anomaly-local", what);
+    if (rank0_) progress_.message("anomaly at step " + std::to_string(step_) + " on rank 0: " + what);
+  }
+
+ private:
+  const bool on_, scan_, rank0_;
+  models::Model& m_;
+  sync::SyncEngine* engine_;
+  telemetry::MetricsWriter* metrics_;
+  Progress& progress_;
+  AnomalyGuard guard_;
+  int64_t step_ = 0;
+  bool local_anomaly_ = false;
+};
+
+// Throughput bookkeeping: timed steps start at `warm` (after a short warm-up and any self-profiling steps);
+// evaluation time after it is excluded.
+struct Throughput {
+  int64_t start = 0, warm = 0;
+  double t_start = 0, t_warm = 0;
+  double eval_s = 0, exposed_s = 0, step_s = 0;
+  int64_t comm_bytes = 0;
+  double exposed_fraction() const { return step_s > 0 ? exposed_s / step_s : 0; }
+
+  // A step that ran from t0 to t_end with these communication stats; returns the samples/s so far (over the
+  // timed steps once they started, else since the start).
+  double add_step(const TrainConfig& cfg, int64_t step, double t0, double t_end, const sync::StepCommStats& cs) {
+    comm_bytes += cs.bytes;
+    if (step >= warm) {
+      exposed_s += cs.exposed_ms / 1e3;
+      step_s += t_end - t0;
+    }
+    return step >= warm && t_end > t_warm ? double(step + 1 - warm) * cfg.batch * cfg.world / (t_end - t_warm - eval_s)
+                                          : double(step + 1 - start) * cfg.batch * cfg.world / (t_end - t_start);
+  }
+};
+
+// summary.json: the configuration's key figures, throughput over the timed steps, the last loss and evaluation.
+nlohmann::json run_summary(const TrainConfig& cfg, const std::string& backend, int64_t params, Throughput tp,
+                           float loss, const nlohmann::json& last_eval) {
+  const double t_end = now_s() - tp.eval_s;
+  const int64_t timed_steps = cfg.steps - tp.warm;
+  if (timed_steps <= 0 && cfg.steps - tp.start <= 0) tp.t_warm = tp.t_start;
+  nlohmann::json s;
+  s["model"] = cfg.model;
+  s["policy"] = cfg.policy;
+  s["backend"] = backend;
+  s["device"] = cfg.device;
+  s["world"] = cfg.world;
+  s["batch"] = cfg.batch;
+  s["steps"] = cfg.steps;
+  s["params"] = params;
+  s["threads"] = cfg.threads;
+  s["seed"] = cfg.seed;
+  s["samples_per_s"] = timed_steps > 0 && t_end > tp.t_warm
+                           ? double(timed_steps) * cfg.batch * cfg.world / (t_end - tp.t_warm)
+                           : double(cfg.steps - tp.start) * cfg.batch * cfg.world / (t_end - tp.t_start);
+  s["step_ms"] = timed_steps > 0 ? (t_end - tp.t_warm) / double(timed_steps) * 1e3
+                                 : (t_end - tp.t_start) / double(std::max<int64_t>(1, cfg.steps - tp.start)) * 1e3;
+  s["wall_s"] = t_end - tp.t_start;
+  s["final_loss"] = loss;
+  for (auto& [k, v] : last_eval.items()) s[k] = v;
+  s["comm_bytes"] = tp.comm_bytes;
+  s["exposed_comm_fraction"] = tp.exposed_fraction();
+  return s;
+}
+
+}  // namespace
+
+// An anomaly seen by any rank a step or two ago, agreed through the control all-reduce (a single process: its
+// own of the previous step): stop with a checkpoint, or fall back to lock-step.
+void Trainer::Impl::on_agreed_anomaly(int64_t step, int anomalies, int64_t seen_at, RunRecorder& rec,
+                                      Progress& progress) {
+  const std::string what = std::to_string(anomalies) + " rank(s) saw an anomaly at step " + std::to_string(seen_at);
+  if (cfg.anomaly == "stop") {
+    std::string where = "no --out, no checkpoint";
+    if (!cfg.out.empty()) {
+      if (dev) dev->to_host(*model, *opt);
+      // Without the probe: it has already run this step's before_step, so its state is not "after step - 1";
+      // a resume re-measures nothing of the open probe, which the metrics import drops.
+      write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step - 1, *model, *opt, engine.get());
+      where = "checkpoint " + checkpoint_path(cfg.out, cfg.rank);
+    }
+    if (auto* w = rec.metrics()) w->append_event(seen_at, "anomaly", what + "; stop (" + where + ")");
+    rec.finish_partial();
+    throw AnomalyStop(what + "; " + where);
+  }
+  const std::string window = std::to_string(cfg.anomaly_window) + " steps";
+  if (auto* w = rec.metrics()) w->append_event(seen_at, "anomaly", what + "; fallback to lock-step for " + window);
+  if (rank0()) progress.message("anomaly: " + what + "; averaging once, then lock-step for " + window);
+  if (engine) engine->fallback(cfg.anomaly_window);
+}
+
+void Trainer::Impl::checkpoint(int64_t step, RunRecorder& rec, const SensitivityProbe* probe) {
+  if (dev) dev->to_host(*model, *opt);
+  write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step, *model, *opt, engine.get(), probe);
+  // Publish the metrics up to this step too: a resume from this checkpoint continues them.
+  if (auto* w = rec.metrics()) {
+    w->append_event(step, "checkpoint", checkpoint_path(cfg.out, cfg.rank));
+    w->flush();
+  }
+}
+
+nlohmann::json Trainer::Impl::evaluate_now(int64_t step) {
+  if (step + 1 == cfg.steps && engine) engine->finalize();
+  if (!dev) return evaluate(*model, test, cfg, engine.get());
+  nlohmann::json ev;  // the consensus is formed on the device; the host model evaluates a copy of it
+  auto on_host = [&] {
+    dev->params_to_host(*model);
+    ev = evaluate(*model, test, cfg, nullptr);
+  };
+  if (engine) engine->with_consensus(on_host);
+  else on_host();
+  return ev;
+}
+
 nlohmann::json Trainer::run() {
   auto& I = *impl_;
   auto& cfg = I.cfg;
@@ -163,177 +323,74 @@ nlohmann::json Trainer::run() {
   if (probe) probe->attach(rec.metrics());
   if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get());
   rec.set_hosts(I.engine ? I.engine->hosts() : std::vector<std::string>{});
-  int64_t start = 0;
+  Throughput tp;
   if (!cfg.resume.empty()) {
     // Again, now with the engine (its construction broadcast rank 0's parameters over the loaded ones); the
     // probe's state is loaded already.
-    start = read_checkpoint(resume_file, cfg, model, *I.opt, I.engine.get()) + 1;
+    tp.start = read_checkpoint(resume_file, cfg, model, *I.opt, I.engine.get()) + 1;
     if (I.dev) I.dev->from_host(model, *I.opt);
-    if (I.rank0()) progress.message("resumed from " + resume_file + " after step " + std::to_string(start - 1));
+    if (I.rank0()) progress.message("resumed from " + resume_file + " after step " + std::to_string(tp.start - 1));
   }
-  AnomalyGuard guard(cfg.anomaly_spike, 20);
-  std::vector<bool> skip(model.num_layers(), false);
-  bool local_anomaly = false;
+  sync::SyncEngine* engine = I.engine.get();
+  GuardWatch guard(cfg, model, I.dev != nullptr, engine, rec.metrics(), progress);
   std::vector<int64_t> idx(cfg.batch);
+  models::Input in;  // this step's batch as the host model sees it (refilled every step)
+  HostCompute host(model, *I.opt, in);
+  std::unique_ptr<DeviceCompute> device;
+  if (I.dev) device = std::make_unique<DeviceCompute>(*I.dev, I.batch, model.num_layers());
+  StepCompute& compute = device ? static_cast<StepCompute&>(*device) : host;
   // Timed steps start after a short warm-up, and never before a self-profiling policy (dreamddp) has finished
   // its lock-step profiling steps: those run at ddp's speed and are not the policy's throughput.
   auto timing_policy = sync::make_policy(sync::PolicySpec::parse(cfg.policy));
   timing_policy->setup(sync::layer_metas(model.layers()), cfg.world);  // profile=DIR: no profiling steps
   const int64_t profile_end = timing_policy->profile_steps();
-  int64_t warm = start + std::min<int64_t>(5, (cfg.steps - start) / 10);
-  if (profile_end > warm && profile_end < cfg.steps) warm = profile_end;
-  double t_start = now_s(), t_warm = t_start;
+  tp.warm = tp.start + std::min<int64_t>(5, (cfg.steps - tp.start) / 10);
+  if (profile_end > tp.warm && profile_end < cfg.steps) tp.warm = profile_end;
+  tp.t_start = tp.t_warm = now_s();
   float loss = NAN;
-  double exposed_total = 0, step_total = 0;
-  double eval_s = 0;  // evaluation time after warm-up, excluded from throughput
-  int64_t comm_bytes = 0;
   nlohmann::json last_eval;
-  for (int64_t step = start; step < cfg.steps; ++step) {
-    if (step == warm) t_warm = now_s();
-    double t0 = now_s();
+  for (int64_t step = tp.start; step < cfg.steps; ++step) {
+    if (step == tp.warm) tp.t_warm = now_s();
+    const double t0 = now_s();
     I.sharder->indices(step, idx.data());
     data::gather(I.train, idx.data(), cfg.batch, &I.batch);
     if (step == cfg.inject_nan && cfg.rank == 0) I.batch.xf[0] = NAN;  // testing the anomaly guard: bad data
-    models::Input in = make_input(I.batch);
+    in = make_input(I.batch);
     if (probe) probe->before_step(step, in);
-    if (I.engine) I.engine->begin_step(step);
-    // An anomaly seen by any rank a step or two ago, agreed through the control all-reduce.
-    const int anomalies = I.engine ? I.engine->agreed_anomalies() : (local_anomaly ? 1 : 0);
-    const int64_t seen_at = I.engine ? I.engine->agreed_anomaly_step() : step - 1;
-    local_anomaly = false;
-    if (anomalies > 0 && cfg.anomaly != "off") {
-      const std::string what = std::to_string(anomalies) + " rank(s) saw an anomaly at step " + std::to_string(seen_at);
-      if (cfg.anomaly == "stop") {
-        std::string where = "no --out, no checkpoint";
-        if (!cfg.out.empty()) {
-          if (I.dev) I.dev->to_host(model, *I.opt);
-          // Without the probe: it has already run this step's before_step, so its state is not "after step - 1";
-          // a resume re-measures nothing of the open probe, which the metrics import drops.
-          write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step - 1, model, *I.opt, I.engine.get());
-          where = "checkpoint " + checkpoint_path(cfg.out, cfg.rank);
-        }
-        if (auto* w = rec.metrics()) w->append_event(seen_at, "anomaly", what + "; stop (" + where + ")");
-        rec.finish_partial();
-        throw AnomalyStop(what + "; " + where);
-      }
-      if (auto* w = rec.metrics()) w->append_event(seen_at, "anomaly", what + "; fallback to lock-step for " + std::to_string(cfg.anomaly_window) + " steps");
-      if (I.rank0()) progress.message("anomaly: " + what + "; averaging once, then lock-step for " + std::to_string(cfg.anomaly_window) + " steps");
-      if (I.engine) I.engine->fallback(cfg.anomaly_window);
-    }
-    double t1 = now_s();
-    auto fr = I.dev ? I.dev->forward(I.batch, true) : model.forward(in, true);
-    double t2 = now_s();
-    if (I.engine) I.engine->begin_backward();
-    if (I.dev) I.dev->backward(I.engine.get());
-    else model.backward(I.engine.get());
-    double t3 = now_s();
+    if (engine) engine->begin_step(step);
+    const bool local_anomaly = guard.take_local_anomaly();
+    const int anomalies = engine ? engine->agreed_anomalies() : (local_anomaly ? 1 : 0);
+    if (anomalies > 0 && cfg.anomaly != "off")
+      I.on_agreed_anomaly(step, anomalies, engine ? engine->agreed_anomaly_step() : step - 1, rec, progress);
+
+    // The step (core/train/step.h): forward, backward with the hook, sync wait and update, after-update.
     const float lr = I.sched.at(step);
-    auto update = [&](int l, float lr_l) {
-      if (I.dev) I.dev->update_layer(l, lr_l);
-      else I.opt->update_layer(l, lr_l);
-    };
-    double t4;
-    // One anomaly rule for both update paths: a layer whose gradient is not finite is not updated, and the
-    // anomaly is reported (control all-reduce), logged and shown.
-    std::string what;
-    const bool guard_on = cfg.anomaly != "off";
-    if (I.engine && cfg.immediate_update) {  // layers are updated as their averages arrive, inside the wait
-      t4 = now_s();
-      I.engine->finish_backward_and_update([&](int l) {
-        if (guard_on && !I.dev && !AnomalyGuard::layer_finite(model, l, what)) return;
-        update(l, lr * I.engine->lr_factor(l));
-      });
-      if (guard_on) {
-        const std::string loss_what = guard.check(step, fr.loss, model, skip, false);
-        if (what.empty()) what = loss_what;
-      }
-    } else {
-      if (I.engine) I.engine->finish_backward();
-      t4 = now_s();
-      // On a device the gradients are not on the host: the loss is checked there.
-      if (guard_on) what = guard.check(step, fr.loss, model, skip, !I.dev);
-      for (int l = model.num_layers() - 1; l >= 0; --l)
-        if (!guard_on || !skip[l]) update(l, I.engine ? lr * I.engine->lr_factor(l) : lr);
-    }
-    if (!what.empty()) {
-      if (I.engine) I.engine->report_anomaly();
-      local_anomaly = true;
-      if (auto* w = rec.metrics()) w->append_event(step, "anomaly-local", what);
-      if (I.rank0()) progress.message("anomaly at step " + std::to_string(step) + " on rank 0: " + what);
-    }
-    const double t_upd = now_s();
-    if (I.engine) I.engine->after_update();  // its waiting (e.g. Local SGD's blocking average) is exposed comm
-    double t5 = now_s();
-    loss = fr.loss;
-    if (!std::isfinite(loss) && cfg.anomaly == "off") throw std::runtime_error("loss became " + std::to_string(loss) + " at step " +
-                                                       std::to_string(step) + " (try a smaller --lr)");
-    sync::StepCommStats cs;
-    if (I.engine) cs = I.engine->step_stats();
-    comm_bytes += cs.bytes;
-    const double step_s = t5 - t0;
-    if (step >= warm) {
-      exposed_total += cs.exposed_ms / 1e3;
-      step_total += step_s;
-    }
-    const double elapsed = t5 - t_start;
-    const double sps = step >= warm && t5 > t_warm ? double(step + 1 - warm) * cfg.batch * cfg.world / (t5 - t_warm - eval_s)
-                                                   : double(step + 1 - start) * cfg.batch * cfg.world / elapsed;
-    telemetry::StepRow row{step, elapsed, loss, lr, (t2 - t1) * 1e3, (t3 - t2) * 1e3,
-                           (t_upd - t4) * 1e3, cs.exposed_ms, cs.bytes, sps};
-    rec.step(row);
-    if (I.rank0()) progress.update(step, loss, sps, step_total > 0 ? exposed_total / step_total : 0, elapsed);
-    if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !cfg.out.empty()) {
-      if (I.dev) I.dev->to_host(model, *I.opt);
-      write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step, model, *I.opt, I.engine.get(), probe.get());
-      // Publish the metrics up to this step too: a resume from this checkpoint continues them.
-      if (auto* w = rec.metrics()) {
-        w->append_event(step, "checkpoint", checkpoint_path(cfg.out, cfg.rank));
-        w->flush();
-      }
-    }
-    const bool eval_now = (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0) || step + 1 == cfg.steps;
-    if (eval_now) {
-      if (step + 1 == cfg.steps && I.engine) I.engine->finalize();
+    guard.set_step(step);
+    const StepResult r = train_step(compute, engine, lr, cfg.immediate_update, guard);
+
+    loss = r.forward.loss;
+    if (!std::isfinite(loss) && cfg.anomaly == "off")
+      throw std::runtime_error("loss became " + std::to_string(loss) + " at step " + std::to_string(step) +
+                               " (try a smaller --lr)");
+    const sync::StepCommStats cs = engine ? engine->step_stats() : sync::StepCommStats{};
+    const double sps = tp.add_step(cfg, step, t0, r.end_s, cs), elapsed = r.end_s - tp.t_start;
+    rec.step(telemetry::StepRow{step, elapsed, loss, lr, r.forward_ms, r.backward_ms, r.update_ms, cs.exposed_ms,
+                                cs.bytes, sps});
+    if (I.rank0()) progress.update(step, loss, sps, tp.exposed_fraction(), elapsed);
+
+    if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !cfg.out.empty())
+      I.checkpoint(step, rec, probe.get());
+    if ((cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0) || step + 1 == cfg.steps) {
       const double te = now_s();
-      if (!I.dev) {
-        last_eval = evaluate(model, I.test, cfg, I.engine.get());
-      } else {  // the consensus is formed on the device; the host model evaluates a copy of it
-        auto on_host = [&] {
-          I.dev->params_to_host(model);
-          last_eval = evaluate(model, I.test, cfg, nullptr);
-        };
-        if (I.engine) I.engine->with_consensus(on_host);
-        else on_host();
-      }
-      if (step >= warm) eval_s += now_s() - te;
+      last_eval = I.evaluate_now(step);
+      if (step >= tp.warm) tp.eval_s += now_s() - te;
       rec.eval(step, last_eval);
       if (I.rank0()) progress.message(format_eval(step, last_eval));
     }
   }
   progress.done();
-  const double t_end = now_s() - eval_s;
-  nlohmann::json s;
-  s["model"] = cfg.model;
-  s["policy"] = cfg.policy;
-  s["backend"] = I.backend ? I.backend->name() : std::string("none");
-  s["device"] = cfg.device;
-  s["world"] = cfg.world;
-  s["batch"] = cfg.batch;
-  s["steps"] = cfg.steps;
-  s["params"] = model.num_params();
-  s["threads"] = cfg.threads;
-  s["seed"] = cfg.seed;
-  const int64_t timed_steps = cfg.steps - warm;
-  if (timed_steps <= 0 && cfg.steps - start <= 0) t_warm = t_start;
-  s["samples_per_s"] = timed_steps > 0 && t_end > t_warm ? double(timed_steps) * cfg.batch * cfg.world / (t_end - t_warm)
-                                                          : double(cfg.steps - start) * cfg.batch * cfg.world / (t_end - t_start);
-  s["step_ms"] = timed_steps > 0 ? (t_end - t_warm) / double(timed_steps) * 1e3
-                                 : (t_end - t_start) / double(std::max<int64_t>(1, cfg.steps - start)) * 1e3;
-  s["wall_s"] = t_end - t_start;
-  s["final_loss"] = loss;
-  for (auto& [k, v] : last_eval.items()) s[k] = v;
-  s["comm_bytes"] = comm_bytes;
-  s["exposed_comm_fraction"] = step_total > 0 ? exposed_total / step_total : 0.0;
+  nlohmann::json s = run_summary(cfg, I.backend ? I.backend->name() : std::string("none"), model.num_params(), tp,
+                                 loss, last_eval);
   if (!cfg.save_params.empty()) {
     if (I.dev) I.dev->params_to_host(model);
     save_params(model, cfg.save_params, cfg.rank);

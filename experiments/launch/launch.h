@@ -5,15 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "experiments/netem/netem_spec.h"
+
 namespace dd::launch {
 
-// Link shaping applied by --netem RATE[,delay=D][,loss=P].
-struct NetemSpec {
-  double rate_bps = 0;     // token-bucket rate of every link, bits per second
-  double delay_s = 0;      // one-way rank-to-rank latency added by netem (0 = none)
-  double loss_pct = 0;     // packet loss in percent added by netem (0 = none)
-  std::string text;        // the spec as the user wrote it, for messages
-};
+using netem::NetemSpec;  // --netem RATE[,delay=D][,loss=P], parsed by parse_netem below
 
 struct LaunchOptions {
   int nprocs = 0;                    // number of local ranks (-n; nodes * ranks_per_node with --nodes)

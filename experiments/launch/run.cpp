@@ -21,10 +21,10 @@
 #include <stdexcept>
 
 #include "core/common/error.h"
-#include "experiments/launch/emulated_cluster.h"
 #include "experiments/launch/launch.h"
 #include "experiments/launch/rank_group.h"
-#include "experiments/launch/sys_command.h"
+#include "experiments/netem/emulated_cluster.h"
+#include "experiments/netem/sys_command.h"
 
 extern char** environ;
 
@@ -156,7 +156,7 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
     argv.push_back(exe);
     argv.insert(argv.end(), cmd.begin(), cmd.end());
   } else {
-    exe = find_executable(cmd[0]);
+    exe = netem::find_executable(cmd[0]);
     if (exe.empty())
       throw UsageError("cannot run '" + cmd[0] + "': not a dreamddp sub-command (train, bench, profile, "
                        "schedule) and not an executable " + (cmd[0].find('/') != std::string::npos ? "file" : "on PATH"));
@@ -170,8 +170,8 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
     rdzv_dir = std::make_unique<TempDir>();
     rendezvous = "file://" + rdzv_dir->path();
   }
-  std::unique_ptr<EmulatedCluster> cluster;
-  if (o.netem) cluster = std::make_unique<EmulatedCluster>(hosts, *o.netem, o.iface_prefix);
+  std::unique_ptr<netem::EmulatedCluster> cluster;
+  if (o.netem) cluster = std::make_unique<netem::EmulatedCluster>(hosts, *o.netem, o.iface_prefix);
   if (const int sig = signals.take_pending_stop()) return 128 + sig;
   const bool name_hosts = (o.nodes > 0 || o.netem) && can_set_hostname();
   if ((o.nodes > 0 || o.netem) && !name_hosts) {

@@ -7,7 +7,7 @@
 
 #include <set>
 
-#include "experiments/launch/sys_command.h"
+#include "experiments/netem/sys_command.h"
 #include "tests/launch/launch_test_util.h"
 #include "tests/launch/netem_test_util.h"
 
@@ -192,14 +192,14 @@ TEST(LaunchNetem, SigintTearsEverythingDown) {
     const std::string dev = p.substr(p.rfind('/') + 1);
     if (p.rfind("/sys/class/net/ddth", 0) != 0 || before.count(p)) continue;
     ++host_ends;
-    const std::string q = run_command({"tc", "qdisc", "show", "dev", dev}).output;
+    const std::string q = netem::run_command({"tc", "qdisc", "show", "dev", dev}).output;
     EXPECT_NE(q.find("tbf 1: root"), std::string::npos) << dev << ": " << q;
     EXPECT_NE(q.find("rate 1Gbit"), std::string::npos) << dev << ": " << q;
   }
   EXPECT_EQ(host_ends, 2);
   for (int r = 0; r < 2; ++r) {
     const std::string ns = read_file(dir / ("ready." + std::to_string(r)));
-    const std::string q = run_command({"tc", "-n", ns, "qdisc", "show", "dev", "ddteth0"}).output;
+    const std::string q = netem::run_command({"tc", "-n", ns, "qdisc", "show", "dev", "ddteth0"}).output;
     EXPECT_NE(q.find("tbf 1: root"), std::string::npos) << ns << ": " << q;
     EXPECT_NE(q.find("rate 1Gbit"), std::string::npos) << ns << ": " << q;
   }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/launch/sys_command.h"
+#include "experiments/netem/sys_command.h"
 #include "tests/launch/launch_test_util.h"
 
 namespace dd::launch::test {
@@ -22,8 +22,8 @@ inline std::string netem_unavailable() {
   if (geteuid() != 0) return "not root";
   if (!exists(kPython)) return "no /usr/bin/python3";
   const std::string probe = "ddtprobe" + std::to_string(getpid());
-  if (run_command({"ip", "netns", "add", probe}).status != 0) return "`ip netns add` is not permitted here";
-  run_command({"ip", "netns", "del", probe});
+  if (netem::run_command({"ip", "netns", "add", probe}).status != 0) return "`ip netns add` is not permitted here";
+  netem::run_command({"ip", "netns", "del", probe});
   return "";
 }
 
@@ -54,7 +54,7 @@ inline std::vector<std::string> netem_args(const std::string& spec, int n, const
           kPython, script, dir};
 }
 
-// The shared two-rank link probe (experiments/launch/netprobe.py: echo, rtt, bulk) under --netem SPEC; it writes
+// The shared two-rank link probe (experiments/netem/netprobe.py: echo, rtt, bulk) under --netem SPEC; it writes
 // its results into DIR.
 inline std::vector<std::string> netprobe_args(const std::string& spec, const std::string& dir,
                                               const std::vector<std::string>& probe) {

@@ -14,6 +14,7 @@
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
 #include "core/sync/layer_sync.h"
+#include "core/train/step.h"
 
 namespace dd::testing_harness {
 
@@ -43,18 +44,20 @@ inline void run_ranks(int world, const std::function<void(int, Backend&)>& fn, d
     if (e) std::rethrow_exception(e);
 }
 
-// One training step through the engine, as the trainer does it. `after_sync`, when given, runs between the
-// step's synchronization and its update (where the sync semantics are observable).
+// One training step through the engine: the trainer's own step function (core/train/step.h). `after_sync`, when
+// given, runs between the step's synchronization and its update (where the sync semantics are observable).
 inline void engine_step(models::Model& m, optim::Optimizer& opt, sync::SyncEngine& e, const models::Input& in,
                         int64_t step, float lr, const std::function<void()>& after_sync = {}) {
+  struct AfterSync final : train::StepWatch {
+    const std::function<void()>& fn;
+    explicit AfterSync(const std::function<void()>& f) : fn(f) {}
+    void after_sync() override {
+      if (fn) fn();
+    }
+  } watch(after_sync);
+  train::HostCompute compute(m, opt, in);
   e.begin_step(step);
-  m.forward(in, true);
-  e.begin_backward();
-  m.backward(&e);
-  e.finish_backward();
-  if (after_sync) after_sync();
-  for (int l = m.num_layers() - 1; l >= 0; --l) opt.update_layer(l, lr * e.lr_factor(l));
-  e.after_update();
+  train::train_step(compute, &e, lr, /*immediate_update=*/false, watch);
 }
 
 // Parameters then buffers, as one vector.

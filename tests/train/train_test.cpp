@@ -231,6 +231,45 @@ static void expect_nan_fallback(bool immediate_update) {
 TEST(Anomaly, InjectedNanTriggersFallbackAndTheRunConverges) { expect_nan_fallback(false); }
 TEST(Anomaly, ImmediateUpdateObeysTheGuard) { expect_nan_fallback(true); }
 
+// What an anomaly run leaves: every /events row ("kind step detail" per line) and rank 0's final parameters.
+struct AnomalyRun {
+  std::string events;
+  std::string params;
+};
+
+// Two cnn ranks with bad data on rank 0 at step 10. In the cnn the NaN reaches every layer's gradient (through
+// BatchNorm's batch statistics), so which layer a report names depends on the order the layers are checked in.
+static AnomalyRun cnn_nan_run(bool immediate_update) {
+  std::string d = tmpdir(immediate_update ? "anomaly_cnn_immediate" : "anomaly_cnn");
+  auto c = base("cnn", 30);
+  c.data = "fashion-mnist";
+  c.policy = "plsgd:h=2";
+  c.immediate_update = immediate_update;
+  c.inject_nan = 10;
+  c.anomaly_window = 5;
+  c.out = d + "/run";
+  c.save_params = d + "/p%r.bin";
+  train::prepare_run_dir(c.out, false, true);
+  run_world(2, c);
+  AnomalyRun run{table_lines(c.out + "/metrics.h5", "events",
+                             "e['kind'].decode() + ' ' + str(e['step']) + ' ' + e['detail'].decode()"),
+                 slurp(d + "/p0.bin")};
+  fs::remove_all(d);
+  return run;
+}
+
+// One guard for both update paths: the same layers skipped (the same final model, bit for bit) and the same
+// anomaly reports, word for word: the layer named is the lowest-index non-finite one, whatever order the
+// immediate path updates the layers in.
+TEST(Anomaly, ImmediateAndDeferredUpdateReportAndSkipAlike) {
+  const AnomalyRun deferred = cnn_nan_run(false), immediate = cnn_nan_run(true);
+  EXPECT_NE(deferred.events.find("anomaly-local 10 non-finite gradient in conv1\n"), std::string::npos)
+      << deferred.events;
+  EXPECT_NE(deferred.events.find("fallback 12 "), std::string::npos) << deferred.events;
+  EXPECT_EQ(immediate.events, deferred.events);
+  EXPECT_EQ(immediate.params, deferred.params);
+}
+
 // anomaly=stop writes a checkpoint and stops with AnomalyStop (exit 4 in the CLI).
 TEST(Anomaly, StopWritesACheckpoint) {
   std::string d = tmpdir("anomaly_stop");

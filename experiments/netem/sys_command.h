@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-namespace dd::launch {
+namespace dd::netem {
 
 struct CommandResult {
   int status = -1;      // exit status, 128+signal when killed, -1 when it could not be started
@@ -23,4 +23,4 @@ std::string join_command(const std::vector<std::string>& argv);
 // Empty when there is none.
 std::string find_executable(const std::string& name);
 
-}  // namespace dd::launch
+}  // namespace dd::netem

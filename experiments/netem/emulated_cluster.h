@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "experiments/launch/launch.h"
-#include "experiments/launch/link_impair.h"
+#include "experiments/netem/netem_spec.h"
+#include "experiments/netem/link_impair.h"
 
-namespace dd::launch {
+namespace dd::netem {
 
 class EmulatedCluster {
  public:
@@ -62,4 +62,4 @@ class EmulatedCluster {
   bool up_ = false;
 };
 
-}  // namespace dd::launch
+}  // namespace dd::netem

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-namespace dd::launch {
+namespace dd::netem {
 
 struct ImpairConfig {
   double delay_s = 0;           // constant one-way delay added to every uplink frame
@@ -61,4 +61,4 @@ class LinkImpair {
   bool running_ = false;
 };
 
-}  // namespace dd::launch
+}  // namespace dd::netem

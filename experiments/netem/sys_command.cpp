@@ -1,5 +1,5 @@
 // Shell-free execution of ip/tc with captured output (posix_spawn, default signal mask in the child).
-#include "experiments/launch/sys_command.h"
+#include "experiments/netem/sys_command.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -14,7 +14,7 @@
 
 extern char** environ;
 
-namespace dd::launch {
+namespace dd::netem {
 
 std::string join_command(const std::vector<std::string>& argv) {
   std::string s;
@@ -95,4 +95,4 @@ void must_run(const std::vector<std::string>& argv) {
                              "): " + r.output);
 }
 
-}  // namespace dd::launch
+}  // namespace dd::netem

@@ -1,7 +1,7 @@
 // LinkImpair (see link_impair.h). Hot loops allocate nothing: the delay line is a preallocated ring of frame
 // slots that recvmmsg fills in place and sendmmsg drains in place; every wait is a ppoll that the stop eventfd
 // interrupts, and every inner loop is bounded by a batch or the ring size.
-#include "experiments/launch/link_impair.h"
+#include "experiments/netem/link_impair.h"
 
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
@@ -24,7 +24,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace dd::launch {
+namespace dd::netem {
 namespace {
 
 constexpr size_t kSlot = 2048;  // bytes per frame slot: an MTU-1500 frame (+VLAN tag) fits, a GSO one does not
@@ -339,4 +339,4 @@ std::string LinkImpair::summary() const {
   return buf;
 }
 
-}  // namespace dd::launch
+}  // namespace dd::netem

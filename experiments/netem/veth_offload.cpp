@@ -1,6 +1,6 @@
 // disable_offloads (see veth_offload.h): legacy SIOCETHTOOL get/set calls, made from a short-lived thread that
 // enters the target network namespace (setns of a network namespace is per thread; the launcher stays put).
-#include "experiments/launch/veth_offload.h"
+#include "experiments/netem/veth_offload.h"
 
 #include <fcntl.h>
 #include <linux/ethtool.h>
@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace dd::launch {
+namespace dd::netem {
 namespace {
 
 // Runs in the worker thread; returns "" on success, else what went wrong.
@@ -75,4 +75,4 @@ void disable_offloads(const std::string& netns_path, const std::string& dev) {
                              "; the userspace delay/loss forwarder needs whole frames");
 }
 
-}  // namespace dd::launch
+}  // namespace dd::netem

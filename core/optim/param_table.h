@@ -1,0 +1,26 @@
+// What an optimizer updates: flat parameter and gradient arenas of one layout, cut into layers. models::Model
+// implements it, so the optimizer needs nothing from core/models (the dependency is models -> optim, never back).
+#pragma once
+#include <cstdint>
+
+namespace dd::optim {
+
+// One layer's slice of the arenas: params[0, count) and grads[0, count) at `offset` floats into the arenas.
+struct LayerSlice {
+  float* params = nullptr;
+  float* grads = nullptr;
+  int64_t offset = 0;
+  int64_t count = 0;
+};
+
+class ParamTable {
+ public:
+  virtual int64_t num_params() const = 0;  // floats in the parameter arena (= the gradient arena)
+  virtual int num_layers() const = 0;
+  virtual LayerSlice layer_slice(int layer) const = 0;
+
+ protected:
+  ~ParamTable() = default;  // not owned through this interface
+};
+
+}  // namespace dd::optim
