@@ -108,7 +108,7 @@ struct Run {
   std::vector<std::vector<float>> final;  // per rank
 };
 
-Run train(const std::string& policy, int world, int steps, const std::string& model = "mlp",
+Run train_ranks(const std::string& policy, int world, int steps, const std::string& model = "mlp",
           std::vector<std::vector<std::vector<float>>>* after_sync = nullptr) {
   ops::set_threads(1);
   auto proto = models::make_model(model, 5);
@@ -150,11 +150,11 @@ Run train(const std::string& policy, int world, int steps, const std::string& mo
 }  // namespace
 
 TEST(TransformedMerge, DefaultsAreTodayBitwiseAndOuterLrOneIsAveraging) {
-  const auto today = train("plsgd:h=2", 2, 8);
-  const auto defaults = train("plsgd:h=2,outer=avg,compress=none,delay=0", 2, 8);
+  const auto today = train_ranks("plsgd:h=2", 2, 8);
+  const auto defaults = train_ranks("plsgd:h=2,outer=avg,compress=none,delay=0", 2, 8);
   EXPECT_EQ(0, std::memcmp(today.final[0].data(), defaults.final[0].data(), 4 * today.final[0].size()));
-  const auto outer1 = train("plsgd:h=2,outer=nesterov:lr=1,momentum=0", 2, 8);
-  const auto outer7 = train("plsgd:h=2,outer=nesterov", 2, 8);
+  const auto outer1 = train_ranks("plsgd:h=2,outer=nesterov:lr=1,momentum=0", 2, 8);
+  const auto outer7 = train_ranks("plsgd:h=2,outer=nesterov", 2, 8);
   double d1 = 0, d7 = 0, scale = 0;
   for (size_t i = 0; i < today.final[0].size(); ++i) {
     d1 = std::max(d1, double(std::fabs(outer1.final[0][i] - today.final[0][i])));
@@ -175,7 +175,7 @@ TEST(TransformedMerge, SyncedLayersAreBitwiseEqualRightAfterTheirSync) {
   const int world = 3, H = 3;
   const std::string spec = "plsgd:h=3,compress=int8,outer=nesterov";
   std::vector<std::vector<std::vector<float>>> after(world);
-  train(spec, world, 2 * H, "cnn", &after);
+  train_ranks(spec, world, 2 * H, "cnn", &after);
   auto proto = models::make_model("cnn", 5);
   auto policy = sync::make_policy(sync::PolicySpec::parse(spec));
   std::vector<sync::LayerMeta> meta;
