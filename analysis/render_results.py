@@ -174,7 +174,7 @@ def _render_beyond_convergence(results, name, what):
             _f(r.get("gap_to_ddp_points"), "%+.2f"), r["comm_mb"], twin))
     out += ["", "%s `%s` — %s; network %s; commit %s. One seed per policy: single runs of the local policies move by "
                 "about a point between seeds (experiments/convergence.sh)." % (
-                    "; ".join(x for x in d.get("sitting", []) if x.startswith("setup:")), d["command"],
+                    "; ".join(dict.fromkeys(x for x in d.get("sitting", []) if x.startswith("setup:"))), d["command"],
                     _machine(d["machine"]), d["network"], d["machine"].get("commit", "?")), ""]
     return "\n".join(out)
 

@@ -2,7 +2,7 @@
 """Collects the issue-15 studies (past DreamDDP: delayed merge, outer optimizer, compression) into results files that
 analysis/render_results.py renders into the README.
 
-  beyond_results.py convergence OUT_DIR RESULTS.json --command "..."   a convergence.sh sitting (cnn or gpt-mini)
+  beyond_results.py convergence OUT_DIR[,OUT_DIR2] RESULTS.json --command "..."   convergence.sh sittings (cnn or gpt-mini)
 
 The convergence document keeps convergence.sh's rows (final test accuracy after the same samples, loss, samples/s,
 MB sent per rank) and adds, per row, the comparison it exists for: the gap to ddp in points, the loss relative to
@@ -34,21 +34,27 @@ def strip_keys(policy, keys):
     return name + (":" + ",".join(items) if items else "")
 
 
-def convergence(out, dest, command):
-    doc = json.load(open(os.path.join(out, "convergence.json")))
-    rows = doc["runs"]
+def convergence(outs, dest, command):
+    """`outs`: one or more convergence.sh directories of one sitting (same setup), rows concatenated."""
+    rows, setup, doc = [], [], None
+    for out in outs.split(","):
+        doc = json.load(open(os.path.join(out, "convergence.json")))
+        rows += doc["runs"]
+        setup += open(os.path.join(out, "sitting.txt")).read().strip().splitlines()
     by = {r["policy"]: r for r in rows}
     ddp = by.get("ddp")
     for r in rows:
         if ddp:
             r["gap_to_ddp_points"] = 100 * (r["test_accuracy"] - ddp["test_accuracy"])
             r["loss_vs_ddp"] = r["test_loss"] / ddp["test_loss"] - 1
-        base = by.get(strip_keys(r["policy"], ("compress", "outer", "delay")))
+        plain = strip_keys(r["policy"], ("compress", "outer", "delay"))
+        # A delay, an outer step or compression turn dreamddp's fill-in off by default: its twin is the bare schedule.
+        twins = [plain + ",fillin=0", plain] if plain.startswith("dreamddp") and "fillin=" not in r["policy"] else [plain]
+        base = next((by[t] for t in twins if t in by), None)
         if base is not None and base is not r:
             r["baseline"] = base["policy"]
             r["bytes_vs_baseline"] = r["comm_mb"] / base["comm_mb"] if base["comm_mb"] else None
             r["gap_to_baseline_points"] = 100 * (r["test_accuracy"] - base["test_accuracy"])
-    setup = open(os.path.join(out, "sitting.txt")).read().strip().splitlines()
     res = {"study": "beyond-convergence", "command": command, "machine": sitting.machine(REPO), "sitting": setup,
            "network": doc["network"], "runs": rows}
     json.dump(res, open(dest, "w"), indent=1)
