@@ -172,10 +172,12 @@ def _render_beyond_convergence(results, name, what):
             r["policy"], r["samples"], r["samples_per_s"], r["test_loss"],
             "-" if r.get("loss_vs_ddp") is None else "%+.1f%%" % (100 * r["loss_vs_ddp"]), 100 * r["test_accuracy"],
             _f(r.get("gap_to_ddp_points"), "%+.2f"), r["comm_mb"], twin))
-    out += ["", "%s `%s` — %s; network %s; commit %s. One seed per policy: single runs of the local policies move by "
-                "about a point between seeds (experiments/convergence.sh)." % (
+    out += ["", "%s. `%s` — collected %s; network %s; runs: %s. One seed per policy: single runs of the local "
+                "policies move by about a point between seeds (experiments/convergence.sh). samples/s come from a "
+                "loaded sitting (studies beside builds): for speed, read the throughput table." % (
                     "; ".join(dict.fromkeys(x for x in d.get("sitting", []) if x.startswith("setup:"))), d["command"],
-                    _machine(d["machine"]), d["network"], d["machine"].get("commit", "?")), ""]
+                    _machine(d["machine"]), d["network"],
+                    "; ".join(dict.fromkeys(x.replace("git: ", "") for x in d.get("sitting", []) if x.startswith("git:")))), ""]
     return "\n".join(out)
 
 

@@ -49,7 +49,7 @@ def convergence(outs, dest, command):
             r["loss_vs_ddp"] = r["test_loss"] / ddp["test_loss"] - 1
         plain = strip_keys(r["policy"], ("compress", "outer", "delay"))
         # A delay, an outer step or compression turn dreamddp's fill-in off by default: its twin is the bare schedule.
-        twins = [plain + ",fillin=0", plain] if plain.startswith("dreamddp") and "fillin=" not in r["policy"] else [plain]
+        twins = [] if plain == r["policy"] else [plain + ",fillin=0", plain] if plain.startswith("dreamddp") and "fillin=" not in r["policy"] else [plain]
         base = next((by[t] for t in twins if t in by), None)
         if base is not None and base is not r:
             r["baseline"] = base["policy"]

@@ -140,19 +140,31 @@ TEST(MultiRankE2E, DdpEqualsOneProcessWithTheGlobalBatch) {
   EXPECT_GT(max_abs_diff(bad, ref.one), 10 * tol) << "a sharding bug went unnoticed by the bound";
 }
 
+// A 2-rank mlp run with --check-collectives and each rank's final parameters saved: (rank 0's, rank 1's, summary).
+struct TwoRankRun {
+  std::string p0, p1, err;
+  nlohmann::json summary;
+};
+TwoRankRun run_two_ranks(const TmpDir& tmp, const std::string& name, const std::string& policy) {
+  const std::string out = tmp / name;
+  auto r = run_dreamddp({"launch", "-n", "2", "--", "train", "--model", "mlp", "--policy", policy, "--steps", "24",
+                         "--batch", "32", "--threads", "1", "--eval-samples", "100", "--check-collectives", "--out",
+                         out, "--save-params", out + "/p%r.bin"},
+                        120);
+  EXPECT_EQ(r.status, 0) << r.describe();
+  TwoRankRun t{read_file(out + "/p0.bin"), read_file(out + "/p1.bin"), r.err, {}};
+  if (r.status == 0) t.summary = read_json(out + "/summary.json");
+  return t;
+}
+
 // delay=T (averages merged T steps later as corrections): delay=0 is today's run bit for bit; with a delay the
 // ranks launch identical collectives (--check-collectives), end with the same model, and train a different
 // trajectory (the delay really happened).
 TEST(MultiRankE2E, DelayedMergeZeroIsTodayAndDelayedRanksAgree) {
   TmpDir tmp;
   auto run = [&](const std::string& name, const std::string& policy) {
-    const std::string out = tmp / name;
-    auto r = run_dreamddp({"launch", "-n", "2", "--", "train", "--model", "mlp", "--policy", policy, "--steps", "24",
-                           "--batch", "32", "--threads", "1", "--eval-samples", "100", "--check-collectives", "--out",
-                           out, "--save-params", out + "/p%r.bin"},
-                          120);
-    EXPECT_EQ(r.status, 0) << r.describe();
-    return std::make_pair(read_file(out + "/p0.bin"), read_file(out + "/p1.bin"));
+    auto t = run_two_ranks(tmp, name, policy);
+    return std::make_pair(t.p0, t.p1);
   };
   const auto today = run("today", "plsgd:h=3");
   const auto zero = run("zero", "plsgd:h=3,delay=0");
@@ -172,15 +184,9 @@ TEST(MultiRankE2E, CompressedAndOuterMergesAgreeAcrossRanksAndShrinkBytes) {
   TmpDir tmp;
   std::string last_err;
   auto run = [&](const std::string& name, const std::string& policy) {
-    const std::string out = tmp / name;
-    auto r = run_dreamddp({"launch", "-n", "2", "--", "train", "--model", "mlp", "--policy", policy, "--steps", "24",
-                           "--batch", "32", "--threads", "1", "--eval-samples", "100", "--check-collectives", "--out",
-                           out, "--save-params", out + "/p%r.bin"},
-                          120);
-    EXPECT_EQ(r.status, 0) << r.describe();
-    last_err = r.err;
-    auto s = read_json(out + "/summary.json");
-    return std::make_tuple(read_file(out + "/p0.bin"), read_file(out + "/p1.bin"), s.at("comm_bytes").get<double>());
+    auto t = run_two_ranks(tmp, name, policy);
+    last_err = t.err;
+    return std::make_tuple(t.p0, t.p1, t.summary.value("comm_bytes", 0.0));
   };
   const auto [plain0, plain1, plain_bytes] = run("plain", "plsgd:h=3");
   const auto [int8_0, int8_1, int8_bytes] = run("int8", "plsgd:h=3,compress=int8");
