@@ -39,12 +39,15 @@ CopyAverage CopyAverages::launch(Backend& g, const Bucket& bk, int64_t step, int
   d.parts = bucket_parts(bk, true, opt_slots_, a_.num_params);
   int64_t bytes = 0;
   bool compressed_any = false;
+  // theta(t) is kept only for a delayed merge (the correction needs it); an in-step average replaces the layers.
+  const bool delayed = merge_step > step;
   for (auto& part : d.parts) {
     const float* x = arena_ptr(a_, part);
-    d.orig.emplace_back(x, x + part.n);
-    d.avg.emplace_back(x, x + part.n);
+    d.orig.emplace_back(delayed ? std::vector<float>(x, x + part.n) : std::vector<float>());
+    const bool payload = d.transformed && part.arena == Arena::Params;
+    d.avg.emplace_back(payload ? std::vector<float>(size_t(part.n)) : std::vector<float>(x, x + part.n));
     float* buf = d.avg.back().data();
-    if (d.transformed && part.arena == Arena::Params) {
+    if (payload) {
       pm_.payload(x, part.off, part.n, buf);
       if (pm_.codec() != Codec::None) {
         // One compressed average per run of adjacent layers with the same codec (compress=auto mixes them).

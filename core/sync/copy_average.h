@@ -24,7 +24,7 @@ struct CopyAverage {
   int64_t step = 0, merge_step = 0;
   double launch_s = 0, t_bwd = 0;  // for its /sync_events row (relative to the backward of `step`)
   std::vector<BucketPart> parts;
-  std::vector<std::vector<float>> orig, avg;  // theta(t) and, once its collectives end, its average
+  std::vector<std::vector<float>> orig, avg;  // theta(t) (delayed only) and, once its collectives end, its average
   std::vector<WorkPtr> works;
   bool transformed = false;  // the Params part goes through ParamMerge (avg holds its payload, then its result)
   int64_t bytes = -1;        // bytes this rank contributed when a part was compressed (else the bucket's)

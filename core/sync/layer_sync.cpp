@@ -95,7 +95,8 @@ class LayerSync : public SyncEngine {
       ++next_switch_;
     }
     const bool lockstep_all = step < policy_->profile_steps() || step < fallback_until_;
-    const std::vector<bool> was_lockstep = lockstep_;
+    std::vector<bool> was_lockstep;
+    if (pm_.active()) was_lockstep = lockstep_;
     const auto entering = decide_step(*policy_, step, lockstep_all, actions_, lockstep_, stale_);
     // A layer leaving lock-step is equal on all ranks now: its anchor for transformed averages.
     if (pm_.active())
@@ -137,7 +138,8 @@ class LayerSync : public SyncEngine {
     // On a device the hook runs when the layer's kernels are queued: profiling steps wait for them to run.
     if (dp_->on_device() && step_ < policy_->profile_steps()) dp_->wait_layer_ready(l);
     ready_[l] = now_s();
-    if (signals_on_) take_signals(l);
+    // compress=auto needs the signals only while it measures; the policy's own, every step.
+    if (signals_on_ && (policy_->wants_signals() || !auto_decided_)) take_signals(l);
     const int bi = trigger_[l];
     if (bi < 0) return;
     // Buckets launch in plan order on every rank (the consistency rule): a model that reports its layers out of

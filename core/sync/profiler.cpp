@@ -56,12 +56,8 @@ LayerProfile measure_profile(models::Model& m, const std::function<models::Input
       }
       p.comm[l] = median(ts);
     }
-    // One profile for all ranks: average, then rank 0's bits everywhere.
-    std::vector<float> v(2 * L);
-    for (int l = 0; l < L; ++l) v[l] = float(p.bp[l]), v[L + l] = float(p.comm[l]);
-    b->allreduce(v.data(), v.size(), ReduceOp::Avg)->wait();
-    b->broadcast(v.data(), v.size(), 0)->wait();
-    for (int l = 0; l < L; ++l) p.bp[l] = v[l], p.comm[l] = v[L + l];
+    HostDataPath host;
+    agree_profile(host, *b, p.bp, p.comm);
   }
   return p;
 }

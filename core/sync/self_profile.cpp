@@ -29,8 +29,15 @@ LayerTimes SelfProfile::finish(DataPath& dp, Backend& b, const std::vector<Layer
   t.backward_s.resize(size_t(L));
   for (int l = 0; l < L; ++l) t.backward_s[size_t(l)] = n_ ? sum_[size_t(l)] / n_ : 0;
   t.comm_s = measure_comm_model(dp, b, layers);
-  std::vector<float> v(2 * size_t(L));
-  for (int l = 0; l < L; ++l) v[size_t(l)] = float(t.backward_s[size_t(l)]), v[size_t(L + l)] = float(t.comm_s[size_t(l)]);
+  agree_profile(dp, b, t.backward_s, t.comm_s);
+  return t;
+}
+
+void agree_profile(DataPath& dp, Backend& b, std::vector<double>& bp, std::vector<double>& comm) {
+  const size_t L = bp.size();
+  if (comm.size() != L) throw std::invalid_argument("agree_profile: backward and comm times differ in length");
+  std::vector<float> v(2 * L);
+  for (size_t l = 0; l < L; ++l) v[l] = float(bp[l]), v[L + l] = float(comm[l]);
   dp.allreduce_host(b, v.data(), v.size(), ReduceOp::Avg)->wait();
   if (!dp.on_device()) {
     b.broadcast(v.data(), v.size(), 0)->wait();
@@ -38,8 +45,7 @@ LayerTimes SelfProfile::finish(DataPath& dp, Backend& b, const std::vector<Layer
     if (b.rank() != 0) std::fill(v.begin(), v.end(), 0.0f);
     dp.allreduce_host(b, v.data(), v.size(), ReduceOp::Sum)->wait();
   }
-  for (int l = 0; l < L; ++l) t.backward_s[size_t(l)] = v[size_t(l)], t.comm_s[size_t(l)] = v[size_t(L + l)];
-  return t;
+  for (size_t l = 0; l < L; ++l) bp[l] = v[l], comm[l] = v[L + l];
 }
 
 void SelfProfile::save(ByteWriter& w) const {

@@ -33,6 +33,10 @@ class SelfProfile {
   int32_t n_ = 0;
 };
 
+// Collective: one profile for every rank (each must compute the same schedule) — the rank average of `bp` and
+// `comm`, then rank 0's floats everywhere. Used by the engine's self-profile and by `dreamddp profile`.
+void agree_profile(DataPath& dp, Backend& b, std::vector<double>& bp, std::vector<double>& comm);
+
 // c(bytes) = alpha + bytes / beta from timed all-reduces of a small and a large buffer (median of 3 after one
 // warm-up each), evaluated at every layer's bytes.
 std::vector<double> measure_comm_model(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers);
