@@ -1,0 +1,98 @@
+// LayerSync's policy in force (layer_sync_engine.h): building it and what depends on it (merge keys, signals, the
+// control vector's layout, hier's sub-group), switching at --switch steps or on a control-file request, the anomaly
+// fallback to lock-step, and handing dreamddp its agreed profile.
+#include <algorithm>
+#include <cstdio>
+
+#include "core/common/error.h"
+#include "core/sync/layer_sync_engine.h"
+#include "core/telemetry/metrics_writer.h"
+
+namespace dd::sync {
+
+void LayerSync::set_policy(const std::string& spec) {
+  ++generation_;  // votes cast under an earlier policy are not handed to this one
+  policy_ = make_policy(PolicySpec::parse(spec));
+  policy_spec_ = spec;
+  policy_->setup(meta_, b_.size());
+  plan_version_ = policy_->plan_version();
+  const int L = m_.num_layers();
+  merge_ = policy_->merge();
+  check_policy_fits_device(*policy_, spec, dp_->on_device());
+  if ((merge_.delay > 0 || merge_.transforms()) && dp_->on_device())
+    throw UsageError("--policy " + spec + ": delay=, outer= and compress= keep host copies of the averaged layers; not on --device cuda");
+  if (merge_.compress != Codec::None && b_.name() == "nccl")
+    throw UsageError("--policy " + spec + ": compress= needs the byte channel of gloo or mpi, not nccl");
+  pm_.configure(merge_, a_.params);
+  signals_.configure(policy_->wants_signals() || merge_.compress_auto, L, a_.num_params);
+  auto_.reset(merge_, L, step_);
+  // Control vector: the policy's votes, then [control-file switch request, anomaly flag] when those are on, then
+  // compress=auto's per-layer cosines.
+  policy_votes_ = size_t(L) * size_t(policy_->votes_per_layer());
+  layout_ = {policy_votes_, control_file_.on(), o_.anomaly_votes, auto_.votes()};
+  votes_.resize(layout_.size());
+  // When the control vector carries only the anomaly flag, nothing decides from it in the next step: it is applied
+  // two steps late, so its all-reduce hides behind a whole step instead of making every step wait for the slowest
+  // rank (a per-step rendezvous that cost 2-3 ms a step on the emulated 1 Gbit/s cluster). Policy votes and
+  // control-file requests keep the one-step lag of DESIGN.md.
+  vote_lag_ = (policy_votes_ == 0 && !control_file_.on()) ? 2 : 1;
+  auto groups = policy_->groups(hosts_);
+  if (!groups.empty()) {
+    if (int(groups.size()) != b_.size()) throw UsageError("--policy " + spec + ": topology does not cover the ranks");
+    group_ = groups[b_.rank()];
+    intra_ = b_.split(group_);  // collective: every rank switches policy at the same step
+  } else {
+    intra_.reset();
+    group_ = 0;
+  }
+  if (o_.verbose && b_.rank() == 0) {
+    std::string plan = policy_->plan();
+    std::fprintf(stderr, "sync: policy %s on %d ranks, %d layers%s%s\n", policy_->describe().c_str(), b_.size(),
+                 m_.num_layers(), plan.empty() ? "" : "\n", plan.c_str());
+  }
+}
+
+// A layer that changes regime is first averaged once: averaging everything local is that, in one go. Every layer
+// is then equal on all ranks: the anchors of transformed averages restart from there.
+void LayerSync::switch_policy(const std::string& spec, const std::string& why) {
+  merge_delayed(/*all=*/true);
+  average_all(false, /*log=*/true);
+  set_policy(spec);
+  pm_.anchor(a_.params, 0, a_.num_params);
+  if (o_.metrics) o_.metrics->append_event(step_, "switch", spec + why);
+}
+
+void LayerSync::apply_switches() {
+  while (next_switch_ < switches_.size() && switches_[next_switch_].step <= step_) {
+    switch_policy(switches_[next_switch_].spec, "");
+    ++next_switch_;
+  }
+}
+
+void LayerSync::fallback(int64_t steps) {
+  // Called by every rank at the same step (after agreed_anomalies()): average once — parameters, buffers and, since
+  // the layers enter lock-step, optimizer state — then lock-step.
+  merge_delayed(/*all=*/true);
+  average_layers(local_layers(), /*optimizer_state=*/true, /*all_buffers=*/true, /*log=*/true);
+  std::fill(stale_.begin(), stale_.end(), 0);
+  fallback_until_ = step_ + 1 + steps;
+  // This step's plan was made before the fallback: it becomes lock-step too.
+  std::fill(actions_.begin(), actions_.end(), Action::AllreduceGrads);
+  std::fill(lockstep_.begin(), lockstep_.end(), true);
+  plan_launches();
+  if (o_.metrics) o_.metrics->append_event(step_, "fallback", "lock-step until step " + std::to_string(fallback_until_));
+}
+
+void LayerSync::print_plan_if_changed() {
+  if (policy_->plan_version() == plan_version_) return;
+  plan_version_ = policy_->plan_version();
+  if (o_.verbose && b_.rank() == 0) std::fprintf(stderr, "%s\n", policy_->plan().c_str());
+}
+
+// Self-profiling (dreamddp): the agreed profile of the lock-step steps hands the policy its schedule.
+void LayerSync::finish_profile() {
+  policy_->on_profile(profile_.finish(*dp_, b_, meta_));
+  print_plan_if_changed();
+}
+
+}  // namespace dd::sync
