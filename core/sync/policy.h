@@ -27,6 +27,7 @@ struct PolicySpec {
   std::string get_str(const std::string& key, const std::string& dflt) const;
   bool get_bool(const std::string& key, bool dflt) const;
   void allow_only(const std::vector<std::string>& keys) const;        // throws on any other key
+  void allow_only_with_merge_keys(std::vector<std::string> keys) const;  // keys + merge_keys()
 };
 
 // What a policy may know about the model (identical on all ranks).
@@ -80,8 +81,14 @@ class Policy {
   virtual ~Policy() = default;
   virtual std::string describe() const = 0;
   virtual void setup(const std::vector<LayerMeta>& layers, int world) { layers_ = layers; world_ = world; }
-  // The action of `layer` at `step`. Must depend only on rank-identical state.
-  virtual Action decide(int layer, int64_t step) = 0;
+  // The action of `layer` at `step`: a function of rank-identical state only (the step, setup, agreed numbers, what
+  // on_actions told it), so every rank launches the same collectives; const, so it may be asked any number of times.
+  virtual Action decide(int layer, int64_t step) const = 0;
+  // The actions the engine took at `step`, once per step the policy was asked (after every layer's decide(), before
+  // the step's backward; not during lock-step profiling or a fallback). A policy whose decisions depend on its
+  // past syncs (threshold, the staleness cap) updates that state here; a composite forwards the final actions to
+  // the policy it wraps, so the wrapped one learns of syncs it did not decide.
+  virtual void on_actions(int64_t step, const std::vector<Action>& actions) { (void)step; (void)actions; }
   // True when the whole model is averaged, blocking, after the update of `step` (plain Local SGD).
   virtual bool full_average_after(int64_t step) const { (void)step; return false; }
   // Two-level topology: the group of every rank (hosts[r] is rank r's host name); ranks of one group run
@@ -137,8 +144,9 @@ MergeSpec parse_merge(const PolicySpec& s, const std::string& policy, int64_t h)
 // The keys parse_merge reads, for allow_only.
 const std::vector<std::string>& merge_keys();
 
-// A user's policy is one C++ file: implement Policy and register a factory under a name, e.g.
+// A policy is one C++ file: implement Policy and register a factory under a name, e.g.
 //   static bool reg = dd::sync::register_policy("mine", [](const PolicySpec& s) { return std::make_unique<Mine>(s); });
+// The built-in policies (core/sync/policies/) register themselves exactly so. Registering a taken name throws.
 using PolicyFactory = std::unique_ptr<Policy> (*)(const PolicySpec&);
 bool register_policy(const std::string& name, PolicyFactory factory);
 

@@ -1,12 +1,13 @@
-// make_policy: spec name -> policy object; unknown names are usage errors listing the known ones.
+// make_policy: spec name -> policy object, through one registry that the built-in policies (core/sync/policies/,
+// one file each) and users' policies fill alike; unknown names are usage errors listing the registered ones.
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <stdexcept>
 
 #include "core/common/error.h"
-#include "core/sync/policies_adaptive.h"
-#include "core/sync/policy_factory.h"
+#include "core/sync/policy.h"
 
 namespace dd::sync {
 
@@ -15,23 +16,24 @@ std::map<std::string, PolicyFactory>& registry() {
   static std::map<std::string, PolicyFactory> r;
   return r;
 }
+// "A+staleness:t=T" (either order) is the staleness cap's composition: its factory reads the whole spec.
+constexpr const char* kComposer = "staleness";
 }  // namespace
 
 bool register_policy(const std::string& name, PolicyFactory factory) {
-  registry()[name] = factory;
+  if (!factory || name.empty() || name.find_first_of(":,=+") != std::string::npos)
+    throw std::logic_error("register_policy: '" + name + "' is not a policy name (or has no factory)");
+  if (!registry().emplace(name, factory).second)
+    throw std::logic_error("register_policy: a policy named '" + name + "' is already registered");
   return true;
 }
 
 std::unique_ptr<Policy> make_policy(const PolicySpec& s) {
-  if (auto p = make_composite_policy(s)) return p;  // "A+staleness:t=T" before the name is looked at
-  if (auto p = make_baseline_policy(s)) return p;
-  if (auto p = make_dreamddp_policy(s)) return p;
-  if (auto p = make_adaptive_policy(s)) return p;
-  if (auto p = make_hier_policy(s)) return p;
-  auto it = registry().find(s.name);
+  const std::string name = s.text.find('+') != std::string::npos ? kComposer : s.name;
+  auto it = registry().find(name);
   if (it != registry().end()) return it->second(s);
-  std::string known = "ddp, localsgd, plsgd, dreamddp, hier, fixed, threshold, autothreshold, staleness, hybrid";
-  for (auto& [n, f] : registry()) known += ", " + n;
+  std::string known;
+  for (auto& [n, f] : registry()) known += (known.empty() ? "" : ", ") + n;
   throw UsageError("--policy: unknown policy '" + s.name + "' (known: " + known + ")");
 }
 

@@ -119,6 +119,11 @@ bool PolicySpec::get_bool(const std::string& key, bool dflt) const {
   throw UsageError("--policy " + name + ": " + key + "=" + it->second + " must be 0/1");
 }
 
+void PolicySpec::allow_only_with_merge_keys(std::vector<std::string> keys) const {
+  keys.insert(keys.end(), merge_keys().begin(), merge_keys().end());
+  allow_only(keys);
+}
+
 void PolicySpec::allow_only(const std::vector<std::string>& keys) const {
   for (auto& [k, v] : kv) {
     bool ok = false;

@@ -15,6 +15,7 @@ std::vector<bool> decide_step(Policy& policy, int64_t step, bool lockstep_all, s
     stale[l] = actions[l] == Action::None ? stale[l] + 1 : 0;
     entering[l] = lockstep[l] && !was;
   }
+  if (!lockstep_all) policy.on_actions(step, actions);
   return entering;
 }
 

@@ -10,7 +10,8 @@
 
 namespace dd::sync {
 
-// Decides step `step`: every layer AllreduceGrads when `lockstep_all` (profiling, fallback), else policy.decide().
+// Decides step `step`: every layer AllreduceGrads when `lockstep_all` (profiling, fallback), else policy.decide(),
+// then reports the actions to the policy (Policy::on_actions).
 // Updates `lockstep` (layer is lock-step this step) and `stale` (local updates since the last sync, counting this
 // step's). Returns, per layer, whether it enters lock-step from a local regime (it must be averaged first).
 std::vector<bool> decide_step(Policy& policy, int64_t step, bool lockstep_all, std::vector<Action>& actions,

@@ -45,14 +45,16 @@ class NormDriftPolicy : public dd::sync::Policy {
     }
   }
 
-  // decide() sees only rank-identical state (the step, agreed norms, its own past decisions), so every rank
-  // launches the same collectives.
-  Action decide(int l, int64_t step) override {
+  // decide() sees only rank-identical state (the step, agreed norms, its own past syncs), so every rank launches
+  // the same collectives. It is const: what a sync changes is recorded in on_actions, which the engine calls with
+  // the actions it took (also syncs that a staleness cap added, as in normdrift+staleness:t=4).
+  Action decide(int l, int64_t step) const override {
     const bool drifted = ref_[l] > 0 && std::fabs(norm_[l] / ref_[l] - 1.0) > drift_;
-    if (step - last_[l] < max_ && !drifted) return Action::None;
-    last_[l] = step;
-    ref_[l] = norm_[l];
-    return Action::AverageParams;
+    return step - last_[l] < max_ && !drifted ? Action::None : Action::AverageParams;
+  }
+  void on_actions(int64_t step, const std::vector<Action>& actions) override {
+    for (size_t l = 0; l < actions.size(); ++l)
+      if (actions[l] != Action::None) last_[l] = step, ref_[l] = norm_[l];
   }
 
  private:

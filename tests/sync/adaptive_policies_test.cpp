@@ -6,7 +6,9 @@
 #include <set>
 
 #include "core/common/error.h"
-#include "core/sync/policies_adaptive.h"
+#include "core/sync/policies/fixed.h"
+#include "core/sync/policies/staleness.h"
+#include "core/sync/policies/threshold.h"
 #include "core/sync/policy.h"
 
 using namespace dd::sync;
@@ -45,11 +47,21 @@ std::vector<int> periods(const std::string& spec, const std::vector<LayerMeta>& 
   return k;
 }
 
+// One step as the engine runs it (decide_step): every layer's decision, then the actions reported back.
+std::vector<Action> decide_all(Policy& p, int layers, int64_t s) {
+  std::vector<Action> a;
+  for (int l = 0; l < layers; ++l) a.push_back(p.decide(l, s));
+  p.on_actions(s, a);
+  return a;
+}
+
 // Per layer, the number of sync decisions (anything but None) over `steps` steps.
 std::vector<int> count_syncs(Policy& p, int layers, int steps) {
   std::vector<int> n(layers, 0);
-  for (int s = 0; s < steps; ++s)
-    for (int l = 0; l < layers; ++l) n[l] += p.decide(l, s) != Action::None;
+  for (int s = 0; s < steps; ++s) {
+    const auto a = decide_all(p, layers, s);
+    for (int l = 0; l < layers; ++l) n[l] += a[l] != Action::None;
+  }
   return n;
 }
 
@@ -140,7 +152,8 @@ TEST(Threshold, LowSignalSyncsMoreOftenThanHighSignal) {
   std::vector<int> n(4, 0);
   for (int s = 0; s < steps; ++s) {
     if (s > 0) agree(*p, s - 1, {0.3, 0.95, 0.79, 0.81}, {0.3, 0.95, 0.79, 0.81}, world);
-    for (int l = 0; l < 4; ++l) n[l] += p->decide(l, s) == Action::AverageParams;
+    const auto a = decide_all(*p, 4, s);
+    for (int l = 0; l < 4; ++l) n[l] += a[l] == Action::AverageParams;
   }
   EXPECT_NEAR(th->signal(0), 0.3, 1e-6);
   EXPECT_EQ(n[1], steps / 16);  // above the line: only the max bound
@@ -154,8 +167,9 @@ TEST(Threshold, MinBoundsTheSyncRate) {
   std::vector<int> last(4, -1), gaps_min(4, 1 << 30), gaps_max(4, 0);
   for (int s = 0; s < 60; ++s) {
     if (s > 0) agree(*p, s - 1, {0.1, 0.1, 0.9, 0.9}, {0.1, 0.1, 0.9, 0.9}, 3);
+    const auto a = decide_all(*p, 4, s);
     for (int l = 0; l < 4; ++l)
-      if (p->decide(l, s) != Action::None) {
+      if (a[l] != Action::None) {
         gaps_min[l] = std::min(gaps_min[l], s - last[l]);
         gaps_max[l] = std::max(gaps_max[l], s - last[l]);
         last[l] = s;
@@ -175,7 +189,8 @@ TEST(Threshold, DisruptionAtSyncsLowersTheSignal) {
   std::vector<int> n(4, 0);
   for (int s = 0; s < 64; ++s) {
     if (s > 0) agree(*p, s - 1, {0.9, 0.9, 0.9, 0.9}, {0.1, 0.9, 0.9, 0.9}, 3);
-    for (int l = 0; l < 4; ++l) n[l] += p->decide(l, s) != Action::None;
+    const auto a = decide_all(*p, 4, s);
+    for (int l = 0; l < 4; ++l) n[l] += a[l] != Action::None;
   }
   EXPECT_GT(th->disruption(0), 0.3);
   EXPECT_EQ(th->disruption(1), 0.0);
@@ -198,8 +213,9 @@ TEST(Threshold, AutoLineAdaptsToEachLayersUsualLevel) {
       agree(*p, s - 1, {0.2 + w, (dip ? 0.0 : 0.2) + w, 0.9 + w, (dip ? 0.6 : 0.9) + w}, {0, 0, 0, 0}, 3);
     }
     if (s == 79) EXPECT_NEAR(th->line(0), 0.2 - 2 * 0.0408, 0.01);
+    const auto a = decide_all(*p, 4, s);
     for (int l = 0; l < 4; ++l) {
-      const bool synced = p->decide(l, s) != Action::None;
+      const bool synced = a[l] != Action::None;
       if (s >= 40 && !dip) steady[l] += synced;
       if (dip) dipped[l] += synced;
     }
@@ -224,8 +240,10 @@ TEST(Threshold, BadSpecsAreUsageErrors) {
 
 TEST(Staleness, AloneIsPeriodT) {
   auto p = policy("staleness:t=3", kMlp);
-  for (int s = 0; s < 30; ++s)
-    for (int l = 0; l < 4; ++l) EXPECT_EQ(p->decide(l, s) != Action::None, s % 3 == 2) << "step " << s;
+  for (int s = 0; s < 30; ++s) {
+    const auto a = decide_all(*p, 4, s);
+    for (int l = 0; l < 4; ++l) EXPECT_EQ(a[l] != Action::None, s % 3 == 2) << "step " << s;
+  }
   EXPECT_EQ(p->describe(), "staleness:t=3");
 }
 
@@ -233,12 +251,14 @@ TEST(Staleness, CapsAnyInnerPolicy) {
   auto p = policy("localsgd:k=100+staleness:t=3", kMlp);
   EXPECT_EQ(p->describe(), "localsgd:k=100+staleness:t=3");
   std::vector<int> last(4, -1);
-  for (int s = 0; s < 50; ++s)
+  for (int s = 0; s < 50; ++s) {
+    const auto a = decide_all(*p, 4, s);
     for (int l = 0; l < 4; ++l)
-      if (p->decide(l, s) != Action::None) {
+      if (a[l] != Action::None) {
         EXPECT_EQ(s - last[l], 3);
         last[l] = s;
       }
+  }
   EXPECT_EQ(last[0], 47);
   // The inner schedule is kept where it syncs anyway: plsgd's group syncs reset the counter.
   auto q = policy("plsgd:h=2+staleness:t=4", kMlp);
@@ -269,7 +289,8 @@ TEST(Hybrid, CapOrThresholdWhicheverFiresFirst) {
   std::vector<int> n(4, 0);
   for (int s = 0; s < 40; ++s) {
     if (s > 0) agree(*p, s - 1, {0.2, 0.9, 0.2, 0.9}, {0.2, 0.9, 0.2, 0.9}, 3);
-    for (int l = 0; l < 4; ++l) n[l] += p->decide(l, s) != Action::None;
+    const auto a = decide_all(*p, 4, s);
+    for (int l = 0; l < 4; ++l) n[l] += a[l] != Action::None;
   }
   EXPECT_EQ(n[1], 10);  // the cap: every 4 steps
   EXPECT_EQ(n[0], 38);  // the threshold: every step from step 2 on
@@ -284,7 +305,8 @@ TEST(Hybrid, CapSyncsFeedTheDisruptionMeasurement) {
   std::vector<int> n(4, 0);
   for (int s = 0; s < 40; ++s) {
     if (s > 0) agree(*p, s - 1, {0.9, 0.9, 0.9, 0.9}, {0.0, 0.9, 0.9, 0.9}, 3);
-    for (int l = 0; l < 4; ++l) n[l] += p->decide(l, s) != Action::None;
+    const auto a = decide_all(*p, 4, s);
+    for (int l = 0; l < 4; ++l) n[l] += a[l] != Action::None;
   }
   EXPECT_GT(th->disruption(0), 0.4);
   EXPECT_EQ(n[1], 10);

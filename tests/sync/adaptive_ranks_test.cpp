@@ -61,11 +61,12 @@ class Logged : public sync::Policy {
   explicit Logged(const sync::PolicySpec&) : p_(sync::make_policy(sync::PolicySpec::parse(inner_spec))) {}
   std::string describe() const override { return "logged(" + p_->describe() + ")"; }
   void setup(const std::vector<sync::LayerMeta>& l, int w) override { p_->setup(l, w); }
-  sync::Action decide(int l, int64_t s) override {
+  sync::Action decide(int l, int64_t s) const override {
     auto a = p_->decide(l, s);
     decision_log.push_back(int(a));
     return a;
   }
+  void on_actions(int64_t s, const std::vector<sync::Action>& a) override { p_->on_actions(s, a); }
   bool full_average_after(int64_t s) const override { return p_->full_average_after(s); }
   int64_t profile_steps() const override { return p_->profile_steps(); }
   void on_profile(const sync::LayerTimes& t) override { p_->on_profile(t); }

@@ -365,7 +365,7 @@ class VotePolicy : public sync::Policy {
     for (size_t l = 0; l < s.grad_norm.size(); ++l) v[l] = float(s.grad_norm[l] * (1 + s.cos_prev[l]));
   }
   void on_agreed(int64_t, const float* sums, int) override { agreed_.assign(sums, sums + layers_.size()); }
-  sync::Action decide(int l, int64_t step) override {
+  sync::Action decide(int l, int64_t step) const override {
     if (agreed_.empty()) return sync::Action::None;
     // Any deterministic function of the agreed numbers; depends on every rank's local gradient.
     auto a = (int64_t(agreed_[l] * 1e4) + step) % 3 == 0 ? sync::Action::AverageParams : sync::Action::None;

@@ -1,6 +1,8 @@
 // Policy specs: parsing, key checks, and the baseline policies' decisions.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "core/common/error.h"
 #include "core/sync/policy.h"
 #include "core/sync/profile_io.h"
@@ -100,4 +102,21 @@ TEST(Policies, DreamDdpAveragesEveryLayerOncePerWindow) {
   }
   auto phases = schedule_phases(prof.bp, prof.comm, 10);
   EXPECT_LE(modelled_time(prof.bp, prof.comm, 10, phases), 0.5990);
+}
+
+// The built-in policies register themselves (core/sync/policies/, one file each) exactly as a user's policy does;
+// the whole-archive link keeps them although nothing names them. A taken or malformed name is a programming error.
+TEST(PolicyRegistry, BuiltinsAreRegisteredAndNamesAreUnique) {
+  for (const char* name : {"ddp", "localsgd", "plsgd", "dreamddp", "hier", "fixed", "threshold", "autothreshold",
+                           "staleness", "hybrid"})
+    EXPECT_NE(make_policy(PolicySpec::parse(name)), nullptr) << name;
+  PolicyFactory f = [](const PolicySpec& s) -> std::unique_ptr<Policy> { (void)s;
+    return make_policy(PolicySpec::parse("ddp"));
+  };
+  EXPECT_THROW(register_policy("ddp", f), std::logic_error);
+  EXPECT_THROW(register_policy("a:b", f), std::logic_error);
+  EXPECT_THROW(register_policy("x+y", f), std::logic_error);
+  EXPECT_THROW(register_policy("fresh-name", nullptr), std::logic_error);
+  EXPECT_TRUE(register_policy("fresh-name", f));
+  EXPECT_EQ(make_policy(PolicySpec::parse("fresh-name"))->describe(), "ddp");
 }

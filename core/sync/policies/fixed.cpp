@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "core/common/error.h"
-#include "core/sync/policies_adaptive.h"
+#include "core/sync/policies/fixed.h"
 #include "core/sync/schedule_model.h"
 
 namespace dd::sync {
@@ -144,7 +144,7 @@ void FixedPolicy::setup(const std::vector<LayerMeta>& layers, int world) {
   }
 }
 
-Action FixedPolicy::decide(int layer, int64_t step) {
+Action FixedPolicy::decide(int layer, int64_t step) const {
   const int K = period_[layer];
   if (K == 1) return Action::AllreduceGrads;
   return (step - offset_[layer]) % K == 0 ? Action::AverageParams : Action::None;
@@ -157,5 +157,11 @@ std::string FixedPolicy::plan() const {
     o << " " << layers_[l].name << "=" << period_[l] << (period_[l] > 1 ? "@" + std::to_string(offset_[l]) : "");
   return o.str();
 }
+
+namespace {
+const bool registered = register_policy("fixed", [](const PolicySpec& s) -> std::unique_ptr<Policy> {
+  return std::make_unique<FixedPolicy>(s);
+});
+}  // namespace
 
 }  // namespace dd::sync

@@ -6,7 +6,8 @@
 #include <sstream>
 
 #include "core/common/error.h"
-#include "core/sync/policies_adaptive.h"
+#include "core/common/bytes.h"
+#include "core/sync/policies/threshold.h"
 
 namespace dd::sync {
 
@@ -51,8 +52,6 @@ void ThresholdPolicy::setup(const std::vector<LayerMeta>& layers, int world) {
   change_mean_.assign(L, 0.0);
   change_var_.assign(L, 0.0);
   last_sync_.assign(L, kNever);
-  decided_step_.assign(L, kNever);
-  decided_.assign(L, Action::None);
   real_last_.assign(L, kNever);
   real_prev_.assign(L, kNever);
 }
@@ -69,30 +68,25 @@ bool ThresholdPolicy::synced_at(int layer, int64_t step) const {
   return real_last_[layer] == step || real_prev_[layer] == step;
 }
 
-Action ThresholdPolicy::decide(int layer, int64_t step) {
-  if (decided_step_[layer] == step) return decided_[layer];
+int64_t ThresholdPolicy::last_sync(int layer, int64_t step) const {
   // A policy that starts mid-run (a switch) starts from an averaged model: as if every layer synced just before.
-  if (last_sync_[layer] == kNever) last_sync_[layer] = step - 1;
-  const int64_t gap = step - last_sync_[layer];
-  const bool sync = gap >= max_ || (gap >= min_ && has_signal() && signal(layer) < line(layer));
-  Action a = sync ? Action::AverageParams : Action::None;
-  if (sync) {
-    last_sync_[layer] = step;
-    real_prev_[layer] = real_last_[layer];
-    real_last_[layer] = step;
-  }
-  decided_step_[layer] = step;
-  decided_[layer] = a;
-  return a;
+  return last_sync_[layer] == kNever ? step - 1 : last_sync_[layer];
 }
 
-void ThresholdPolicy::note_sync(int layer, int64_t step) {
-  if (decided_step_[layer] == step && decided_[layer] != Action::None) return;
-  last_sync_[layer] = step;
-  real_prev_[layer] = real_last_[layer];
-  real_last_[layer] = step;
-  decided_step_[layer] = step;
-  decided_[layer] = Action::AverageParams;
+Action ThresholdPolicy::decide(int layer, int64_t step) const {
+  const int64_t gap = step - last_sync(layer, step);
+  const bool sync = gap >= max_ || (gap >= min_ && has_signal() && signal(layer) < line(layer));
+  return sync ? Action::AverageParams : Action::None;
+}
+
+void ThresholdPolicy::on_actions(int64_t step, const std::vector<Action>& actions) {
+  for (size_t l = 0; l < actions.size(); ++l) {
+    last_sync_[l] = last_sync(int(l), step);
+    if (actions[l] == Action::None) continue;
+    last_sync_[l] = step;
+    real_prev_[l] = real_last_[l];
+    real_last_[l] = step;
+  }
 }
 
 void ThresholdPolicy::cast_votes(int64_t step, const LayerSignals& s, float* votes) {
@@ -139,5 +133,35 @@ std::string ThresholdPolicy::plan() const {
     << " steps; signals agreed one step late (2 floats/layer)";
   return o.str();
 }
+
+// Checkpoint: every member decide() depends on, so a resumed run decides exactly as the uninterrupted one.
+std::string ThresholdPolicy::save_state() const {
+  ByteWriter w;
+  w.put_vec(local_ema_);
+  w.put<int64_t>(casts_);
+  for (auto* v : {&cos_, &disruption_, &change_mean_, &change_var_}) w.put_vec(*v);
+  for (auto* v : {&last_sync_, &real_last_, &real_prev_}) w.put_vec(*v);
+  w.put<int64_t>(agreed_);
+  return w.bytes();
+}
+
+void ThresholdPolicy::load_state(const std::string& s) {
+  ByteReader r(s);
+  local_ema_ = r.get_vec<double>();
+  casts_ = r.get<int64_t>();
+  for (auto* v : {&cos_, &disruption_, &change_mean_, &change_var_}) *v = r.get_vec<double>();
+  for (auto* v : {&last_sync_, &real_last_, &real_prev_}) *v = r.get_vec<int64_t>();
+  agreed_ = r.get<int64_t>();
+}
+
+
+namespace {
+const bool registered = register_policy("threshold", [](const PolicySpec& s) -> std::unique_ptr<Policy> {
+  return std::make_unique<ThresholdPolicy>(s);
+});
+const bool registered_auto = register_policy("autothreshold", [](const PolicySpec& s) -> std::unique_ptr<Policy> {
+  return std::make_unique<ThresholdPolicy>(s);
+});
+}  // namespace
 
 }  // namespace dd::sync

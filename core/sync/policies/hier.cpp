@@ -14,7 +14,6 @@
 #include "core/common/bytes.h"
 #include "core/common/error.h"
 #include "core/sync/policy.h"
-#include "core/sync/policy_factory.h"
 
 namespace dd::sync {
 namespace {
@@ -77,7 +76,7 @@ class HierPolicy : public Policy {
     if (step == profile_steps_ - 1) assign();
   }
 
-  Action decide(int l, int64_t step) override {
+  Action decide(int l, int64_t step) const override {
     if (step < profile_steps_) return Action::AllreduceGrads;
     const int64_t s = step - profile_steps_;
     if (fast_tier_[l]) {
@@ -156,11 +155,10 @@ class HierPolicy : public Policy {
   bool assigned_ = false;
 };
 
-}  // namespace
+const bool registered = register_policy("hier", [](const PolicySpec& s) -> std::unique_ptr<Policy> {
+  return std::make_unique<HierPolicy>(s);
+});
 
-std::unique_ptr<Policy> make_hier_policy(const PolicySpec& s) {
-  if (s.name == "hier") return std::make_unique<HierPolicy>(s);
-  return nullptr;
-}
+}  // namespace
 
 }  // namespace dd::sync

@@ -8,7 +8,6 @@
 #include "core/common/bytes.h"
 #include "core/common/error.h"
 #include "core/sync/policy.h"
-#include "core/sync/policy_factory.h"
 #include "core/sync/profile_io.h"
 #include "core/sync/schedule_bound.h"
 #include "core/sync/schedule_model.h"
@@ -23,9 +22,7 @@ class DreamDdpPolicy : public Policy {
       : h_(int(s.get_int("h", 8, 1, kMaxPhases))), merge_(parse_merge(s, "dreamddp", h_)), delay_(merge_.delay),
         fillin_(s.get_bool("fillin", default_fillin())), profile_dir_(s.get_str("profile", "")),
         profile_steps_(s.get_int("profile_steps", 6, 2, 10000)) {
-    std::vector<std::string> keys = {"h", "fillin", "profile", "profile_steps"};
-    keys.insert(keys.end(), merge_keys().begin(), merge_keys().end());
-    s.allow_only(keys);
+    s.allow_only_with_merge_keys({"h", "fillin", "profile", "profile_steps"});
     // Fill-in adds averages of a layer between its own: with a delay two of them could be in flight at once.
     if (delay_ > 0 && fillin_)
       throw UsageError("--policy dreamddp: delay=" + std::to_string(delay_) + " and fill-in cannot be combined (two "
@@ -86,7 +83,7 @@ class DreamDdpPolicy : public Policy {
 
   int64_t plan_version() const override { return phase_.empty() ? 0 : 1; }
 
-  Action decide(int layer, int64_t step) override {
+  Action decide(int layer, int64_t step) const override {
     const int p = int(step % h_);
     if (phase_[layer] == p) return Action::AverageParams;
     for (int q : extra_[layer])
@@ -123,11 +120,10 @@ class DreamDdpPolicy : public Policy {
   double modelled_ = 0, bound_ = 0;
 };
 
-}  // namespace
+const bool registered = register_policy("dreamddp", [](const PolicySpec& s) -> std::unique_ptr<Policy> {
+  return std::make_unique<DreamDdpPolicy>(s);
+});
 
-std::unique_ptr<Policy> make_dreamddp_policy(const PolicySpec& s) {
-  if (s.name == "dreamddp") return std::make_unique<DreamDdpPolicy>(s);
-  return nullptr;
-}
+}  // namespace
 
 }  // namespace dd::sync

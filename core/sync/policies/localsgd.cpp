@@ -1,0 +1,30 @@
+// localsgd:k=K: the whole model averaged every K steps, blocking, after the update (plain Local SGD); with
+// delay=T launched without waiting and merged T steps later.
+#include "core/sync/policy.h"
+
+namespace dd::sync {
+namespace {
+
+class LocalSgdPolicy : public Policy {
+ public:
+  explicit LocalSgdPolicy(const PolicySpec& s)
+      : k_(s.get_int("k", 8, 1, 1 << 20)), merge_(parse_merge(s, "localsgd", k_)) {
+    s.allow_only_with_merge_keys({"k"});
+  }
+  std::string describe() const override { return "localsgd:k=" + std::to_string(k_) + merge_.describe(); }
+  // With delay=T the whole-model average after step t is launched without waiting and merged at step t + T.
+  MergeSpec merge() const override { return merge_; }
+  Action decide(int, int64_t) const override { return Action::None; }
+  bool full_average_after(int64_t step) const override { return (step + 1) % k_ == 0; }
+
+ private:
+  int64_t k_;
+  MergeSpec merge_;
+};
+
+const bool registered = register_policy("localsgd", [](const PolicySpec& s) -> std::unique_ptr<Policy> {
+  return std::make_unique<LocalSgdPolicy>(s);
+});
+
+}  // namespace
+}  // namespace dd::sync

@@ -1,0 +1,120 @@
+// staleness:t=T as a hard cap over any policy ("A+staleness:t=T"): the inner decision, but no layer goes T steps
+// without a sync. Alone, every layer averages once per T steps.
+#include <limits>
+
+#include "core/common/bytes.h"
+#include "core/common/error.h"
+#include "core/sync/policies/staleness.h"
+
+namespace dd::sync {
+
+namespace {
+constexpr int64_t kNever = std::numeric_limits<int64_t>::min() / 2;
+}
+
+StalenessCap::StalenessCap(std::unique_ptr<Policy> inner, int64_t t, std::string name)
+    : inner_(std::move(inner)), t_(t), name_(std::move(name)) {}
+
+std::string StalenessCap::describe() const {
+  if (!name_.empty()) return name_;
+  const std::string cap = "staleness:t=" + std::to_string(t_);
+  return inner_ ? inner_->describe() + "+" + cap : cap;
+}
+
+void StalenessCap::setup(const std::vector<LayerMeta>& layers, int world) {
+  Policy::setup(layers, world);
+  if (inner_) inner_->setup(layers, world);
+  last_sync_.assign(layers.size(), kNever);
+}
+
+Action StalenessCap::decide(int layer, int64_t step) const {
+  // Starting mid-run (a switch, or after profiling in lock-step) starts from a synced model.
+  const int64_t last = last_sync_[layer] == kNever ? step - 1 : last_sync_[layer];
+  const Action a = inner_ ? inner_->decide(layer, step) : Action::None;
+  return a == Action::None && step - last >= t_ ? Action::AverageParams : a;
+}
+
+void StalenessCap::on_actions(int64_t step, const std::vector<Action>& actions) {
+  for (size_t l = 0; l < actions.size(); ++l) {
+    if (last_sync_[l] == kNever) last_sync_[l] = step - 1;
+    if (actions[l] != Action::None) last_sync_[l] = step;
+  }
+  // The inner policy learns the final actions: a sync the cap forced counts for it like its own (threshold's
+  // min, max and disruption).
+  if (inner_) inner_->on_actions(step, actions);
+  // The inner policy's blocking whole-model average after this update is a sync of every layer.
+  if (inner_ && inner_->full_average_after(step))
+    for (auto& s : last_sync_) s = step;
+}
+
+bool StalenessCap::full_average_after(int64_t step) const { return inner_ && inner_->full_average_after(step); }
+int64_t StalenessCap::profile_steps() const { return inner_ ? inner_->profile_steps() : 0; }
+void StalenessCap::on_profile(const LayerTimes& t) {
+  if (inner_) inner_->on_profile(t);
+}
+int StalenessCap::votes_per_layer() const { return inner_ ? inner_->votes_per_layer() : 0; }
+bool StalenessCap::wants_signals() const { return inner_ && inner_->wants_signals(); }
+void StalenessCap::cast_votes(int64_t step, const LayerSignals& s, float* votes) {
+  if (inner_) inner_->cast_votes(step, s, votes);
+}
+void StalenessCap::on_agreed(int64_t step, const float* sums, int world) {
+  if (inner_) inner_->on_agreed(step, sums, world);
+}
+
+std::string StalenessCap::plan() const {
+  std::string p = inner_ ? inner_->plan() : "";
+  return p + (p.empty() ? "" : "\n") + "staleness cap: every layer synced at least once every " +
+         std::to_string(t_) + " steps";
+}
+
+// Checkpoint: the cap's counters, then the inner policy's state.
+std::string StalenessCap::save_state() const {
+  ByteWriter w;
+  w.put_vec(last_sync_);
+  w.put_str(inner_ ? inner_->save_state() : std::string());
+  return w.bytes();
+}
+
+void StalenessCap::load_state(const std::string& s) {
+  ByteReader r(s);
+  last_sync_ = r.get_vec<int64_t>();
+  const std::string inner = r.get_str();
+  if (inner_) inner_->load_state(inner);
+}
+
+namespace {
+
+int64_t cap_t(const PolicySpec& s) {
+  s.allow_only({"t"});
+  return s.get_int("t", 8, 1, 1 << 20);
+}
+
+// "staleness:t=T" alone, or the composition "A+staleness:t=T" (either order): make_policy hands every spec with a
+// '+' to this factory.
+std::unique_ptr<Policy> make_staleness(const PolicySpec& s) {
+  if (s.text.find('+') == std::string::npos) return std::make_unique<StalenessCap>(nullptr, cap_t(s));
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  for (;;) {
+    size_t plus = s.text.find('+', pos);
+    parts.push_back(s.text.substr(pos, plus == std::string::npos ? std::string::npos : plus - pos));
+    if (plus == std::string::npos) break;
+    pos = plus + 1;
+  }
+  std::vector<PolicySpec> caps, others;
+  for (auto& p : parts) {
+    auto ps = PolicySpec::parse(p);
+    (ps.name == "staleness" ? caps : others).push_back(ps);
+  }
+  if (caps.size() != 1 || others.size() != 1)
+    throw UsageError("--policy '" + s.text + "': '+' composes one policy with one staleness cap, e.g. " +
+                     "dreamddp:h=8+staleness:t=4");
+  const int64_t t = cap_t(caps[0]);
+  return std::make_unique<StalenessCap>(make_policy(others[0]), t);
+}
+
+const bool registered = register_policy("staleness", make_staleness);
+
+}  // namespace
+
+}  // namespace dd::sync

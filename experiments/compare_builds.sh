@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# compare_builds.sh --base BIN --new BIN [--reps N] [--models "mlp cnn resnet20 gpt-mini"] [--net RATE] [--out DIR]
+#
+# Two dreamddp builds side by side in one sitting (a refactoring must not make the engine slower): for each model,
+# the single-process step time (synthetic data, 1 thread, the batch of bench_step.sh), then the 4-rank throughput
+# of mlp with ddp and dreamddp:h=8 on the emulated cluster (`launch -n 4 --netem RATE`, as root; on loopback with a
+# note otherwise). Repetitions alternate base/new; the best of each is reported with new/base. Load average above
+# the core count marks the sitting noisy. Results: DIR/compare.json (default runs/compare-builds-<time>).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" compare_builds
+py=/usr/bin/python3
+base="" new="" reps=2 models="mlp cnn resnet20 gpt-mini" net=1gbit out=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    -h|--help) usage_from_header; exit 0 ;;
+    --base|--new|--reps|--models|--net|--out) need_value -- "$@" ;;&
+    --base) base=$2; shift 2 ;;
+    --new) new=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --net) net=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+[ -n "$base" ] && [ -n "$new" ] || die "--base BIN and --new BIN are required"
+need_bin "$base"; need_bin "$new"
+[[ $reps =~ ^[1-9][0-9]?$ ]] || die "--reps must be an integer in 1..99, got '$reps'"
+out=${out:-runs/compare-builds-$(date -u +%Y%m%dT%H%M%S)}
+[ -e "$out" ] && die "$out exists: never overwriting an earlier run"
+mkdir -p "$out"
+netopt=(--netem "$net")
+if [ "$(id -u)" != 0 ]; then netopt=(); net=loopback; echo "# not root: the 4-rank runs use loopback"; fi
+declare -A batch=([mlp]=64 [cnn]=64 [resnet20]=64 [gpt-mini]=8) steps=([mlp]=60 [cnn]=30 [resnet20]=20 [gpt-mini]=20)
+echo "# compare_builds: $(nproc) CPU(s), load $(cut -d' ' -f1-3 /proc/loadavg); base $base; new $new; $reps alternating reps"
+rows=$out/rows.txt
+: > "$rows"
+load_max=0
+note_load() { local l; l=$(cut -d' ' -f1 /proc/loadavg); load_max=$($py -c "print(max($load_max, $l))"); }
+for m in $models; do
+  [ -n "${batch[$m]:-}" ] || die "unknown model '$m' (mlp, cnn, resnet20, gpt-mini)"
+  for r in $(seq "$reps"); do
+    for side in base new; do
+      bin=$base; [ $side = new ] && bin=$new
+      d=$out/step-$m-$side-$r
+      "$bin" train --model "$m" --data synthetic --batch "${batch[$m]}" --threads 1 --steps "${steps[$m]}" \
+        --eval-samples 16 --log-every 1000000 --out "$d" > "$d.log" 2>&1 || die "$side train --model $m failed: $(tail -2 "$d.log")"
+      note_load
+      echo "step $m $side $($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_ms"])' "$d/summary.json")" >> "$rows"
+    done
+  done
+done
+for pol in ddp dreamddp:h=8; do
+  for r in $(seq "$reps"); do
+    for side in base new; do
+      bin=$base; [ $side = new ] && bin=$new
+      d=$out/ranks4-${pol//[:=,]/_}-$side-$r
+      timeout 600 "$bin" launch -n 4 "${netopt[@]}" -- train --model mlp --data synthetic --batch 64 --threads 1 \
+        --steps 200 --policy "$pol" --eval-samples 16 --log-every 1000000 --out "$d" > "$d.log" 2>&1 ||
+        die "$side 4-rank $pol failed: $(tail -2 "$d.log")"
+      note_load
+      echo "ranks4 $pol $side $($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples_per_s"])' "$d/summary.json")" >> "$rows"
+    done
+  done
+done
+$py - "$rows" "$out/compare.json" "$base" "$new" "$net" "$load_max" "$(nproc)" <<'PY'
+import collections, json, sys, datetime
+rows, dst, base, new, net, load, cores = sys.argv[1:8]
+v = collections.defaultdict(list)
+for line in open(rows):
+    kind, what, side, x = line.split()
+    v[(kind, what, side)].append(float(x))
+res = {"date": datetime.datetime.utcnow().isoformat() + "Z", "base": base, "new": new, "net": net,
+       "load_max": float(load), "cores": int(cores), "noisy": float(load) > int(cores), "rows": []}
+print("%-8s %-14s %12s %12s %9s" % ("what", "config", "base", "new", "new/base"))
+for (kind, what) in dict.fromkeys((k, w) for k, w, _ in v):
+    b, n = v[(kind, what, "base")], v[(kind, what, "new")]
+    if kind == "step":   # ms: lower is better, best = min; ratio as speed (base/new)
+        bb, nn = min(b), min(n); ratio = bb / nn; unit = "step ms"
+    else:                # samples/s: best = max
+        bb, nn = max(b), max(n); ratio = nn / bb; unit = "samples/s"
+    res["rows"].append({"kind": kind, "config": what, "unit": unit, "base": b, "new": n, "best_base": bb,
+                        "best_new": nn, "speed_ratio": ratio})
+    print("%-8s %-14s %12.2f %12.2f %9.3f   (%s; speed ratio, >1 = new faster)" % (kind, what, bb, nn, ratio, unit))
+if res["noisy"]:
+    print("# NOISY: load average reached %.2f on %s cores" % (float(load), cores))
+json.dump(res, open(dst, "w"), indent=1)
+print("# written", dst)
+PY
