@@ -23,6 +23,23 @@ class ConvOp {
                         int64_t H, int64_t W) = 0;
 };
 
+// Adapts a kernel library's Conv2d (ops::Conv2d, cuops::Conv2d: one constructor and forward/backward) to ConvOp.
+template <class Conv2d>
+class ConvAdapter final : public ConvOp {
+ public:
+  ConvAdapter(int64_t C, int64_t OC, int64_t k, int64_t stride, int64_t pad) : op_(C, OC, k, stride, pad) {}
+  void forward(float* y, const float* x, const float* w, int64_t N, int64_t H, int64_t W) override {
+    op_.forward(y, x, w, N, H, W);
+  }
+  void backward(float* dx, float* dw, const float* dy, const float* x, const float* w, int64_t N, int64_t H,
+                int64_t W) override {
+    op_.backward(dx, dw, dy, x, w, N, H, W);
+  }
+
+ private:
+  Conv2d op_;
+};
+
 // Semantics of every kernel as in ops.h (parameter gradients accumulated, dx overwritten, null dx = not needed).
 class Device {
  public:
