@@ -34,10 +34,6 @@ class CudaDevice final : public ops::Device {
     cuops::linear_forward(y, x, W, b, N, in, out);
     if (relu) cuops::relu_forward(y, y, N * out);
   }
-  void linear_backward(float* dx, float* dW, float* db, const float* dy, const float* x, const float* W, int64_t N,
-                       int64_t in, int64_t out) override {
-    cuops::linear_backward(dx, dW, db, dy, x, W, N, in, out);
-  }
   std::unique_ptr<ops::ConvOp> make_conv(int64_t C, int64_t OC, int64_t k, int64_t stride, int64_t pad) override {
     return std::make_unique<ops::ConvAdapter<Conv2d>>(C, OC, k, stride, pad);
   }
