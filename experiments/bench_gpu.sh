@@ -28,7 +28,8 @@ for v in "$batch" "$iters" "$warmup"; do [[ $v =~ ^[0-9]+$ ]] || die "BATCH, WAR
 models=("$@")
 [[ ${#models[@]} -gt 0 ]] || models=(mlp gpt-mini)
 for m in "${models[@]}"; do
-  [[ $m == mlp || $m == cnn || $m == gpt-mini ]] || die "unknown model '$m' (GPU models: mlp, cnn, gpt-mini)"
+  [[ $m == mlp || $m == cnn || $m == gpt-mini ]] ||
+    die "model '$m': the PyTorch peer has mlp, cnn and gpt-mini (bench_gpu_step --model resnet20 times ours alone)"
 done
 
 json_field() {  # json_field KEY LINE -> numeric value of "KEY": N in LINE

@@ -8,7 +8,7 @@ namespace {
 
 class Cnn : public Model {
  public:
-  explicit Cnn(uint64_t seed) {
+  Cnn(uint64_t seed, ops::Device& dev) : Model(dev) {
     name_ = "cnn";
     conv1_ = add("conv1", std::make_unique<nn::Conv>(1, 32, 3, 1, 1));
     bn1_ = add("bn1", std::make_unique<nn::BatchNorm>(32));
@@ -31,30 +31,30 @@ class Cnn : public Model {
     for (auto* b : {&c1_, &r1_}) b->ensure(32 * A);
     for (auto* b : {&c2_, &r2_}) b->ensure(64 * A);
     p2_.ensure(64 * B);
-    idx2_.resize(64 * B);
+    idx2_.ensure(size_t(64 * B));
     for (auto* b : {&c3_, &r3_}) b->ensure(128 * B);
     p3_.ensure(128 * C);
-    idx3_.resize(128 * C);
+    idx3_.ensure(size_t(128 * C));
     f1_.ensure(N * 256);
     logits_.ensure(N * 10);
     probs_.ensure(N * 10);
 
     conv1_->forward(c1_.data(), in.x, N, 28, 28);
     bn1_->forward(r1_.data(), c1_.data(), N, 28 * 28, train);
-    ops::relu_forward(r1_.data(), r1_.data(), 32 * A);
+    device().relu_forward(r1_.data(), r1_.data(), 32 * A);
     conv2_->forward(c2_.data(), r1_.data(), N, 28, 28);
     bn2_->forward(r2_.data(), c2_.data(), N, 28 * 28, train);
-    ops::relu_forward(r2_.data(), r2_.data(), 64 * A);
-    ops::maxpool2_forward(p2_.data(), idx2_.data(), r2_.data(), N, 64, 28, 28);
+    device().relu_forward(r2_.data(), r2_.data(), 64 * A);
+    device().maxpool2_forward(p2_.data(), idx2_.data(), r2_.data(), N, 64, 28, 28);
     conv3_->forward(c3_.data(), p2_.data(), N, 14, 14);
     bn3_->forward(r3_.data(), c3_.data(), N, 14 * 14, train);
-    ops::relu_forward(r3_.data(), r3_.data(), 128 * B);
-    ops::maxpool2_forward(p3_.data(), idx3_.data(), r3_.data(), N, 128, 14, 14);
+    device().relu_forward(r3_.data(), r3_.data(), 128 * B);
+    device().maxpool2_forward(p3_.data(), idx3_.data(), r3_.data(), N, 128, 14, 14);
     fc1_->forward(f1_.data(), p3_.data(), N);
-    ops::relu_forward(f1_.data(), f1_.data(), N * 256);
+    device().relu_forward(f1_.data(), f1_.data(), N * 256);
     fc2_->forward(logits_.data(), f1_.data(), N);
     ForwardResult r;
-    r.loss = ops::softmax_xent_forward(probs_.data(), logits_.data(), in.y, N, 10, &r.correct);
+    r.loss = device().softmax_xent_forward(probs_.data(), logits_.data(), in.y, N, 10, &r.correct);
     r.predictions = N;
     return r;
   }
@@ -73,25 +73,25 @@ class Cnn : public Model {
     dr1_.ensure(32 * A);
     dc1_.ensure(32 * A);
 
-    ops::softmax_xent_backward(dlogits_.data(), probs_.data(), y_, N, 10, scale / float(N));
+    device().softmax_xent_backward(dlogits_.data(), probs_.data(), y_, N, 10, scale / float(N));
     fc2_->backward(df1_.data(), dlogits_.data(), f1_.data(), N);
     notify(hook, fc2_);
-    ops::relu_backward(df1_.data(), df1_.data(), f1_.data(), N * 256);
+    device().relu_backward(df1_.data(), df1_.data(), f1_.data(), N * 256);
     fc1_->backward(dp3_.data(), df1_.data(), p3_.data(), N);
     notify(hook, fc1_);
-    ops::maxpool2_backward(dr3_.data(), dp3_.data(), idx3_.data(), N, 128, 14, 14);
-    ops::relu_backward(dr3_.data(), dr3_.data(), r3_.data(), 128 * B);
+    device().maxpool2_backward(dr3_.data(), dp3_.data(), idx3_.data(), N, 128, 14, 14);
+    device().relu_backward(dr3_.data(), dr3_.data(), r3_.data(), 128 * B);
     bn3_->backward(dc3_.data(), dr3_.data(), c3_.data(), N, 14 * 14);
     notify(hook, bn3_);
     conv3_->backward(dp2_.data(), dc3_.data(), p2_.data(), N, 14, 14);
     notify(hook, conv3_);
-    ops::maxpool2_backward(dr2_.data(), dp2_.data(), idx2_.data(), N, 64, 28, 28);
-    ops::relu_backward(dr2_.data(), dr2_.data(), r2_.data(), 64 * A);
+    device().maxpool2_backward(dr2_.data(), dp2_.data(), idx2_.data(), N, 64, 28, 28);
+    device().relu_backward(dr2_.data(), dr2_.data(), r2_.data(), 64 * A);
     bn2_->backward(dc2_.data(), dr2_.data(), c2_.data(), N, 28 * 28);
     notify(hook, bn2_);
     conv2_->backward(dr1_.data(), dc2_.data(), r1_.data(), N, 28, 28);
     notify(hook, conv2_);
-    ops::relu_backward(dr1_.data(), dr1_.data(), r1_.data(), 32 * A);
+    device().relu_backward(dr1_.data(), dr1_.data(), r1_.data(), 32 * A);
     bn1_->backward(dc1_.data(), dr1_.data(), c1_.data(), N, 28 * 28);
     notify(hook, bn1_);
     conv1_->backward(nullptr, dc1_.data(), x_, N, 28, 28);
@@ -102,9 +102,11 @@ class Cnn : public Model {
   nn::Conv *conv1_, *conv2_, *conv3_;
   nn::BatchNorm *bn1_, *bn2_, *bn3_;
   nn::Linear *fc1_, *fc2_;
-  FloatBuffer c1_, r1_, c2_, r2_, p2_, c3_, r3_, p3_, f1_, logits_, probs_;
-  FloatBuffer dlogits_, df1_, dp3_, dr3_, dc3_, dp2_, dr2_, dc2_, dr1_, dc1_;
-  std::vector<uint8_t> idx2_, idx3_;
+  Arena c1_ = scratch(), r1_ = scratch(), c2_ = scratch(), r2_ = scratch(), p2_ = scratch(), c3_ = scratch(),
+        r3_ = scratch(), p3_ = scratch(), f1_ = scratch(), logits_ = scratch(), probs_ = scratch();
+  Arena dlogits_ = scratch(), df1_ = scratch(), dp3_ = scratch(), dr3_ = scratch(), dc3_ = scratch(),
+        dp2_ = scratch(), dr2_ = scratch(), dc2_ = scratch(), dr1_ = scratch(), dc1_ = scratch();
+  ops::DeviceArray<uint8_t> idx2_ = scratch<uint8_t>(), idx3_ = scratch<uint8_t>();
   int64_t n_ = 0;
   const float* x_ = nullptr;
   const int32_t* y_ = nullptr;
@@ -112,6 +114,6 @@ class Cnn : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> make_cnn(uint64_t seed) { return std::make_unique<Cnn>(seed); }
+std::unique_ptr<Model> make_cnn(uint64_t seed, ops::Device& dev) { return std::make_unique<Cnn>(seed, dev); }
 
 }  // namespace dd::models

@@ -12,21 +12,23 @@ namespace {
 constexpr int64_t V = 256, T = 128, D = 256, NH = 4, L = 4;
 
 struct GptBlock {
+  explicit GptBlock(ops::Device& d) : dev(d) {}
+  ops::Device& dev;
   nn::LayerNorm *ln1, *ln2;
   nn::Linear *qkv, *proj, *fc, *fc2;
   const float* x = nullptr;  // residual stream in
-  FloatBuffer a, qkvb, att, y, x1, m, h, g, out;
+  Arena a{dev}, qkvb{dev}, att{dev}, y{dev}, x1{dev}, m{dev}, h{dev}, g{dev}, out{dev};
 };
 
 class GptMini : public Model {
  public:
-  explicit GptMini(uint64_t seed) {
+  GptMini(uint64_t seed, ops::Device& dev) : Model(dev) {
     name_ = "gpt-mini";
     wte_ = add("wte", std::make_unique<nn::Embedding>(V, D));
     wpe_ = add("wpe", std::make_unique<nn::Embedding>(T, D));
     for (int i = 0; i < L; ++i) {
       std::string p = "blocks." + std::to_string(i) + ".";
-      auto b = std::make_unique<GptBlock>();
+      auto b = std::make_unique<GptBlock>(dev);
       b->ln1 = add(p + "ln1", std::make_unique<nn::LayerNorm>(D));
       b->qkv = add(p + "attn.qkv", std::make_unique<nn::Linear>(D, 3 * D));
       b->proj = add(p + "attn.proj", std::make_unique<nn::Linear>(D, D));
@@ -49,13 +51,12 @@ class GptMini : public Model {
     const int64_t BT = B_ * T;
     tokens_ = in.tokens;
     y_ = in.y;
-    pos_.resize(BT);
-    for (int64_t i = 0; i < BT; ++i) pos_[i] = int32_t(i % T);
+    upload_positions(BT);
     x0_.ensure(BT * D);
     tmp_.ensure(BT * D);
     wte_->forward(x0_.data(), in.tokens, BT);
     wpe_->forward(tmp_.data(), pos_.data(), BT);
-    ops::add_inplace(x0_.data(), tmp_.data(), BT * D);
+    device().add_inplace(x0_.data(), tmp_.data(), BT * D);
     const float* x = x0_.data();
     for (auto& b : blocks_) x = block_forward(*b, x);
     xl_ = x;
@@ -65,7 +66,7 @@ class GptMini : public Model {
     lnf_->forward(lnf_out_.data(), x, BT);
     head_->forward(logits_.data(), lnf_out_.data(), BT);
     ForwardResult r;
-    r.loss = ops::softmax_xent_forward(probs_.data(), logits_.data(), in.y, BT, V, &r.correct);
+    r.loss = device().softmax_xent_forward(probs_.data(), logits_.data(), in.y, BT, V, &r.correct);
     r.predictions = BT;
     return r;
   }
@@ -76,7 +77,7 @@ class GptMini : public Model {
     dln_.ensure(BT * D);
     dx_.ensure(BT * D);
     dtmp_.ensure(BT * D);
-    ops::softmax_xent_backward(dlogits_.data(), probs_.data(), y_, BT, V, scale / float(BT));
+    device().softmax_xent_backward(dlogits_.data(), probs_.data(), y_, BT, V, scale / float(BT));
     head_->backward(dln_.data(), dlogits_.data(), lnf_out_.data(), BT);
     notify(hook, head_);
     lnf_->backward(dx_.data(), dln_.data(), xl_, BT);
@@ -89,6 +90,16 @@ class GptMini : public Model {
   }
 
  private:
+  // Position ids i % T, copied to the device only when the batch size changes (setup, not a per-step copy).
+  void upload_positions(int64_t BT) {
+    if (pos_rows_ == BT) return;
+    std::vector<int32_t> h(static_cast<size_t>(BT));
+    for (int64_t i = 0; i < BT; ++i) h[size_t(i)] = int32_t(i % T);
+    pos_.ensure(size_t(BT));
+    device().copy_from_host(pos_.data(), h.data(), sizeof(int32_t) * size_t(BT));
+    pos_rows_ = BT;
+  }
+
   const float* block_forward(GptBlock& b, const float* x) {
     const int64_t BT = B_ * T;
     b.x = x;
@@ -103,14 +114,14 @@ class GptMini : public Model {
     b.out.ensure(BT * D);
     b.ln1->forward(b.a.data(), x, BT);
     b.qkv->forward(b.qkvb.data(), b.a.data(), BT);
-    ops::attention_forward(b.y.data(), b.att.data(), b.qkvb.data(), B_, T, D, NH);
+    device().attention_forward(b.y.data(), b.att.data(), b.qkvb.data(), B_, T, D, NH);
     b.proj->forward(b.x1.data(), b.y.data(), BT);
-    ops::add_inplace(b.x1.data(), x, BT * D);
+    device().add_inplace(b.x1.data(), x, BT * D);
     b.ln2->forward(b.m.data(), b.x1.data(), BT);
     b.fc->forward(b.h.data(), b.m.data(), BT);
-    ops::gelu_forward(b.g.data(), b.h.data(), BT * 4 * D);
+    device().gelu_forward(b.g.data(), b.h.data(), BT * 4 * D);
     b.fc2->forward(b.out.data(), b.g.data(), BT);
-    ops::add_inplace(b.out.data(), b.x1.data(), BT * D);
+    device().add_inplace(b.out.data(), b.x1.data(), BT * D);
     return b.out.data();
   }
 
@@ -120,32 +131,34 @@ class GptMini : public Model {
     dg_.ensure(BT * 4 * D);
     dy_.ensure(BT * D);
     dqkv_.ensure(BT * 3 * D);
-    scratch_.ensure(ops::attention_scratch_floats(B_, T, D, NH));
+    scratch_.ensure(device().attention_scratch_floats(B_, T, D, NH));
     b.fc2->backward(dg_.data(), dx_.data(), b.g.data(), BT);
     notify(hook, b.fc2);
-    ops::gelu_backward(dg_.data(), dg_.data(), b.h.data(), BT * 4 * D);
+    device().gelu_backward(dg_.data(), dg_.data(), b.h.data(), BT * 4 * D);
     b.fc->backward(dtmp_.data(), dg_.data(), b.m.data(), BT);
     notify(hook, b.fc);
     b.ln2->backward(dln_.data(), dtmp_.data(), b.x1.data(), BT);
     notify(hook, b.ln2);
-    ops::add_inplace(dx_.data(), dln_.data(), BT * D);  // d x1
+    device().add_inplace(dx_.data(), dln_.data(), BT * D);  // d x1
     b.proj->backward(dy_.data(), dx_.data(), b.y.data(), BT);
     notify(hook, b.proj);
-    ops::attention_backward(dqkv_.data(), scratch_.data(), dy_.data(), b.qkvb.data(), b.att.data(), B_, T, D, NH);
+    device().attention_backward(dqkv_.data(), scratch_.data(), dy_.data(), b.qkvb.data(), b.att.data(), B_, T, D, NH);
     b.qkv->backward(dtmp_.data(), dqkv_.data(), b.a.data(), BT);
     notify(hook, b.qkv);
     b.ln1->backward(dln_.data(), dtmp_.data(), b.x, BT);
     notify(hook, b.ln1);
-    ops::add_inplace(dx_.data(), dln_.data(), BT * D);  // d x
+    device().add_inplace(dx_.data(), dln_.data(), BT * D);  // d x
   }
 
   nn::Embedding *wte_, *wpe_;
   nn::LayerNorm* lnf_;
   nn::Linear* head_;
   std::vector<std::unique_ptr<GptBlock>> blocks_;
-  std::vector<int32_t> pos_;
-  FloatBuffer x0_, tmp_, lnf_out_, logits_, probs_;
-  FloatBuffer dlogits_, dln_, dx_, dtmp_, dg_, dy_, dqkv_, scratch_;
+  ops::DeviceArray<int32_t> pos_ = scratch<int32_t>();
+  int64_t pos_rows_ = -1;
+  Arena x0_ = scratch(), tmp_ = scratch(), lnf_out_ = scratch(), logits_ = scratch(), probs_ = scratch();
+  Arena dlogits_ = scratch(), dln_ = scratch(), dx_ = scratch(), dtmp_ = scratch(), dg_ = scratch(), dy_ = scratch(),
+        dqkv_ = scratch(), scratch_ = scratch();
   const float* xl_ = nullptr;
   const int32_t* tokens_ = nullptr;
   const int32_t* y_ = nullptr;
@@ -154,6 +167,8 @@ class GptMini : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> make_gpt_mini(uint64_t seed) { return std::make_unique<GptMini>(seed); }
+std::unique_ptr<Model> make_gpt_mini(uint64_t seed, ops::Device& dev) {
+  return std::make_unique<GptMini>(seed, dev);
+}
 
 }  // namespace dd::models

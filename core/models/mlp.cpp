@@ -7,7 +7,7 @@ namespace {
 
 class Mlp : public Model {
  public:
-  explicit Mlp(uint64_t seed) {
+  Mlp(uint64_t seed, ops::Device& dev) : Model(dev) {
     name_ = "mlp";
     const int64_t dims[5] = {784, 1024, 1024, 1024, 10};
     for (int i = 0; i < 4; ++i)
@@ -29,26 +29,28 @@ class Mlp : public Model {
     }
     probs_.ensure(n_ * 10);
     ForwardResult r;
-    r.loss = ops::softmax_xent_forward(probs_.data(), act_[3].data(), in.y, n_, 10, &r.correct);
+    r.loss = device().softmax_xent_forward(probs_.data(), act_[3].data(), in.y, n_, 10, &r.correct);
     r.predictions = n_;
     return r;
   }
 
   void backward(nn::BackwardHook* hook, float scale) override {
     for (int i = 0; i < 4; ++i) dact_[i].ensure(n_ * fc_[i]->out);
-    ops::softmax_xent_backward(dact_[3].data(), probs_.data(), y_, n_, 10, scale / float(n_));
+    device().softmax_xent_backward(dact_[3].data(), probs_.data(), y_, n_, 10, scale / float(n_));
     for (int i = 3; i >= 0; --i) {
       const float* x = i == 0 ? x_ : act_[i - 1].data();
       float* dx = i == 0 ? nullptr : dact_[i - 1].data();
       fc_[i]->backward(dx, dact_[i].data(), x, n_);
       notify(hook, fc_[i]);
-      if (i > 0) ops::relu_backward(dx, dx, act_[i - 1].data(), n_ * fc_[i - 1]->out);
+      if (i > 0) device().relu_backward(dx, dx, act_[i - 1].data(), n_ * fc_[i - 1]->out);
     }
   }
 
  private:
   nn::Linear* fc_[4];
-  FloatBuffer act_[4], dact_[4], probs_;
+  Arena act_[4] = {scratch(), scratch(), scratch(), scratch()};
+  Arena dact_[4] = {scratch(), scratch(), scratch(), scratch()};
+  Arena probs_ = scratch();
   int64_t n_ = 0;
   const float* x_ = nullptr;
   const int32_t* y_ = nullptr;
@@ -56,6 +58,6 @@ class Mlp : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> make_mlp(uint64_t seed) { return std::make_unique<Mlp>(seed); }
+std::unique_ptr<Model> make_mlp(uint64_t seed, ops::Device& dev) { return std::make_unique<Mlp>(seed, dev); }
 
 }  // namespace dd::models

@@ -1,4 +1,5 @@
-// Arena allocation and layer binding shared by all models, and the model registry.
+// Arena allocation, host initialization and the move to the model's device, layer binding, cross-device copies,
+// and the model registry (one list: every model runs on every device).
 #include "core/models/model.h"
 
 #include "core/common/error.h"
@@ -6,24 +7,57 @@
 
 namespace dd::models {
 
+void Model::bind_all(ops::Device& d) {
+  int64_t po = 0, bo = 0;
+  const bool nb = buffers_.size() > 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    auto* l = layers_[i];
+    l->bind(int(i), d, params_.data() + po, grads_.data() + po, po, nb ? buffers_.data() + bo : nullptr, bo);
+    po += l->num_params();
+    bo += l->num_buffers();
+  }
+}
+
 void Model::finalize(uint64_t seed) {
   int64_t np = 0, nb = 0;
   for (auto* l : layers_) {
     np += l->num_params();
     nb += l->num_buffers();
   }
-  params_.resize(np);
-  grads_.resize(np);
-  buffers_.resize(nb);
-  int64_t po = 0, bo = 0;
+  // Host arenas first: initialization draws one Rng sequence on the host, whatever the device.
+  ops::Device& host = ops::host_device();
+  params_ = Arena(host, size_t(np));
+  grads_ = Arena(host, size_t(np));
+  buffers_ = Arena(host, size_t(nb));
+  bind_all(host);
   Rng rng(seed);
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    auto* l = layers_[i];
-    l->bind(int(i), params_.data() + po, grads_.data() + po, po, nb ? buffers_.data() + bo : nullptr, bo);
-    l->init(rng);
-    po += l->num_params();
-    bo += l->num_buffers();
-  }
+  for (auto* l : layers_) l->init(rng);
+  if (&dev_ == &host) return;
+  Arena p(dev_, size_t(np)), g(dev_, size_t(np)), b(dev_, size_t(nb));
+  ops::copy_across(dev_, p.data(), host, params_.data(), sizeof(float) * size_t(np));
+  ops::copy_across(dev_, b.data(), host, buffers_.data(), sizeof(float) * size_t(nb));
+  params_ = std::move(p);
+  grads_ = std::move(g);
+  buffers_ = std::move(b);
+  bind_all(dev_);
+}
+
+static void check_same_layout(const Model& a, const Model& b) {
+  DD_CHECK(a.name() == b.name() && a.num_params() == b.num_params() && a.num_layers() == b.num_layers() &&
+               a.num_buffers() == b.num_buffers(),
+           "model '" + a.name() + "' on " + a.device().name() + " and model '" + b.name() + "' on " +
+               b.device().name() + " have different layouts");
+}
+
+void Model::copy_params_to(Model& dst) const {
+  check_same_layout(*this, dst);
+  ops::copy_across(dst.dev_, dst.params_.data(), dev_, params_.data(), sizeof(float) * params_.size());
+  ops::copy_across(dst.dev_, dst.buffers_.data(), dev_, buffers_.data(), sizeof(float) * buffers_.size());
+}
+
+void Model::copy_grads_to(Model& dst) const {
+  check_same_layout(*this, dst);
+  ops::copy_across(dst.dev_, dst.grads_.data(), dev_, grads_.data(), sizeof(float) * grads_.size());
 }
 
 const std::vector<std::string>& model_names() {
@@ -31,11 +65,11 @@ const std::vector<std::string>& model_names() {
   return names;
 }
 
-std::unique_ptr<Model> make_model(const std::string& name, uint64_t seed) {
-  if (name == "mlp") return make_mlp(seed);
-  if (name == "cnn") return make_cnn(seed);
-  if (name == "resnet20") return make_resnet20(seed);
-  if (name == "gpt-mini") return make_gpt_mini(seed);
+std::unique_ptr<Model> make_model(const std::string& name, uint64_t seed, ops::Device& dev) {
+  if (name == "mlp") return make_mlp(seed, dev);
+  if (name == "cnn") return make_cnn(seed, dev);
+  if (name == "resnet20") return make_resnet20(seed, dev);
+  if (name == "gpt-mini") return make_gpt_mini(seed, dev);
   throw UsageError("unknown model '" + name + "' (expected mlp, cnn, resnet20 or gpt-mini)");
 }
 

@@ -5,8 +5,8 @@
 #include "core/models/model.h"
 
 namespace dd::models {
-std::unique_ptr<Model> make_mlp(uint64_t seed);
-std::unique_ptr<Model> make_cnn(uint64_t seed);
-std::unique_ptr<Model> make_resnet20(uint64_t seed);
-std::unique_ptr<Model> make_gpt_mini(uint64_t seed);
+std::unique_ptr<Model> make_mlp(uint64_t seed, ops::Device& dev);
+std::unique_ptr<Model> make_cnn(uint64_t seed, ops::Device& dev);
+std::unique_ptr<Model> make_resnet20(uint64_t seed, ops::Device& dev);
+std::unique_ptr<Model> make_gpt_mini(uint64_t seed, ops::Device& dev);
 }  // namespace dd::models

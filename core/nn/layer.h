@@ -1,10 +1,12 @@
 // A parameter-owning layer: the unit of synchronization. Its parameters, gradients and buffers are views into
 // the model's flat arenas (llm.c style), so adjacent layers are adjacent in memory and buckets need no copies.
+// The views live on the model's device; the layer's kernels go through that device's table (core/ops/device.h).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/ops/device.h"
 #include "core/tensor/rng.h"
 
 namespace dd::nn {
@@ -25,11 +27,14 @@ class Layer {
   virtual const char* kind() const = 0;      // "linear", "conv", "batchnorm", "layernorm", "embedding"
   virtual std::vector<TensorSpec> param_specs() const = 0;   // weight then bias
   virtual std::vector<TensorSpec> buffer_specs() const { return {}; }
-  virtual void init(Rng& rng) = 0;            // PyTorch default initialization
+  virtual void init(Rng& rng) = 0;            // PyTorch default initialization, on HOST views (before upload)
 
-  // Set by the model when the arenas are allocated.
-  void bind(int index, float* p, float* g, int64_t param_offset, float* buf, int64_t buffer_offset) {
-    index_ = index; p_ = p; g_ = g; param_offset_ = param_offset; buf_ = buf; buffer_offset_ = buffer_offset;
+  // Set by the model when the arenas are allocated (again when they move to the model's device).
+  void bind(int index, ops::Device& dev, float* p, float* g, int64_t param_offset, float* buf,
+            int64_t buffer_offset) {
+    index_ = index; dev_ = &dev; p_ = p; g_ = g; param_offset_ = param_offset; buf_ = buf;
+    buffer_offset_ = buffer_offset;
+    bound();
   }
   int64_t num_params() const { int64_t n = 0; for (auto& s : param_specs()) n += s.numel(); return n; }
   int64_t num_buffers() const { int64_t n = 0; for (auto& s : buffer_specs()) n += s.numel(); return n; }
@@ -41,9 +46,12 @@ class Layer {
   float* buffers() const { return buf_; }
   int64_t param_offset() const { return param_offset_; }
   int64_t buffer_offset() const { return buffer_offset_; }
+  ops::Device& device() const { return *dev_; }
 
  protected:
+  virtual void bound() {}  // after bind: device-side state (a conv op, saved statistics) moves to dev_
   int index_ = -1;
+  ops::Device* dev_ = &ops::host_device();
   float* p_ = nullptr;
   float* g_ = nullptr;
   float* buf_ = nullptr;

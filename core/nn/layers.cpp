@@ -1,4 +1,5 @@
-// Layer parameter specs and PyTorch-default initialization; BatchNorm/LayerNorm keep their saved statistics.
+// Layer parameter specs and PyTorch-default initialization (on the host views); BatchNorm/LayerNorm keep their
+// saved statistics in device scratch of the model's device.
 #include "core/nn/layers.h"
 
 #include <cmath>
@@ -35,16 +36,16 @@ void BatchNorm::init(Rng&) {
 
 void BatchNorm::forward(float* y, const float* x, int64_t N, int64_t HW, bool train) {
   if (train) {
-    save_mean_.resize(C);
-    save_invstd_.resize(C);
-    ops::batchnorm_forward_train(y, save_mean_.data(), save_invstd_.data(), buf_, buf_ + C, x, p_, p_ + C, N, C, HW);
+    save_mean_.ensure(size_t(C));
+    save_invstd_.ensure(size_t(C));
+    dev_->batchnorm_forward_train(y, save_mean_.data(), save_invstd_.data(), buf_, buf_ + C, x, p_, p_ + C, N, C, HW);
   } else {
-    ops::batchnorm_forward_eval(y, x, p_, p_ + C, buf_, buf_ + C, N, C, HW);
+    dev_->batchnorm_forward_eval(y, x, p_, p_ + C, buf_, buf_ + C, N, C, HW);
   }
 }
 
 void BatchNorm::backward(float* dx, const float* dy, const float* x, int64_t N, int64_t HW) const {
-  ops::batchnorm_backward(dx, g_, g_ + C, dy, x, p_, save_mean_.data(), save_invstd_.data(), N, C, HW);
+  dev_->batchnorm_backward(dx, g_, g_ + C, dy, x, p_, save_mean_.data(), save_invstd_.data(), N, C, HW);
 }
 
 void LayerNorm::init(Rng&) {
@@ -55,13 +56,13 @@ void LayerNorm::init(Rng&) {
 }
 
 void LayerNorm::forward(float* y, const float* x, int64_t N) {
-  mean_.resize(N);
-  rstd_.resize(N);
-  ops::layernorm_forward(y, mean_.data(), rstd_.data(), x, p_, p_ + C, N, C);
+  mean_.ensure(size_t(N));
+  rstd_.ensure(size_t(N));
+  dev_->layernorm_forward(y, mean_.data(), rstd_.data(), x, p_, p_ + C, N, C);
 }
 
 void LayerNorm::backward(float* dx, const float* dy, const float* x, int64_t N) const {
-  ops::layernorm_backward(dx, g_, g_ + C, dy, x, p_, mean_.data(), rstd_.data(), N, C);
+  dev_->layernorm_backward(dx, g_, g_ + C, dy, x, p_, mean_.data(), rstd_.data(), N, C);
 }
 
 void Embedding::init(Rng& rng) {

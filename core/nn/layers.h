@@ -1,9 +1,9 @@
-// The parameter-owning layer types (Linear, Conv2d, BatchNorm, LayerNorm, Embedding) over core/ops kernels.
+// The parameter-owning layer types (Linear, Conv2d, BatchNorm, LayerNorm, Embedding): views plus metadata whose
+// forward/backward call the model's kernel table (core/ops/device.h), so one layer runs on the host or a GPU.
 #pragma once
 #include <memory>
 
 #include "core/nn/layer.h"
-#include "core/ops/ops.h"
 
 namespace dd::nn {
 
@@ -17,12 +17,12 @@ class Linear : public Layer {
   float* bias() const { return has_bias ? p_ + in * out : nullptr; }
   float* dweight() const { return g_; }
   float* dbias() const { return has_bias ? g_ + in * out : nullptr; }
-  // relu = true applies max(y, 0) inside the GEMM (fused epilogue).
+  // relu = true applies max(y, 0) inside the GEMM (fused epilogue on the host).
   void forward(float* y, const float* x, int64_t N, bool relu = false) const {
-    ops::linear_forward(y, x, weight(), bias(), N, in, out, relu);
+    dev_->linear_forward(y, x, weight(), bias(), N, in, out, relu);
   }
   void backward(float* dx, const float* dy, const float* x, int64_t N) const {
-    ops::linear_backward(dx, dweight(), dbias(), dy, x, weight(), N, in, out);
+    dev_->linear_backward(dx, dweight(), dbias(), dy, x, weight(), N, in, out);
   }
   int64_t in, out;
   bool has_bias;
@@ -30,17 +30,21 @@ class Linear : public Layer {
 
 class Conv : public Layer {
  public:
-  Conv(int64_t C, int64_t OC, int64_t k, int64_t stride, int64_t pad)
-      : C(C), OC(OC), k(k), stride(stride), pad(pad), op(std::make_unique<ops::Conv2d>(C, OC, k, stride, pad)) {}
+  Conv(int64_t C, int64_t OC, int64_t k, int64_t stride, int64_t pad) : C(C), OC(OC), k(k), stride(stride), pad(pad) {}
   const char* kind() const override { return "conv"; }
   std::vector<TensorSpec> param_specs() const override { return {{"weight", {OC, C, k, k}}}; }
   void init(Rng& rng) override;
-  void forward(float* y, const float* x, int64_t N, int64_t H, int64_t W) const { op->forward(y, x, p_, N, H, W); }
+  void forward(float* y, const float* x, int64_t N, int64_t H, int64_t W) const { op_->forward(y, x, p_, N, H, W); }
   void backward(float* dx, const float* dy, const float* x, int64_t N, int64_t H, int64_t W) const {
-    op->backward(dx, g_, dy, x, p_, N, H, W);
+    op_->backward(dx, g_, dy, x, p_, N, H, W);
   }
+  int64_t out_h(int64_t H) const { return (H + 2 * pad - k) / stride + 1; }
+  int64_t out_w(int64_t W) const { return (W + 2 * pad - k) / stride + 1; }
   int64_t C, OC, k, stride, pad;
-  std::unique_ptr<ops::Conv2d> op;
+
+ private:
+  void bound() override { op_ = dev_->make_conv(C, OC, k, stride, pad); }
+  std::unique_ptr<ops::ConvOp> op_;  // oneDNN or cuDNN state, cached per input shape
 };
 
 // BatchNorm over [N, C, HW]; running mean/var are buffers averaged with the layer when it syncs.
@@ -57,7 +61,8 @@ class BatchNorm : public Layer {
   int64_t C;
 
  private:
-  std::vector<float> save_mean_, save_invstd_;
+  void bound() override { save_mean_ = ops::DeviceFloats(*dev_); save_invstd_ = ops::DeviceFloats(*dev_); }
+  ops::DeviceFloats save_mean_, save_invstd_;
 };
 
 class LayerNorm : public Layer {
@@ -71,7 +76,8 @@ class LayerNorm : public Layer {
   int64_t C;
 
  private:
-  std::vector<float> mean_, rstd_;
+  void bound() override { mean_ = ops::DeviceFloats(*dev_); rstd_ = ops::DeviceFloats(*dev_); }
+  ops::DeviceFloats mean_, rstd_;
 };
 
 class Embedding : public Layer {
@@ -80,8 +86,8 @@ class Embedding : public Layer {
   const char* kind() const override { return "embedding"; }
   std::vector<TensorSpec> param_specs() const override { return {{"weight", {V, C}}}; }
   void init(Rng& rng) override;
-  void forward(float* y, const int32_t* idx, int64_t N) const { ops::embedding_forward(y, idx, p_, N, C); }
-  void backward(const float* dy, const int32_t* idx, int64_t N) const { ops::embedding_backward(g_, dy, idx, N, C); }
+  void forward(float* y, const int32_t* idx, int64_t N) const { dev_->embedding_forward(y, idx, p_, N, C); }
+  void backward(const float* dy, const int32_t* idx, int64_t N) const { dev_->embedding_backward(g_, dy, idx, N, C); }
   int64_t V, C;
 };
 

@@ -1,11 +1,12 @@
 // Per-layer optimizers (SGD with momentum/Nesterov/weight decay, AdamW). The sync engine updates each layer on
-// its own, with its own learning rate (staleness scaling), so the update is a per-layer call.
+// its own, with its own learning rate (staleness scaling), so the update is a per-layer call. One optimizer for
+// every device: the state lives on the table's device and the update is that device's kernel-table entry.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "core/optim/param_table.h"
-#include "core/tensor/buffer.h"
+#include "core/ops/device.h"
 
 namespace dd::optim {
 
@@ -23,17 +24,19 @@ class Optimizer {
   Optimizer(const OptimConfig& cfg, const ParamTable& table);
   // theta_l <- theta_l - lr * update(g_l); then zeroes layer l's gradient (so backward can accumulate).
   void update_layer(int layer, float lr);
-  // State arena, parameter layout: SGD momentum [P]; AdamW m [P] then v [P]. Averaged as an option of the
-  // sync engine; saved in checkpoints.
-  FloatBuffer& state() { return state_; }
+  // State arena on the table's device, parameter layout: SGD momentum [P]; AdamW m [P] then v [P]. Averaged as
+  // an option of the sync engine; saved in checkpoints.
+  ops::DeviceFloats& state() { return state_; }
   int state_slots() const { return cfg_.kind == "adamw" ? 2 : 1; }
   std::vector<int64_t>& layer_steps() { return steps_; }  // AdamW bias-correction counters, per layer
   const OptimConfig& config() const { return cfg_; }
+  // State and step counters into `dst` (same configuration and layout, any device). Synchronizing.
+  void copy_state_to(Optimizer& dst) const;
 
  private:
   OptimConfig cfg_;
   const ParamTable& table_;
-  FloatBuffer state_;
+  ops::DeviceFloats state_;
   std::vector<int64_t> steps_;
   bool is_sgd_ = true;
 };

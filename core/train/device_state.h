@@ -1,5 +1,5 @@
 // The training state of one rank on a CUDA device (--device cuda), behind an interface without CUDA headers:
-// the GPU model and its optimizer state, batch upload, host copies for checkpoints/evaluation/--save-params,
+// the model built for the GPU and its optimizer, batch upload, host copies for checkpoints/evaluation/--save-params,
 // and the sync engine over the device arenas. Built only with CUDA (core/train/cuda); elsewhere the factory
 // refuses with a usage error.
 #pragma once
@@ -27,7 +27,7 @@ class DeviceState {
   virtual void backward(nn::BackwardHook* hook) = 0;
   virtual void update_layer(int layer, float lr) = 0;
   // Training state to the host model and optimizer (parameters, buffers, optimizer state, step counters), and
-  // back. from_host refuses (dd::UsageError) AdamW step counters it cannot give the device model.
+  // back (the device runs the same optim::Optimizer, so SGD and AdamW checkpoints resume alike).
   virtual void to_host(models::Model& m, optim::Optimizer& o) = 0;
   virtual void params_to_host(models::Model& m) = 0;  // parameters and buffers only
   virtual void from_host(const models::Model& m, optim::Optimizer& o) = 0;
@@ -36,7 +36,7 @@ class DeviceState {
                                                         Backend& b) = 0;
 };
 
-// dd::UsageError (exit 2) when this build has no CUDA, no device is visible, or the model has no GPU path.
+// dd::UsageError (exit 2) when this build has no CUDA or no device is visible (every model has a GPU path).
 void check_cuda_usable();
 std::unique_ptr<DeviceState> make_device_state(const TrainConfig& cfg, const models::Model& m,
                                                const optim::OptimConfig& oc);

@@ -36,9 +36,7 @@ namespace dd::train {
 
 // --device cuda: a visible device and a setup the GPU path supports, refused up front with one line each.
 static void validate_cuda(const TrainConfig& c) {
-  check_cuda_usable();
-  if (c.model != "mlp" && c.model != "cnn" && c.model != "gpt-mini")
-    throw UsageError("--device cuda: model '" + c.model + "' has no GPU path yet (GPU models: mlp, cnn, gpt-mini)");
+  check_cuda_usable();  // every model has a GPU path (one source per model, core/models)
   if (!c.sensitivity.empty())
     throw UsageError("--sensitivity: the probe runs on the CPU model; it is not available with --device cuda");
   // Policies that read each layer's local gradient on the host every step (threshold, hybrid, hier's adaptive

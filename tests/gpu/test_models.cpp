@@ -1,5 +1,6 @@
-// GpuModel against the CPU reference models mlp, cnn, gpt-mini (label gpu; skipped without a CUDA device): one
-// forward+backward gives the same loss, per-layer gradients and hook order; 5 optimizer steps the same parameters.
+// Every reference model built for the CUDA kernel table (GpuModel) against the same model on the host (label gpu;
+// skipped without a CUDA device): one forward+backward gives the same loss, per-layer gradients and hook order;
+// 5 steps of the one optim::Optimizer (state on each model's device) the same parameters.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,15 +9,17 @@
 #include <vector>
 
 #include "core/common/error.h"
-#include "core/models/cuda/device_array.h"
 #include "core/models/cuda/gpu_model.h"
+#include "core/ops/cuda/cuda_check.h"
+#include "core/ops/cuda/device_cuda.h"
+#include "core/optim/optimizer.h"
 #include "core/tensor/rng.h"
 
 namespace dd {
 namespace {
 
-using models::gpu::DeviceArray;
 using models::gpu::GpuModel;
+using ops::DeviceArray;
 
 struct RecordHook : nn::BackwardHook {
   std::vector<int> order;
@@ -27,8 +30,8 @@ struct RecordHook : nn::BackwardHook {
 struct Batch {
   std::vector<float> x;
   std::vector<int32_t> tokens, y;
-  DeviceArray<float> dx;
-  DeviceArray<int32_t> dtokens, dy;
+  DeviceArray<float> dx{cuops::device()};
+  DeviceArray<int32_t> dtokens{cuops::device()}, dy{cuops::device()};
   models::Input host, dev;
 
   Batch(const models::Model& m, int64_t n, uint64_t seed) {
@@ -92,8 +95,9 @@ TEST_P(GpuModelTest, MatchesCpuStepAndUpdates) {
   oc.kind = c.optimizer;
   oc.momentum = 0.9f;
   oc.weight_decay = 1e-4f;
-  GpuModel gpu(*cpu, oc);
+  GpuModel gpu(*cpu);
   optim::Optimizer opt(oc, *cpu);
+  optim::Optimizer gopt(oc, gpu.model());  // the same optimizer, state on the device
   ASSERT_EQ(gpu.num_layers(), cpu->num_layers());
   ASSERT_EQ(gpu.num_params(), cpu->num_params());
   const std::vector<float> initial(cpu->params().data(), cpu->params().data() + cpu->num_params());
@@ -117,7 +121,7 @@ TEST_P(GpuModelTest, MatchesCpuStepAndUpdates) {
     for (size_t i = 0; i < hg.order.size(); ++i) EXPECT_EQ(hg.order[i], cpu->num_layers() - 1 - int(i));
 
     if (step == 0) {
-      gpu.copy_grads_to_host(*back);
+      gpu.model().copy_grads_to(*back);
       for (const nn::Layer* l : cpu->layers()) {
         const int64_t off = l->param_offset(), n = l->num_params();
         const double ref = norm(cpu->grads().data() + off, n);
@@ -128,13 +132,13 @@ TEST_P(GpuModelTest, MatchesCpuStepAndUpdates) {
     }
     for (int l = cpu->num_layers() - 1; l >= 0; --l) {
       opt.update_layer(l, lr);
-      gpu.update_layer(l, lr);
+      gopt.update_layer(l, lr);
     }
   }
 
   // After 5 updates: the GPU parameters agree with the CPU's, relative to how far the CPU ones moved.
-  gpu.copy_params_to_host(*back);
-  gpu.copy_grads_to_host(*back);
+  gpu.model().copy_params_to(*back);
+  gpu.model().copy_grads_to(*back);
   for (const nn::Layer* l : cpu->layers()) {
     const int64_t off = l->param_offset(), n = l->num_params();
     const float* pc = cpu->params().data() + off;
@@ -154,7 +158,8 @@ TEST_P(GpuModelTest, MatchesCpuStepAndUpdates) {
 
 INSTANTIATE_TEST_SUITE_P(Models, GpuModelTest,
                          ::testing::Values(Case{"mlp", 32, "sgd"}, Case{"gpt-mini", 4, "sgd"}, Case{"cnn", 16, "sgd"},
-                                           Case{"mlp", 32, "adamw"}, Case{"gpt-mini", 2, "adamw"}),
+                                           Case{"resnet20", 16, "sgd"}, Case{"mlp", 32, "adamw"},
+                                           Case{"gpt-mini", 2, "adamw"}),
                          [](const ::testing::TestParamInfo<Case>& i) {
                            std::string s = i.param.model + "_" + i.param.optimizer;
                            for (auto& ch : s)
@@ -162,10 +167,15 @@ INSTANTIATE_TEST_SUITE_P(Models, GpuModelTest,
                            return s;
                          });
 
-TEST(GpuModel, ModelWithoutGpuPathIsAUsageError) {
+// Every model has a GPU path: one list of models (models::model_names()), built on the CUDA table as on the host.
+TEST(GpuModel, EveryModelBuildsOnTheDevice) {
   if (!models::gpu::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  auto cpu = models::make_model("resnet20", 1);
-  EXPECT_THROW(GpuModel g(*cpu), UsageError);
+  for (const std::string& name : models::model_names()) {
+    auto cpu = models::make_model(name, 1);
+    GpuModel g(*cpu);
+    EXPECT_EQ(g.num_params(), cpu->num_params()) << name;
+    EXPECT_STREQ(g.model().device().name(), "cuda") << name;
+  }
 }
 
 TEST(GpuModel, ReadyEventsCompleteAfterBackward) {

@@ -1,7 +1,7 @@
 // bench_gpu_step: median time of one training step (forward + backward + SGD update of every layer) of a
 // reference model on the GPU, timed with CUDA events after warm-up. Prints a line per model and a JSON line.
 //
-//   bench_gpu_step [--model mlp|gpt-mini] [--batch 64] [--warmup 10] [--iters 50]
+//   bench_gpu_step [--model mlp|cnn|resnet20|gpt-mini] [--batch 64] [--warmup 10] [--iters 50]
 //
 // The step returns the loss to the host (as training does), so each step includes that one synchronization.
 #include <algorithm>
@@ -12,9 +12,10 @@
 #include <vector>
 
 #include "core/common/error.h"
-#include "core/models/cuda/device_array.h"
 #include "core/models/cuda/gpu_model.h"
+#include "core/ops/cuda/device_cuda.h"
 #include "core/ops/cuda/ops_cuda.h"
+#include "core/optim/optimizer.h"
 #include "core/tensor/rng.h"
 
 namespace {
@@ -47,7 +48,8 @@ int run(const Args& a) {
   if (!models::gpu::gpu_available()) throw UsageError("no CUDA device visible");
   auto cpu = models::make_model(a.model, 1);
   optim::OptimConfig oc;  // SGD, momentum 0.9: the PyTorch peer's optimizer
-  models::gpu::GpuModel gm(*cpu, oc);
+  models::gpu::GpuModel gm(*cpu);
+  optim::Optimizer opt(oc, gm.model());
 
   // One fixed synthetic batch on the device (the peer also reuses one batch).
   Rng rng(7);
@@ -58,11 +60,12 @@ int run(const Args& a) {
   for (auto& v : hx) v = rng.normal();
   for (auto& v : htok) v = int32_t(rng.next() % uint64_t(cpu->num_classes()));
   for (auto& v : hy) v = int32_t(rng.next() % uint64_t(cpu->num_classes()));
-  models::gpu::DeviceFloats dx(hx.size());
-  models::gpu::DeviceArray<int32_t> dtok(htok.size()), dy(hy.size());
-  DD_CUDA_CHECK(cudaMemcpy(dx.data(), hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
-  DD_CUDA_CHECK(cudaMemcpy(dtok.data(), htok.data(), htok.size() * 4, cudaMemcpyHostToDevice));
-  DD_CUDA_CHECK(cudaMemcpy(dy.data(), hy.data(), hy.size() * 4, cudaMemcpyHostToDevice));
+  ops::Device& table = cuops::device();
+  ops::DeviceFloats dx(table, hx.size());
+  ops::DeviceArray<int32_t> dtok(table, htok.size()), dy(table, hy.size());
+  table.copy_from_host(dx.data(), hx.data(), hx.size() * 4);
+  table.copy_from_host(dtok.data(), htok.data(), htok.size() * 4);
+  table.copy_from_host(dy.data(), hy.data(), hy.size() * 4);
   models::Input in;
   in.n = a.batch;
   in.y = dy.data();
@@ -78,7 +81,7 @@ int run(const Args& a) {
     DD_CUDA_CHECK(cudaEventRecord(t0, cuops::stream()));
     loss = gm.forward(in, true).loss;
     gm.backward(nullptr, 1.0f);
-    for (int l = gm.num_layers() - 1; l >= 0; --l) gm.update_layer(l, 0.01f);
+    for (int l = gm.num_layers() - 1; l >= 0; --l) opt.update_layer(l, 0.01f);
     DD_CUDA_CHECK(cudaEventRecord(t1, cuops::stream()));
     DD_CUDA_CHECK(cudaEventSynchronize(t1));
     float e = 0;

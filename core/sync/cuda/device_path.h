@@ -16,7 +16,8 @@ enum class DeviceCollectives {
 };
 
 // `a`: the device arenas; `compute`: the stream the model's kernels and updates run on; `ready_event(l)`: the
-// event recorded on `compute` right before the backward hook of layer l (GpuModel::layer_ready_event).
+// event recorded on `compute` right before the backward hook of layer l (GpuModel's hook adapter records it;
+// GpuModel::layer_ready_event).
 //
 // Every collective passes through one FIFO staging thread, so the backend sees them in submission order. A
 // hook-launched bucket never stalls the compute thread: Staged queues its D2H copy on a copy stream behind the

@@ -1,4 +1,5 @@
-// CudaState: DeviceState on one CUDA device (GpuModel + pinned batch upload + the device sync engine).
+// CudaState: DeviceState on one CUDA device (the model built for the CUDA kernel table with its ready events, the
+// same optim::Optimizer as on the host, pinned batch upload, the device sync engine).
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -50,14 +51,13 @@ class Upload {
 
 class CudaState : public DeviceState {
  public:
-  CudaState(const TrainConfig& cfg, const models::Model& m, const optim::OptimConfig& oc) : oc_(oc) {
+  CudaState(const TrainConfig& cfg, const models::Model& m, const optim::OptimConfig& oc) {
     check_cuda_usable();
     int n = 0;
     DD_CUDA_CHECK(cudaGetDeviceCount(&n));
     DD_CUDA_CHECK(cudaSetDevice(cfg.local_rank % n));  // the device NcclBackend picks too
-    gpu_ = std::make_unique<models::gpu::GpuModel>(m, oc);
-    steps_.assign(size_t(gpu_->num_layers()), 0);
-    num_buffers_ = int64_t(const_cast<models::Model&>(m).buffers().size());
+    gpu_ = std::make_unique<models::gpu::GpuModel>(m);
+    opt_ = std::make_unique<optim::Optimizer>(oc, gpu_->model());  // state on the device
   }
 
   models::ForwardResult forward(const data::Batch& b, bool train) override {
@@ -71,44 +71,32 @@ class CudaState : public DeviceState {
 
   void backward(nn::BackwardHook* hook) override { gpu_->backward(hook); }
 
-  void update_layer(int layer, float lr) override {
-    gpu_->update_layer(layer, lr);
-    ++steps_[size_t(layer)];
-  }
+  void update_layer(int layer, float lr) override { opt_->update_layer(layer, lr); }
 
-  void params_to_host(models::Model& m) override { gpu_->copy_params_to_host(m); }
+  void params_to_host(models::Model& m) override { gpu_->model().copy_params_to(m); }
 
+  // The one optimizer's state and step counters travel both ways, so an AdamW checkpoint resumes on the GPU.
   void to_host(models::Model& m, optim::Optimizer& o) override {
-    gpu_->copy_params_to_host(m);
-    check_state_size(o);
-    DD_CUDA_CHECK(cudaMemcpyAsync(o.state().data(), gpu_->optimizer_state(), 4 * o.state().size(), cudaMemcpyDeviceToHost,
-                          cuops::stream()));
-    gpu_->synchronize();
-    o.layer_steps() = steps_;
+    gpu_->model().copy_params_to(m);
+    opt_->copy_state_to(o);
   }
 
   void from_host(const models::Model& m, optim::Optimizer& o) override {
-    if (oc_.kind == "adamw" && o.layer_steps() != steps_)
-      throw UsageError("--resume with --device cuda: AdamW's per-layer step counters cannot be restored on the "
-                       "GPU model yet; resume this checkpoint with --device cpu or train with --optimizer sgd");
-    gpu_->copy_params_from_host(m);
-    check_state_size(o);
-    DD_CUDA_CHECK(cudaMemcpyAsync(gpu_->optimizer_state(), o.state().data(), 4 * o.state().size(), cudaMemcpyHostToDevice,
-                          cuops::stream()));
-    gpu_->synchronize();
-    steps_ = o.layer_steps();
+    m.copy_params_to(gpu_->model());
+    o.copy_state_to(*opt_);
   }
 
   std::unique_ptr<sync::SyncEngine> make_engine(const sync::EngineOptions& eo, models::Model& m,
                                                 Backend& b) override {
+    models::Model& dm = gpu_->model();
     sync::Arenas a;
-    a.params = gpu_->params();
-    a.grads = gpu_->grads();
-    a.buffers = gpu_->buffers();
-    a.opt_state = gpu_->optimizer_state();
-    a.num_params = gpu_->num_params();
-    a.num_buffers = num_buffers_;
-    a.state_slots = oc_.kind == "adamw" ? 2 : 1;
+    a.params = dm.params().data();
+    a.grads = dm.grads().data();
+    a.buffers = dm.buffers().data();
+    a.opt_state = opt_->state().data();
+    a.num_params = dm.num_params();
+    a.num_buffers = dm.num_buffers();
+    a.state_slots = opt_->state_slots();
     const auto kind = b.name() == "nccl" ? sync::DeviceCollectives::Nccl : sync::DeviceCollectives::Staged;
     models::gpu::GpuModel* g = gpu_.get();
     auto path = sync::make_device_path(kind, a, cuops::stream(), [g](int l) { return g->layer_ready_event(l); });
@@ -116,15 +104,8 @@ class CudaState : public DeviceState {
   }
 
  private:
-  void check_state_size(optim::Optimizer& o) const {
-    const size_t want = size_t(gpu_->num_params()) * (oc_.kind == "adamw" ? 2 : 1);
-    if (o.state().size() != want) throw std::logic_error("device state: optimizer state sizes differ");
-  }
-
-  optim::OptimConfig oc_;
   std::unique_ptr<models::gpu::GpuModel> gpu_;
-  std::vector<int64_t> steps_;
-  int64_t num_buffers_ = 0;
+  std::unique_ptr<optim::Optimizer> opt_;  // after gpu_: it refers to the device model
   Upload<float> x_;
   Upload<int32_t> tok_, y_;
 };
