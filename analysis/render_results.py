@@ -223,9 +223,27 @@ def render_beyond_throughput(results):
     return "\n".join(out)
 
 
+def render_compare_builds(results):
+    d = _load(results, "compare_builds.json")
+    if not d:
+        return "_No side-by-side sitting of two builds recorded yet: run `experiments/compare_builds.sh`._\n"
+    out = ["| what | config | base (%s) | new (%s) | speed new/base |" % (d.get("base_commit") or "base",
+                                                                   d.get("new_commit") or "new"),
+           "|---|---|---|---|---|"]
+    for r in d["rows"]:
+        what = "step ms, 1 process" if r["kind"] == "step" else "samples/s, 4 ranks, %s" % d["net"]
+        out.append("| %s | %s | %.2f | %.2f | %.3f |" % (what, r["config"], r["best_base"], r["best_new"],
+                                                        r["speed_ratio"]))
+    out += ["", "Best of %d alternating repetitions per side (lower step time / higher samples/s). `%s` — %s%s." % (
+        len(d["rows"][0]["base"]), d["command"], _machine(d["machine"]),
+        "; noisy: load %.2f before a run on %d cores" % (d["load_max"], d["cores"]) if d.get("noisy") else ""), ""]
+    return "\n".join(out)
+
+
 RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime, "demo": render_demo,
              "ops_vs_torch": render_ops, "beyond_convergence": render_beyond_convergence,
-             "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput}
+             "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput,
+             "compare_builds": render_compare_builds}
 
 
 def render(readme_text, results):

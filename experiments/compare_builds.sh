@@ -5,21 +5,24 @@
 # the single-process step time (synthetic data, 1 thread, the batch of bench_step.sh), then the 4-rank throughput
 # of mlp with ddp and dreamddp:h=8 on the emulated cluster (`launch -n 4 --netem RATE`, as root; on loopback with a
 # note otherwise). Repetitions alternate base/new; the best of each is reported with new/base. Load average above
-# the core count marks the sitting noisy. Results: DIR/compare.json (default runs/compare-builds-<time>).
+# the core count before any run marks the sitting noisy. Results: DIR/compare.json (default runs/compare-builds-<time>);
+# --results FILE also writes it there (experiments/results/compare_builds.json is what the README renders).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" compare_builds
 py=/usr/bin/python3
-base="" new="" reps=2 models="mlp cnn resnet20 gpt-mini" net=1gbit out=""
+base="" new="" reps=2 models="mlp cnn resnet20 gpt-mini" net=1gbit out="" results=""
+cmdline="experiments/compare_builds.sh $*"
 while [ $# -gt 0 ]; do
   case $1 in
     -h|--help) usage_from_header; exit 0 ;;
-    --base|--new|--reps|--models|--net|--out) need_value -- "$@" ;;&
+    --base|--new|--reps|--models|--net|--out|--results) need_value -- "$@" ;;&
     --base) base=$2; shift 2 ;;
     --new) new=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --net) net=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --results) results=$2; shift 2 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -43,9 +46,9 @@ for m in $models; do
     for side in base new; do
       bin=$base; [ $side = new ] && bin=$new
       d=$out/step-$m-$side-$r
+      note_load
       "$bin" train --model "$m" --data synthetic --batch "${batch[$m]}" --threads 1 --steps "${steps[$m]}" \
         --eval-samples 16 --log-every 1000000 --out "$d" > "$d.log" 2>&1 || die "$side train --model $m failed: $(tail -2 "$d.log")"
-      note_load
       echo "step $m $side $($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_ms"])' "$d/summary.json")" >> "$rows"
     done
   done
@@ -55,22 +58,29 @@ for pol in ddp dreamddp:h=8; do
     for side in base new; do
       bin=$base; [ $side = new ] && bin=$new
       d=$out/ranks4-${pol//[:=,]/_}-$side-$r
+      note_load
       timeout 600 "$bin" launch -n 4 "${netopt[@]}" -- train --model mlp --data synthetic --batch 64 --threads 1 \
         --steps 200 --policy "$pol" --eval-samples 16 --log-every 1000000 --out "$d" > "$d.log" 2>&1 ||
         die "$side 4-rank $pol failed: $(tail -2 "$d.log")"
-      note_load
       echo "ranks4 $pol $side $($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples_per_s"])' "$d/summary.json")" >> "$rows"
     done
   done
 done
-$py - "$rows" "$out/compare.json" "$base" "$new" "$net" "$load_max" "$(nproc)" <<'PY'
-import collections, json, sys, datetime
-rows, dst, base, new, net, load, cores = sys.argv[1:8]
+$py - "$rows" "$out/compare.json" "$base" "$new" "$net" "$load_max" "$(nproc)" "$cmdline" "$(dirname "$SCRIPT_PATH")/lib" "${results:-}" <<'PY'
+import collections, json, os, sys, datetime
+rows, dst, base, new, net, load, cores, command, lib, results = sys.argv[1:11]
+sys.path.insert(0, lib)
+import sitting
 v = collections.defaultdict(list)
 for line in open(rows):
     kind, what, side, x = line.split()
     v[(kind, what, side)].append(float(x))
-res = {"date": datetime.datetime.utcnow().isoformat() + "Z", "base": base, "new": new, "net": net,
+def commit_of(binary):
+    """The commit of the tree a binary was built in (<tree>/build/dreamddp), dirty or not; None elsewhere."""
+    tree = os.path.dirname(os.path.dirname(os.path.abspath(binary)))
+    return sitting.git_commit(tree) if os.path.isdir(os.path.join(tree, ".git")) or os.path.isfile(os.path.join(tree, ".git")) else None
+res = {"study": "compare-builds", "command": command, "machine": sitting.machine(os.path.dirname(os.path.dirname(lib))),
+       "date": datetime.datetime.utcnow().isoformat() + "Z", "base": base, "new": new, "base_commit": commit_of(base), "new_commit": commit_of(new), "net": net,
        "load_max": float(load), "cores": int(cores), "noisy": float(load) > int(cores), "rows": []}
 print("%-8s %-14s %12s %12s %9s" % ("what", "config", "base", "new", "new/base"))
 for (kind, what) in dict.fromkeys((k, w) for k, w, _ in v):
@@ -83,7 +93,8 @@ for (kind, what) in dict.fromkeys((k, w) for k, w, _ in v):
                         "best_new": nn, "speed_ratio": ratio})
     print("%-8s %-14s %12.2f %12.2f %9.3f   (%s; speed ratio, >1 = new faster)" % (kind, what, bb, nn, ratio, unit))
 if res["noisy"]:
-    print("# NOISY: load average reached %.2f on %s cores" % (float(load), cores))
-json.dump(res, open(dst, "w"), indent=1)
-print("# written", dst)
+    print("# NOISY: load average before a run reached %.2f on %s cores" % (float(load), cores))
+for p in [dst] + ([results] if results else []):
+    json.dump(res, open(p, "w"), indent=1)
+    print("# written", p)
 PY
