@@ -223,6 +223,28 @@ def render_beyond_throughput(results):
     return "\n".join(out)
 
 
+def render_fillin_rule(results):
+    d = _load(results, "regime_fillin.json")
+    if not d:
+        return "_No sitting of the fill-in rule yet: run `experiments/regime_map.sh --configs ...`._\n"
+    names = ["localsgd:k=%d" % d["H"], "plsgd:h=%d" % d["H"], "dreamddp:h=%d" % d["H"], "dreamddp:h=%d,fillin=0" % d["H"]]
+    out = ["| cell | C/B | " + " | ".join(names) + " | **dreamddp / best baseline** | fillin=0 / best baseline |",
+           "|---|---|" + "---|" * (len(names) + 2)]
+    for c in d["cells"]:
+        val = {r["config"]: r for r in c["rows"] if r["system"] == "ours"}
+        sps = {n: (val[n]["samples_per_s"] if n in val else None) for n in names}
+        best = max(x for x in (sps[names[0]], sps[names[1]]) if x)
+        cells = ["-" if sps[n] is None else "%.0f%s" % (sps[n], " *noisy*" if val[n].get("noisy") else "")
+                 for n in names]
+        ratio = lambda x: "-" if x is None else "%.2f" % (x / best)
+        out.append("| %s, %d ranks, %s | %.2f | %s | **%s** | %s |" % (
+            c["model"], c["ranks"], c["rate"], c["comm_over_backward"], " | ".join(cells), ratio(sps[names[2]]),
+            ratio(sps[names[3]])))
+    out += ["", "Samples/s over all ranks, median of %d alternating repeats. `%s` — %s; commit %s." % (
+        d["repeats"], d["command"], _machine(d["machine"]), d["machine"].get("commit", "?")), ""]
+    return "\n".join(out)
+
+
 def render_compare_builds(results):
     d = _load(results, "compare_builds.json")
     if not d:
@@ -243,7 +265,7 @@ def render_compare_builds(results):
 RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime, "demo": render_demo,
              "ops_vs_torch": render_ops, "beyond_convergence": render_beyond_convergence,
              "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput,
-             "compare_builds": render_compare_builds}
+             "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule}
 
 
 def render(readme_text, results):

@@ -10,7 +10,6 @@
 #include "core/nn/layer.h"
 #include "core/optim/param_table.h"
 #include "core/ops/device.h"
-#include "core/tensor/buffer.h"  // FloatBuffer, host scratch of the model's users
 
 namespace dd::models {
 

@@ -7,6 +7,7 @@
 #include "backends/backend.h"
 #include "core/common/clock.h"
 #include "core/sync/self_profile.h"
+#include "core/tensor/buffer.h"
 
 namespace dd::sync {
 namespace {

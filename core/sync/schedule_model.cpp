@@ -182,6 +182,12 @@ FillIn fill_in(const std::vector<double>& b, const std::vector<double>& c, int H
     const double allowed = std::max(base, B);
     for (size_t l : order) {
       if (member[l]) continue;
+      // Never open a collective either: only a layer next to one the phase averages joins it (fused into that
+      // bucket, it adds bytes, which the model sees, and no latency, which it does not: a separate 41 KB average
+      // launched ahead of the phase's own took 18-21 ms from launch to end on 4 ranks of 2 cores, against the
+      // ~1 ms the idle profile measures, and delayed the bucket behind it by as much).
+      const bool next_to_bucket = (l > 0 && member[l - 1]) || (l + 1 < L && member[l + 1]);
+      if (!next_to_bucket) continue;
       member[l] = 1;
       if (phase_end_fused(R, c, member) <= allowed) extra[l].push_back(p);
       else member[l] = 0;

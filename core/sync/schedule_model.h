@@ -44,10 +44,12 @@ double plsgd_time(const std::vector<double>& b, const std::vector<double>& c, in
 double delayed_time(const std::vector<double>& b, const std::vector<double>& c, int H, const std::vector<int>& phase,
                     int T, double fwd, double upd);
 
-// Fill-in: for each phase that already has a layer, adds syncs of layers that are not already synced there,
-// smallest comm first, whenever that leaves the phase's wait unchanged (the channel was idle), so modelled time
-// never increases. The check launches the phase as the engine does, adjacent layers fused into one bucket that
-// starts when its last layer in backward is ready: a fill-in layer next to a scheduled one delays it.
+// Fill-in: for each phase that already has a layer, adds syncs of layers that are not already synced there and sit
+// next to one that is (so they join one of the phase's buckets and open no collective of their own), smallest comm
+// first, whenever that leaves the phase's wait unchanged (the channel was idle), so modelled time never increases.
+// The check launches the phase as the engine does, adjacent layers fused into one bucket that starts when its last
+// layer in backward is ready: a fill-in layer next to a scheduled one delays it. (Adjacent layers fuse under the
+// engine's default bucket caps unless a bucket has already reached 25 MiB.)
 FillIn fill_in(const std::vector<double>& b, const std::vector<double>& c, int H, const std::vector<int>& phase);
 
 }  // namespace dd::sync

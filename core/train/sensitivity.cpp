@@ -11,6 +11,7 @@
 #include "core/common/error.h"
 #include "core/data/shuffle.h"
 #include "core/telemetry/metrics_writer.h"
+#include "core/tensor/buffer.h"
 #include "core/train/trainer_parts.h"
 
 namespace dd::train {

@@ -42,16 +42,28 @@ TEST(ScheduleModel, Baselines) {
 }
 
 TEST(ScheduleModel, FillInAddsOnlyFreeSyncs) {
-  // b = {1,1,4}, c = {.5,.5,1}: R = {6,5,4}, B = 6; phases {0,1,1}, H = 2. Phase 0 = {0} ends at 6.5. Layer 2 joins
-  // it: not next to layer 0, so its own bucket, ready at 4, ends at 5 (the end stays 6.5). Layer 1 does not: next
-  // to layer 0 the engine fuses them into one bucket launched at 6, ending at 7. Phase 1 = {1,2} ends at 5.5 <= B:
-  // layer 0 would join the bucket {0,1,2}, launched at 6, ending at 8.
+  // b = {1,1,4}, c = {.5,.5,1}: R = {6,5,4}, B = 6; phases {0,1,1}, H = 2. Phase 0 = {0} ends at 6.5. Layer 2 would
+  // end in time (ready at 4, ends at 5) but is not next to layer 0: it would be a collective of its own, so it does
+  // not join. Layer 1 does not either: next to layer 0 the engine fuses them into one bucket launched at 6, ending
+  // at 7. Phase 1 = {1,2} ends at 5.5 <= B: layer 0 would join the bucket {0,1,2}, launched at 6, ending at 8.
   const std::vector<double> b{1, 1, 4}, c{.5, .5, 1};
   const std::vector<int> phase{0, 1, 1};
   const FillIn f = fill_in(b, c, 2, phase);
-  EXPECT_EQ(f, (FillIn{{}, {}, {0}}));
-  EXPECT_DOUBLE_EQ(modelled_time(b, c, 2, phase, &f), modelled_time(b, c, 2, phase));
+  EXPECT_EQ(f, (FillIn{{}, {}, {}}));
   EXPECT_DOUBLE_EQ(modelled_time(b, c, 2, phase, &f), 6.25);
+}
+
+TEST(ScheduleModel, FillInNeverOpensACollectiveOfItsOwn) {
+  // b = 1 each: R = {4,3,2,1}, B = 4; c = .01 each, the channel idle almost all the time.
+  const std::vector<double> b{1, 1, 1, 1}, c{.01, .01, .01, .01};
+  // Phase 0 = {0} ends at 4.01. Layers 3 and 2 would be free there as a bucket of their own (ready at 1, ending at
+  // 2.02, before layer 0 launches) but would be a separate collective: refused. Layer 1, next to 0, would fuse into
+  // its bucket, launched at 4, ending at 4.02: not free. Phase 1 = {1,2,3}: layer 0 fused makes one bucket launched at
+  // 4, ending at 4.04 > B: not free either.
+  EXPECT_EQ(fill_in(b, c, 2, {0, 1, 1, 1}), (FillIn{{}, {}, {}, {}}));
+  // Phase 0 = {1} (ready at 3): layer 2 next to it fuses into its bucket, still launched at 3 (3.02), and then layer
+  // 3 (3.03): both join. Layer 0 would move the launch to 4 (4.02 > 4). Phase 1 = {0,2,3} takes nothing.
+  EXPECT_EQ(fill_in(b, c, 2, {1, 0, 1, 1}), (FillIn{{}, {}, {0}, {0}}));
 }
 
 TEST(ScheduleModel, FillInNeverOpensACollectiveInAStepWithoutOne) {

@@ -1,8 +1,8 @@
 // dreamddp:h=H: every layer averaged once per H steps at the phase the schedule solver picks from a per-layer
 // profile (self-measured during the first steps, lock-step meanwhile, or read from profile=DIR), plus fill-in
-// syncs where the modelled channel is idle (on by default, as in the paper's system; fillin=0 for the bare
-// schedule). Fill-in is free under the time model; on the emulated 1 GbE cluster it added 26% bytes and closed
-// half of the accuracy gap to ddp (experiments/results/convergence.md).
+// syncs where the modelled channel is idle, fused into the buckets a phase launches anyway (on by default, as in the
+// paper's system; fillin=0 for the bare schedule). Fill-in is free under the time model; see schedule_model.h for why
+// it never opens a collective of its own.
 #include <sstream>
 
 #include "core/common/bytes.h"
@@ -99,6 +99,17 @@ class DreamDdpPolicy : public Policy {
     o << "dreamddp: schedule for H=" << h_ << (delay_ ? ", delay=" + std::to_string(delay_) : std::string()) << " (modelled " << modelled_ * 1e3 << " ms/iter backward+comm, bound "
       << bound_ * 1e3 << " ms; ddp " << ddp_time(times_.backward_s, times_.comm_s) * 1e3 << " ms)\n  phase:";
     for (size_t l = 0; l < phase_.size(); ++l) o << " " << layers_[l].name << "=" << phase_[l];
+    if (fillin_) {
+      o << "\n  fill-in (extra averages fused into a phase's buckets):";
+      bool any = false;
+      for (size_t l = 0; l < extra_.size(); ++l) {
+        if (extra_[l].empty()) continue;
+        o << " " << layers_[l].name << "@";
+        for (size_t i = 0; i < extra_[l].size(); ++i) o << (i ? "," : "") << extra_[l][i];
+        any = true;
+      }
+      if (!any) o << " none (no neighbour of a phase's layers fits its idle channel)";
+    }
     return o.str();
   }
 
