@@ -82,6 +82,8 @@ class ByteReader {
   }
   bool done() const { return p_ == end_; }
 
+  bool at_end() const { return p_ == end_; }
+
  private:
   void need(uint64_t n) {
     if (n > uint64_t(end_ - p_)) throw std::runtime_error("truncated data");

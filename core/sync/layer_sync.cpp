@@ -46,6 +46,8 @@ void LayerSync::begin_step(int64_t step) {
   apply_agreed_votes();
   merge_delayed(/*all=*/false);
   apply_switches();
+  policy_->on_step_begin(step);
+  time_periods(step);
   const bool lockstep_all = step < policy_->profile_steps() || step < fallback_until_;
   std::vector<bool> was_lockstep;
   if (pm_.active()) was_lockstep = lockstep_;

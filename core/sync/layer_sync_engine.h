@@ -88,6 +88,7 @@ class LayerSync : public SyncEngine {
   void apply_switches();
   void print_plan_if_changed();
   void finish_profile();
+  void time_periods(int64_t step);
   // layer_sync_votes.cpp
   void cast_votes();
   void apply_agreed_votes(bool all = false);
@@ -108,6 +109,8 @@ class LayerSync : public SyncEngine {
   std::vector<PolicySwitch> switches_;
   size_t next_switch_ = 0;
   std::unique_ptr<Policy> policy_;
+  std::vector<int64_t> period_steps_;  // the policy's timed_periods() and when each boundary was crossed here
+  std::vector<double> period_t_;
   std::string policy_spec_;
   uint64_t generation_ = 0;  // bumped by every set_policy: votes cast under an earlier policy are not handed on
   int64_t plan_version_ = 0;

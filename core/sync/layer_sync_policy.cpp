@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/sync/layer_sync_engine.h"
 #include "core/telemetry/metrics_writer.h"
@@ -87,6 +88,30 @@ void LayerSync::print_plan_if_changed() {
   if (policy_->plan_version() == plan_version_) return;
   plan_version_ = policy_->plan_version();
   if (o_.verbose && b_.rank() == 0) std::fprintf(stderr, "%s\n", policy_->plan().c_str());
+}
+
+// Measured trials (Policy::timed_periods): every rank crosses the same boundaries at the same steps, so the one
+// agreement at the last boundary is a collective like any other.
+void LayerSync::time_periods(int64_t step) {
+  const auto marks = policy_->timed_periods();
+  if (marks.size() < 2) return;
+  if (marks != period_steps_) period_steps_ = marks, period_t_.assign(marks.size(), 0.0);
+  for (size_t i = 0; i < marks.size(); ++i)
+    if (marks[i] == step) period_t_[i] = now_s();
+  if (step != marks.back()) return;
+  const size_t n = marks.size() - 1;
+  std::vector<float> v(n + 1, 0.0f);  // the windows' seconds, then "this rank missed a boundary"
+  for (size_t i = 0; i < n; ++i) {
+    if (period_t_[i] <= 0 || period_t_[i + 1] <= 0) v[n] = 1.0f;
+    v[i] = float(period_t_[i + 1] - period_t_[i]);
+  }
+  agree_floats(*dp_, b_, v, ReduceOp::Sum);
+  std::vector<double> seconds;
+  if (v[n] == 0.0f)
+    for (size_t i = 0; i < n; ++i) seconds.push_back(double(v[i]) / b_.size());
+  period_steps_.clear();
+  policy_->on_period_times(step, seconds);
+  print_plan_if_changed();
 }
 
 // Self-profiling (dreamddp): the agreed profile of the lock-step steps hands the policy its schedule.

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/sync/contention.h"
+
 namespace dd::sync {
 
 // AverageGroup averages the layer's parameters inside this rank's group only (two-level topology, `hier`).
@@ -50,6 +52,9 @@ struct LayerSignals {
 struct LayerTimes {
   std::vector<double> backward_s;
   std::vector<double> comm_s;
+  // What overlapped communication and compute cost each other here (self_profile.h measure_contention); none
+  // where they do not share cores (the time model of the paper).
+  Contention contention;
 };
 
 // Payload codecs of compressed layer sync (core/sync/codec.h).
@@ -98,6 +103,15 @@ class Policy {
   // outer=nesterov, compress=bf16|int8. The default is the plain in-step average.
   virtual MergeSpec merge() const { return {}; }
   int merge_delay() const { return merge().delay; }
+  // Called by the engine at the start of every step, before that step's decide() calls (after a switch, the new
+  // policy's); a policy that places something relative to the current step anchors it here.
+  virtual void on_step_begin(int64_t step) { (void)step; }
+  // Measured trials: step boundaries s_0 < s_1 < ... < s_n whose wall times the engine measures (window i = steps
+  // [s_i, s_{i+1}), forward to the end of its averages). At the start of step s_n, before its decide() calls, the
+  // engine hands the rank-averaged seconds of every window to on_period_times, identical on every rank, or an
+  // empty vector where it missed a boundary (a resume inside the trial). Empty: nothing to time.
+  virtual std::vector<int64_t> timed_periods() const { return {}; }
+  virtual void on_period_times(int64_t step, const std::vector<double>& seconds) { (void)step; (void)seconds; }
   // Policies that schedule from a profile ask for one during their first steps (lock-step meanwhile).
   virtual int64_t profile_steps() const { return 0; }
   virtual void on_profile(const LayerTimes& t) { (void)t; }

@@ -121,6 +121,28 @@ LayerProfile read_profile(const std::string& dir) {
     index[name] = insert_at;
     ++insert_at;
   }
+  const auto overlap = fs::path(dir) / "overlap.json";
+  if (fs::exists(overlap)) {
+    const std::string file = overlap.string();
+    std::ifstream in(file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(ss.str());
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError("profile file " + file + " is not valid JSON: " + e.what());
+    }
+    auto get = [&](const char* key) {
+      const auto it = j.is_object() ? j.find(key) : j.end();
+      if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0)
+        throw UsageError("profile file " + file + " must hold {\"compute_slowdown\": x, \"comm_slowdown\": y}, "
+                         "each a finite number >= 0 (" + key + " is not)");
+      return it->get<double>();
+    };
+    p.contention.compute = get("compute_slowdown");
+    p.contention.comm = get("comm_slowdown");
+  }
   return p;
 }
 
@@ -141,6 +163,12 @@ void write_profile(const std::string& dir, const LayerProfile& profile, bool ove
   };
   write_one((fs::path(dir) / "bp.json").string(), profile.bp);
   write_one((fs::path(dir) / "comm.json").string(), profile.comm);
+  const std::string overlap = (fs::path(dir) / "overlap.json").string();
+  if (!overwrite && fs::exists(overlap)) throw UsageError("refusing to overwrite existing profile file " + overlap);
+  std::ofstream out(overlap);
+  out << nlohmann::ordered_json{{"compute_slowdown", profile.contention.compute},
+                                {"comm_slowdown", profile.contention.comm}}.dump(4) << "\n";
+  if (!out) throw UsageError("cannot write profile file " + overlap);
 }
 
 }  // namespace dd::sync

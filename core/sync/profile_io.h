@@ -1,7 +1,10 @@
-// Per-layer profile files (bp.json, comm.json: layer name -> seconds, forward order) read and written.
+// Per-layer profile files (bp.json, comm.json: layer name -> seconds, forward order; optional overlap.json:
+// {"compute_slowdown": x, "comm_slowdown": y}, see contention.h) read and written.
 #pragma once
 #include <string>
 #include <vector>
+
+#include "core/sync/contention.h"
 
 namespace dd::sync {
 
@@ -10,9 +13,12 @@ struct LayerProfile {
   std::vector<std::string> names;
   std::vector<double> bp;
   std::vector<double> comm;
+  // What overlapped communication and compute cost each other (self_profile.h measure_contention); none when
+  // the directory has no overlap.json (the artifact's profiles).
+  Contention contention;
 };
 
-// Reads DIR/bp.json and DIR/comm.json. Layer order is bp.json's key order; layers only in comm.json are merged
+// Reads DIR/bp.json, DIR/comm.json and, if present, DIR/overlap.json. Layer order is bp.json's key order; layers only in comm.json are merged
 // in after their predecessor in comm.json. Missing, null or NaN values count as 0. Throws dd::UsageError naming
 // the file for a missing directory/file, invalid JSON, a non-object, a non-numeric, infinite or negative value.
 LayerProfile read_profile(const std::string& dir);
@@ -20,7 +26,7 @@ LayerProfile read_profile(const std::string& dir);
 // Reads one layer -> seconds JSON object (same rules as read_profile); names keep the file's key order.
 std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file);
 
-// Writes DIR/bp.json and DIR/comm.json (creating DIR). Refuses to replace existing files unless overwrite.
+// Writes DIR/bp.json, DIR/comm.json and DIR/overlap.json (creating DIR). Refuses to replace existing files unless overwrite.
 void write_profile(const std::string& dir, const LayerProfile& profile, bool overwrite = false);
 
 }  // namespace dd::sync

@@ -58,7 +58,8 @@ LayerProfile measure_profile(models::Model& m, const std::function<models::Input
       p.comm[l] = median(ts);
     }
     HostDataPath host;
-    agree_profile(host, *b, p.bp, p.comm);
+    p.contention = measure_contention(host, *b);
+    agree_profile(host, *b, p.bp, p.comm, &p.contention);
   }
   return p;
 }

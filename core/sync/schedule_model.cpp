@@ -2,6 +2,7 @@
 #include "core/sync/schedule_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -80,10 +81,50 @@ std::vector<double> phase_waits(const std::vector<double>& b, const std::vector<
   return w;
 }
 
+namespace {
+
+// One phase's iteration under contention: `launches` in launch order (backward order, fill-in after its layer).
+double contended_phase(const std::vector<double>& R, double B, const std::vector<double>& c,
+                       const std::vector<size_t>& launches, const Contention& k) {
+  double Bp = B, end = 0.0;
+  for (int round = 0; round < 4; ++round) {
+    const double scale = B > 0 ? Bp / B : 1.0;
+    double channel = 0.0, busy = 0.0;
+    for (size_t l : launches) {
+      const double s = std::max(channel, R[l] * scale);
+      double e = s + c[l];
+      if (s < Bp) {
+        const double before = (Bp - s) / (1.0 + k.comm);  // transfer seconds (alone) done before backward ends
+        e = c[l] <= before ? s + c[l] * (1.0 + k.comm) : Bp + (c[l] - before);
+        busy += std::min(e, Bp) - s;
+      }
+      channel = e;
+    }
+    end = channel;
+    Bp = B + k.compute / (1.0 + k.compute) * busy;
+  }
+  return std::max(Bp, end);
+}
+
+}  // namespace
+
 double modelled_time(const std::vector<double>& b, const std::vector<double>& c, int H,
-                     const std::vector<int>& phase, const FillIn* fillin) {
-  const auto w = phase_waits(b, c, H, phase, fillin);
-  return total_backward(b) + std::accumulate(w.begin(), w.end(), 0.0) / H;
+                     const std::vector<int>& phase, const FillIn* fillin, const Contention& k) {
+  if (!(k.compute >= 0) || !std::isfinite(k.compute) || !(k.comm >= 0) || !std::isfinite(k.comm))
+    throw std::invalid_argument("schedule model: contention must be finite and >= 0");
+  const auto w = phase_waits(b, c, H, phase, fillin);  // checks the inputs
+  if (k.none()) return total_backward(b) + std::accumulate(w.begin(), w.end(), 0.0) / H;
+  const double B = total_backward(b);
+  const auto R = ready_times(b);
+  std::vector<std::vector<size_t>> launches(static_cast<size_t>(H));
+  for (size_t l = b.size(); l-- > 0;) {
+    launches[size_t(phase[l])].push_back(l);
+    if (fillin)
+      for (int p : (*fillin)[l]) launches[size_t(p)].push_back(l);
+  }
+  double sum = 0.0;
+  for (auto& ls : launches) sum += contended_phase(R, B, c, ls, k);
+  return sum / H;
 }
 
 double ddp_time(const std::vector<double>& b, const std::vector<double>& c) {

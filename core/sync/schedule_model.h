@@ -3,6 +3,8 @@
 #pragma once
 #include <vector>
 
+#include "core/sync/contention.h"
+
 namespace dd::sync {
 
 // Per-layer extra phases (fill-in syncs) on top of the primary phase; empty inner vectors mean none.
@@ -19,9 +21,13 @@ std::vector<double> ready_times(const std::vector<double>& b);
 std::vector<double> phase_waits(const std::vector<double>& b, const std::vector<double>& c, int H,
                                 const std::vector<int>& phase, const FillIn* fillin = nullptr);
 
-// Modelled seconds per iteration: B + (sum_i w_i) / H.
+// Modelled seconds per iteration: B + (sum_i w_i) / H. With contention (the profile's, contention.h), where
+// overlapped communication and compute slow each other: every phase's iteration is max(B'_i, end_i), with the
+// backward B'_i = B + compute/(1 + compute) x (seconds its channel is busy during it) and every transfer running
+// 1 + comm times longer while it overlaps that backward (ready times stretched with it; a fixed point of 4
+// rounds). No contention (the default, and where cores are not shared) is the paper's model, computed as before.
 double modelled_time(const std::vector<double>& b, const std::vector<double>& c, int H,
-                     const std::vector<int>& phase, const FillIn* fillin = nullptr);
+                     const std::vector<int>& phase, const FillIn* fillin = nullptr, const Contention& k = {});
 
 // Baselines as the profile README states them: ddp B + C (no overlap credited), localsgd B + C / H.
 double ddp_time(const std::vector<double>& b, const std::vector<double>& c);

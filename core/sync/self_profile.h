@@ -33,9 +33,23 @@ class SelfProfile {
   int32_t n_ = 0;
 };
 
-// Collective: one profile for every rank (each must compute the same schedule) — the rank average of `bp` and
-// `comm`, then rank 0's floats everywhere. Used by the engine's self-profile and by `dreamddp profile`.
-void agree_profile(DataPath& dp, Backend& b, std::vector<double>& bp, std::vector<double>& comm);
+// Collective: `v` reduced with `op` over the ranks, then rank 0's floats everywhere (bitwise one answer on every
+// rank, whatever the backend's reduction order). `v` is host memory on either data path.
+void agree_floats(DataPath& dp, Backend& b, std::vector<float>& v, ReduceOp op);
+
+// Collective: one profile for every rank (each must compute the same schedule) — the rank average of `bp`,
+// `comm` and `contention` (when given), then rank 0's floats everywhere. Used by the engine's self-profile and by
+// `dreamddp profile`.
+void agree_profile(DataPath& dp, Backend& b, std::vector<double>& bp, std::vector<double>& comm,
+                   Contention* contention = nullptr);
+
+// Collective: what overlapped communication and compute cost each other on this rank (contention.h), ranks in
+// step, median of 3 rounds: `compute` from a fixed GEMM loop (~20 ms, the rank's compute threads) timed alone and
+// while an all-reduce that outlasts it runs on the communication thread; `comm` from an all-reduce of half that
+// length timed alone and while the GEMM loop runs. Both near 0 where ranks do not share cores with each other's
+// communication threads and network stacks; none on a device data path (compute does not run on the host's
+// cores) and for one rank.
+Contention measure_contention(DataPath& dp, Backend& b);
 
 // c(bytes) = alpha + bytes / beta from timed all-reduces of a small and a large buffer (median of 3 after one
 // warm-up each), evaluated at every layer's bytes.

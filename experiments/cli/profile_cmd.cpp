@@ -1,5 +1,5 @@
 // `dreamddp profile`: measures per-layer backward and all-reduce times of this model, backend and network, and
-// writes bp.json / comm.json (the artifact's format) for `dreamddp schedule` and `dreamddp:profile=DIR`.
+// writes bp.json / comm.json (the artifact's format) and overlap.json for `dreamddp schedule` and `dreamddp:profile=DIR`.
 #include <cstdio>
 
 #include "backends/backend.h"
@@ -54,9 +54,10 @@ int cmd_profile(int argc, char** argv) {
       B += p.bp[l];
       C += p.comm[l];
     }
-    std::printf("model %s, batch %lld/rank, %d rank(s), backend %s: B = %.3f ms, C = %.3f ms -> %s/{bp,comm}.json\n",
+    std::printf("model %s, batch %lld/rank, %d rank(s), backend %s: B = %.3f ms, C = %.3f ms; while they overlap "
+                "compute x%.3f, communication x%.3f -> %s/{bp,comm,overlap}.json\n",
                 cfg.model.c_str(), (long long)cfg.batch, cfg.world, backend ? backend->name().c_str() : "none",
-                B * 1e3, C * 1e3, cfg.out.c_str());
+                B * 1e3, C * 1e3, 1 + p.contention.compute, 1 + p.contention.comm, cfg.out.c_str());
   }
   if (backend) backend->barrier();
   return 0;

@@ -11,6 +11,7 @@
 
 #include "core/common/error.h"
 #include "core/sync/profile_io.h"
+#include "core/sync/schedule_choice.h"
 #include "core/sync/schedule_io.h"
 #include "core/sync/schedule_model.h"
 #include "core/sync/schedule_solver.h"
@@ -46,7 +47,9 @@ int cmd_schedule(int argc, char** argv) {
       "modelled time per iteration of ddp, localsgd, plsgd and dreamddp; last line is JSON. With --phases the\n"
       "given schedule (one phase per layer, forward order) is evaluated instead of solved. With --delay T it also\n"
       "models dreamddp:h=H,delay=T (averages merged T steps later; one channel across iterations, through forward\n"
-      "and update: give their times per iteration) on the schedule that policy runs.\nOptions");
+      "and update: give their times per iteration) on the schedule that policy runs. A profile's overlap.json\n"
+      "(measured by `dreamddp profile`: how much overlapped communication and compute slow each other) is charged\n"
+      "to every overlapping schedule, and dreamddp runs Local SGD's where that is modelled faster.\nOptions");
   desc.add_options()("help", "show this help")(
       "profile", po::value<std::string>(), "directory holding bp.json and comm.json (layer -> seconds)")(
       "h", po::value<int>(), "H: each layer is synchronized once every H steps (>= 1)")(
@@ -112,18 +115,27 @@ int cmd_schedule(int argc, char** argv) {
     sol.gap = sol.time > 0 ? (sol.time - sol.lower_bound) / sol.time : 0;
     sol.optimal = sol.gap <= 0;
   }
+  const sync::Contention& k = prof.contention;
   const auto plsgd_phase = sync::contiguous_groups(c, H);
   sync::FillIn fill;
-  if (use_fillin) fill = sync::fill_in(b, c, H, sol.phase);
+  bool runs_local = false;
+  if (!vm.count("phases")) {  // what the policy runs (dreamddp.cpp on_profile): choose_in_step
+    auto choice = sync::choose_in_step(b, c, H, sol.phase, use_fillin, k);
+    sol.phase = choice.phase;
+    if (use_fillin) fill = choice.fill;
+    runs_local = choice.local_sgd;
+  } else if (use_fillin) {
+    fill = sync::fill_in(b, c, H, sol.phase);
+  }
   const sync::FillIn* fillp = use_fillin ? &fill : nullptr;
   const auto waits = sync::phase_waits(b, c, H, sol.phase, fillp);
 
   const double t_ddp = sync::ddp_time(b, c);
   // DDP as the engine runs it: every layer's all-reduce launched from the hook on one FIFO channel (H = 1).
-  const double t_ddp_overlap = sync::modelled_time(b, c, 1, std::vector<int>(b.size(), 0));
+  const double t_ddp_overlap = sync::modelled_time(b, c, 1, std::vector<int>(b.size(), 0), nullptr, k);
   const double t_local = sync::localsgd_time(b, c, H);
-  const double t_plsgd = sync::modelled_time(b, c, H, plsgd_phase);
-  const double t_dream = sync::modelled_time(b, c, H, sol.phase, fillp);
+  const double t_plsgd = sync::modelled_time(b, c, H, plsgd_phase, nullptr, k);
+  const double t_dream = sync::modelled_time(b, c, H, sol.phase, fillp, k);
 
   std::cout << "DreamDDP schedule (times in ms; phase = step mod H at which the layer is averaged)\n";
   say("%5s  %-44s %10s %10s %6s %6s  %s\n", "layer", "name", "bp_ms", "comm_ms", "phase", "plsgd",
@@ -151,6 +163,9 @@ int cmd_schedule(int argc, char** argv) {
   say("H                  %d\n", H);
   say("B = sum bp         %.6f s\n", B);
   say("C = sum comm       %.6f s\n", C);
+  if (!k.none())
+    say("contention         compute x%.3f, communication x%.3f while they overlap (overlap.json; charged to ddp, "
+        "plsgd and dreamddp)\n", 1 + k.compute, 1 + k.comm);
   say("modelled time per iteration (s):\n");
   say("  ddp (B+C)        %.6f\n", t_ddp);
   say("  ddp, overlapped  %.6f  (all-reduces on one FIFO channel from the hook, as the engine runs ddp)\n",
@@ -158,6 +173,9 @@ int cmd_schedule(int argc, char** argv) {
   say("  localsgd (B+C/H) %.6f\n", t_local);
   say("  plsgd            %.6f\n", t_plsgd);
   say("  dreamddp         %.6f%s\n", t_dream, use_fillin ? "  (with fill-in)" : "");
+  if (runs_local)
+    say("  dreamddp runs Local SGD's schedule: %.6f s, faster than its layer-wise one once overlap is charged\n",
+        t_local);
   double t_delay = 0;
   if (delay >= 0) {
     const auto dph = vm.count("phases") ? sol.phase : sync::schedule_phases_delayed(b, c, H, delay);
@@ -182,6 +200,9 @@ int cmd_schedule(int argc, char** argv) {
   j["localsgd"] = t_local;
   j["plsgd"] = t_plsgd;
   j["dreamddp"] = t_dream;
+  j["compute_slowdown"] = k.compute;
+  j["comm_slowdown"] = k.comm;
+  j["dreamddp_runs"] = runs_local ? "localsgd" : "layerwise";
   if (delay >= 0) j["dreamddp_delay"] = t_delay;
   j["lower_bound"] = sol.lower_bound;
   j["gap"] = sol.gap;

@@ -88,3 +88,23 @@ TEST(ProfileIo, WriteReadRoundTripAndNoOverwrite) {
   EXPECT_NO_THROW(write_profile((d / "out").string(), p, /*overwrite=*/true));
   fs::remove_all(d);
 }
+
+// overlap.json: written beside bp.json and comm.json, read back; absent means no contention; bad values refused.
+TEST(ProfileIo, ContentionRoundTripsAndIsOptional) {
+  auto d = fresh_dir("contention");
+  LayerProfile p{{"a", "b"}, {0.5, 0.25}, {1.0, 2.0}};
+  p.contention = {0.75, 1.5};
+  write_profile((d / "out").string(), p);
+  const auto q = read_profile((d / "out").string());
+  EXPECT_EQ(q.contention.compute, 0.75);
+  EXPECT_EQ(q.contention.comm, 1.5);
+  fs::remove((d / "out" / "overlap.json"));
+  EXPECT_TRUE(read_profile((d / "out").string()).contention.none());
+  const std::string ov = (d / "out" / "overlap.json").string();
+  for (const char* text : {"{not json", R"({"compute_slowdown": 1})", R"({"compute_slowdown": -1, "comm_slowdown": 0})",
+                           R"({"compute_slowdown": "x", "comm_slowdown": 0})"}) {
+    put(ov, text);
+    expect_usage_error_naming([&] { read_profile((d / "out").string()); }, ov);
+  }
+  fs::remove_all(d);
+}

@@ -137,3 +137,38 @@ TEST(ScheduleModel, RejectsBadInput) {
   EXPECT_THROW(modelled_time(b3, c3, 2, {0, 2, 0}), std::invalid_argument);
   EXPECT_THROW(modelled_time(b3, c3, 2, {0, 0}), std::invalid_argument);
 }
+
+// Contention (contention.h), hand-computed. b = {2, 2} (R = {4, 2}), c = {0, 3}, one phase: layer 1 launches at 2.
+// Communication x2 while backward runs: 2 s of backward carry 1 s of the transfer, the other 2 s follow: end 6.
+TEST(ScheduleModel, ContendedCommunicationRunsSlowerDuringBackward) {
+  EXPECT_DOUBLE_EQ(modelled_time({2, 2}, {0, 3}, 1, {0, 0}), 5.0);
+  EXPECT_DOUBLE_EQ(modelled_time({2, 2}, {0, 3}, 1, {0, 0}, nullptr, Contention{0, 1}), 6.0);
+}
+
+// Compute x2 while communicating: backward loses half of every second the transfer overlaps it. Four rounds of the
+// fixed point: backward 5, 5.25, 5.3125, 5.328125; the transfer starts at the stretched ready time 2 x 5.3125/4
+// and ends 3 s later, 5.65625.
+TEST(ScheduleModel, ContendedComputeStretchesBackward) {
+  EXPECT_DOUBLE_EQ(modelled_time({2, 2}, {0, 3}, 1, {0, 0}, nullptr, Contention{1, 0}), 5.65625);
+  // A transfer launched when backward has ended overlaps nothing: no charge.
+  EXPECT_DOUBLE_EQ(modelled_time({2, 2}, {3, 0}, 1, {0, 0}, nullptr, Contention{1, 1}),
+                   modelled_time({2, 2}, {3, 0}, 1, {0, 0}));
+  EXPECT_THROW(modelled_time({2, 2}, {0, 3}, 1, {0, 0}, nullptr, Contention{-1, 0}), std::invalid_argument);
+}
+
+// Contention only ever adds time, never below the paper's model, and more of it never helps.
+TEST(ScheduleModel, ContentionNeverMakesAScheduleFaster) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int L = 1 + int(rng() % 7), H = 1 + int(rng() % 4);
+    std::vector<double> b(L), c(L);
+    std::vector<int> phase(L);
+    for (int l = 0; l < L; ++l) b[l] = u(rng), c[l] = 2 * u(rng), phase[l] = int(rng() % H);
+    const Contention lo{u(rng), u(rng)}, hi{lo.compute + u(rng), lo.comm + u(rng)};
+    const double t0 = modelled_time(b, c, H, phase), t1 = modelled_time(b, c, H, phase, nullptr, lo),
+                 t2 = modelled_time(b, c, H, phase, nullptr, hi);
+    EXPECT_GE(t1, t0 * (1 - 1e-12)) << trial;
+    EXPECT_GE(t2, t1 * (1 - 1e-12)) << trial;
+  }
+}

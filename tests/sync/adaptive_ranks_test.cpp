@@ -30,28 +30,6 @@ using namespace dd::testing_harness;
 
 namespace {
 
-// Rank r's own random images and labels: the ranks' local statistics (and so their votes) differ.
-struct RankData {
-  std::vector<float> x;
-  std::vector<int32_t> y;
-  int64_t per_sample = 1, n;
-  RankData(models::Model& m, int64_t n_, uint64_t seed) : n(n_) {
-    Rng r(seed);
-    for (auto s : m.input_shape()) per_sample *= s;
-    x.resize(n * per_sample);
-    for (auto& v : x) v = r.normal();
-    y.resize(n);
-    for (auto& t : y) t = int32_t(r.next() % m.num_classes());
-  }
-  models::Input batch(int64_t first, int64_t b) const {
-    models::Input in;
-    in.n = b;
-    in.x = x.data() + (first % n) * per_sample;
-    in.y = y.data() + first % n;
-    return in;
-  }
-};
-
 // Wraps the policy named by the thread's `inner_spec` and records every decision (layer-major per step).
 thread_local std::string inner_spec;
 thread_local std::vector<int> decision_log;

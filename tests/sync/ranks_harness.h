@@ -14,6 +14,7 @@
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
 #include "core/sync/layer_sync.h"
+#include "core/tensor/rng.h"
 #include "core/train/step.h"
 
 namespace dd::testing_harness {
@@ -76,5 +77,27 @@ inline sync::EngineOptions engine_options(const std::string& policy) {
   o.bucket_cap_bytes = 1 << 20;
   return o;
 }
+
+// Rank r's own random images and labels: the ranks' local statistics (and so their votes) differ.
+struct RankData {
+  std::vector<float> x;
+  std::vector<int32_t> y;
+  int64_t per_sample = 1, n;
+  RankData(models::Model& m, int64_t n_, uint64_t seed) : n(n_) {
+    Rng r(seed);
+    for (auto s : m.input_shape()) per_sample *= s;
+    x.resize(n * per_sample);
+    for (auto& v : x) v = r.normal();
+    y.resize(n);
+    for (auto& t : y) t = int32_t(r.next() % m.num_classes());
+  }
+  models::Input batch(int64_t first, int64_t b) const {
+    models::Input in;
+    in.n = b;
+    in.x = x.data() + (first % n) * per_sample;
+    in.y = y.data() + first % n;
+    return in;
+  }
+};
 
 }  // namespace dd::testing_harness

@@ -21,6 +21,13 @@ class StalenessCap : public Policy {
   bool full_average_after(int64_t step) const override;
   int64_t profile_steps() const override;
   void on_profile(const LayerTimes& t) override;
+  void on_step_begin(int64_t step) override {
+    if (inner_) inner_->on_step_begin(step);
+  }
+  std::vector<int64_t> timed_periods() const override { return inner_ ? inner_->timed_periods() : std::vector<int64_t>{}; }
+  void on_period_times(int64_t step, const std::vector<double>& s) override {
+    if (inner_) inner_->on_period_times(step, s);
+  }
   int votes_per_layer() const override;
   bool wants_signals() const override;
   void cast_votes(int64_t step, const LayerSignals& s, float* votes) override;

@@ -1,0 +1,178 @@
+// Measured trials: the engine times the windows a policy asks for and hands every rank the same seconds
+// (Policy::timed_periods / on_period_times); dreamddp measures its layer-wise schedule against Local SGD's where
+// the model calls them close on shared cores, and runs the faster.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "core/ops/ops.h"
+#include "core/sync/policy.h"
+#include "core/sync/profile_io.h"
+#include "tests/sync/ranks_harness.h"
+
+using namespace dd;
+using namespace dd::testing_harness;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::mutex mu;
+std::vector<std::vector<std::pair<int64_t, std::vector<double>>>> received;  // per rank
+thread_local int my_rank = 0;
+
+// Asks for windows [s, s+2), [s+2, s+5) from the first step >= 3 it sees, once.
+class Timed : public sync::Policy {
+ public:
+  std::string describe() const override { return "test-timed"; }
+  sync::Action decide(int, int64_t) const override { return sync::Action::AverageParams; }
+  void on_step_begin(int64_t step) override {
+    if (start_ < 0 && !done_ && step >= 3) start_ = step;
+  }
+  std::vector<int64_t> timed_periods() const override {
+    if (start_ < 0 || done_) return {};
+    return {start_, start_ + 2, start_ + 5};
+  }
+  void on_period_times(int64_t step, const std::vector<double>& s) override {
+    std::lock_guard<std::mutex> g(mu);
+    received[size_t(my_rank)].push_back({step, s});
+    done_ = true;
+  }
+
+ private:
+  int64_t start_ = -1;
+  bool done_ = false;
+};
+const bool registered = sync::register_policy(
+    "test-timed", [](const sync::PolicySpec&) -> std::unique_ptr<sync::Policy> { return std::make_unique<Timed>(); });
+
+}  // namespace
+
+TEST(Trial, EngineHandsEveryRankTheSameWindowTimes) {
+  ASSERT_TRUE(registered);
+  ops::set_threads(1);
+  const int world = 3, steps = 12;
+  received.assign(world, {});
+  run_ranks(world, [&](int r, Backend& be) {
+    my_rank = r;
+    auto m = models::make_model("mlp", 7);
+    RankData data(*m, 4 * steps, 100 + r);
+    optim::Optimizer opt({}, *m);
+    auto o = engine_options("test-timed");
+    o.check_collectives = true;
+    auto e = sync::make_layer_sync(o, *m, opt, be);
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.batch(4 * s, 4), s, 0.05f);
+    e->finalize();
+  });
+  for (int r = 0; r < world; ++r) {
+    ASSERT_EQ(received[r].size(), 1u) << "rank " << r;
+    EXPECT_EQ(received[r][0].first, 8) << "handed over at the start of the last boundary's step";
+    ASSERT_EQ(received[r][0].second.size(), 2u);
+    EXPECT_GT(received[r][0].second[0], 0.0);
+    EXPECT_GT(received[r][0].second[1], 0.0);
+    EXPECT_EQ(0, std::memcmp(received[r][0].second.data(), received[0][0].second.data(), 2 * sizeof(double)))
+        << "rank " << r << " got other times than rank 0";
+  }
+}
+
+namespace {
+
+// A profile whose layer-wise schedule is modelled within 10% of Local SGD's under the given contention.
+std::string contended_profile(const std::string& tag, double compute, double comm) {
+  const auto d = fs::temp_directory_path() / ("dd_trial_" + tag + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  sync::LayerProfile p{{"fc1", "fc2", "fc3", "fc4"}, {0.001, 0.003, 0.003, 0.0001}, {0.004, 0.005, 0.005, 0.001}};
+  p.contention = {compute, comm};
+  sync::write_profile(d.string(), p);
+  return d.string();
+}
+
+}  // namespace
+
+TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
+  const auto dir = contended_profile("pick", 0.6, 1.0);
+  auto p = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,profile=" + dir));
+  p->setup({{"fc1", "linear", 1, 4}, {"fc2", "linear", 1, 4}, {"fc3", "linear", 1, 4}, {"fc4", "linear", 1, 4}}, 2);
+  EXPECT_NE(p->plan().find("measuring both"), std::string::npos) << p->plan();
+  EXPECT_TRUE(p->timed_periods().empty());  // anchored at the first step it sees
+  p->on_step_begin(5);
+  ASSERT_EQ(p->timed_periods(), (std::vector<int64_t>{8, 12, 16, 20, 24}));
+  auto syncs = [&](int64_t s) {
+    int n = 0;
+    for (int l = 0; l < 4; ++l) n += p->decide(l, s) != sync::Action::None;
+    return n;
+  };
+  int layerwise = 0;
+  for (int64_t s = 8; s < 12; ++s) {
+    layerwise += syncs(s);
+    EXPECT_FALSE(p->full_average_after(s));
+  }
+  EXPECT_EQ(layerwise, 4);  // every layer once in the period
+  for (int64_t s = 12; s < 20; ++s) {
+    EXPECT_EQ(syncs(s), 0) << s;
+    EXPECT_EQ(p->full_average_after(s), s == 15 || s == 19) << s;
+  }
+  for (int64_t s = 20; s < 24; ++s) layerwise += syncs(s);
+  EXPECT_EQ(layerwise, 8);
+  // A missed boundary (resumed inside the trial): measured again from the next period.
+  p->on_period_times(24, {});
+  EXPECT_TRUE(p->timed_periods().empty());
+  p->on_step_begin(26);
+  ASSERT_EQ(p->timed_periods().front(), 28);
+  const auto v0 = p->plan_version();
+  p->on_period_times(48, {1.0, 0.8, 0.9, 1.1});  // Local SGD's windows faster
+  EXPECT_TRUE(p->timed_periods().empty());
+  EXPECT_GT(p->plan_version(), v0);
+  EXPECT_NE(p->plan().find("runs Local SGD's schedule"), std::string::npos) << p->plan();
+  for (int64_t s = 48; s < 64; ++s) {
+    EXPECT_EQ(syncs(s), 0);
+    EXPECT_EQ(p->full_average_after(s), (s + 1) % 4 == 0);
+  }
+  // The decision survives a checkpoint.
+  auto q = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,profile=" + dir));
+  q->setup({{"fc1", "linear", 1, 4}, {"fc2", "linear", 1, 4}, {"fc3", "linear", 1, 4}, {"fc4", "linear", 1, 4}}, 2);
+  q->load_state(p->save_state());
+  EXPECT_TRUE(q->timed_periods().empty());
+  for (int64_t s = 48; s < 56; ++s) EXPECT_EQ(q->full_average_after(s), (s + 1) % 4 == 0);
+  // The layer-wise windows faster: the layer-wise schedule stays.
+  auto k = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,profile=" + dir));
+  k->setup({{"fc1", "linear", 1, 4}, {"fc2", "linear", 1, 4}, {"fc3", "linear", 1, 4}, {"fc4", "linear", 1, 4}}, 2);
+  k->on_step_begin(0);
+  k->on_period_times(16, {0.8, 1.0, 1.1, 0.9});
+  int n = 0;
+  for (int64_t s = 16; s < 20; ++s) {
+    for (int l = 0; l < 4; ++l) n += k->decide(l, s) != sync::Action::None;
+    EXPECT_FALSE(k->full_average_after(s));
+  }
+  EXPECT_EQ(n, 4);
+  // trial=0 and a profile without contention: no trial.
+  for (const std::string spec : {"dreamddp:h=4,trial=0,profile=" + dir, "dreamddp:h=4,profile=" + contended_profile("free", 0, 0)}) {
+    auto x = sync::make_policy(sync::PolicySpec::parse(spec));
+    x->setup({{"fc1", "linear", 1, 4}, {"fc2", "linear", 1, 4}, {"fc3", "linear", 1, 4}, {"fc4", "linear", 1, 4}}, 2);
+    x->on_step_begin(0);
+    EXPECT_TRUE(x->timed_periods().empty()) << spec;
+  }
+}
+
+// On ranks: the trial's windows and its agreement are collectives like any other (check_collectives), and the
+// ranks end bitwise equal whichever schedule the measurement picked.
+TEST(Trial, DreamDdpTrialOnRanksEndsBitwiseEqual) {
+  ops::set_threads(1);
+  const auto dir = contended_profile("ranks", 0.6, 1.0);
+  const int world = 2, steps = 30;
+  std::vector<std::vector<float>> models(world);
+  run_ranks(world, [&](int r, Backend& be) {
+    auto m = models::make_model("mlp", 7);
+    RankData data(*m, 4 * steps, 100 + r);
+    optim::Optimizer opt({}, *m);
+    auto o = engine_options("dreamddp:h=4,profile=" + dir);
+    o.check_collectives = true;
+    auto e = sync::make_layer_sync(o, *m, opt, be);
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.batch(4 * s, 4), s, 0.05f);
+    e->finalize();
+    models[r] = snapshot(*m);
+  });
+  EXPECT_EQ(0, std::memcmp(models[1].data(), models[0].data(), 4 * models[0].size()));
+}
