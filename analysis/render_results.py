@@ -245,6 +245,35 @@ def render_fillin_rule(results):
     return "\n".join(out)
 
 
+def render_contention(results):
+    d = _load(results, "regime_contention.json")
+    if not d:
+        return "_No sitting with contention measured yet: run `experiments/regime_map.sh --configs ...`._\n"
+    H = d["H"]
+    names = ["localsgd:k=%d" % H, "plsgd:h=%d" % H, "dreamddp:h=%d" % H, "dreamddp:h=%d,fallback=0" % H]
+    out = ["| cell | C/B | contention (compute, comm) | " + " | ".join(names) +
+           " | **dreamddp / best baseline** | fallback=0 / best baseline | dreamddp ran | dreamddp modelled / measured |",
+           "|---|---|---|" + "---|" * (len(names) + 4)]
+    for c in d["cells"]:
+        val = {r["config"]: r for r in c["rows"] if r["system"] == "ours"}
+        sps = {n: (val[n]["samples_per_s"] if n in val else None) for n in names}
+        best = max(x for x in (sps[names[0]], sps[names[1]]) if x)
+        cells = ["-" if sps[n] is None else "%.0f%s" % (sps[n], " *noisy*" if val[n].get("noisy") else "")
+                 for n in names]
+        ratio = lambda x: "-" if x is None else "%.2f" % (x / best)
+        k = c.get("contention") or {}
+        dd = val.get(names[2], {})
+        mod = ("%.1f / %.1f ms (%+.0f%%)" % (dd["modelled_step_ms"], dd["step_ms"], 100 * dd["model_error"])
+               if "modelled_step_ms" in dd else "-")
+        out.append("| %s, %d ranks, %s | %.2f | x%.2f, x%.2f | %s | **%s** | %s | %s | %s |" % (
+            c["model"], c["ranks"], c["rate"], c["comm_over_backward"], 1 + k.get("compute_slowdown", 0),
+            1 + k.get("comm_slowdown", 0), " | ".join(cells), ratio(sps[names[2]]), ratio(sps[names[3]]),
+            ", ".join(dd.get("ran", ["-"])), mod))
+    out += ["", "Samples/s over all ranks, median of %d alternating repeats. `%s` — %s; commit %s." % (
+        d["repeats"], d["command"], _machine(d["machine"]), d["machine"].get("commit", "?")), ""]
+    return "\n".join(out)
+
+
 def render_compare_builds(results):
     d = _load(results, "compare_builds.json")
     if not d:
@@ -265,7 +294,8 @@ def render_compare_builds(results):
 RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime, "demo": render_demo,
              "ops_vs_torch": render_ops, "beyond_convergence": render_beyond_convergence,
              "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput,
-             "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule}
+             "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule,
+             "contention": render_contention}
 
 
 def render(readme_text, results):

@@ -81,6 +81,21 @@ def last_json(path):
     return None
 
 
+def ran_schedule(log):
+    """What a dreamddp run ran after its profile (and trial), from the last plan rank 0 printed: "localsgd" (Local
+    SGD's schedule, which contention made faster, modelled or measured) or "layerwise"."""
+    lines = open(log, errors="replace").read().splitlines()
+    starts = [i for i, l in enumerate(lines) if l.startswith("dreamddp: schedule")]
+    if not starts:
+        return "layerwise"
+    plan = [lines[starts[-1]]]
+    for l in lines[starts[-1] + 1:]:
+        if not l.startswith("  "):
+            break
+        plan.append(l)
+    return "localsgd" if any("runs Local SGD's schedule" in l for l in plan) else "layerwise"
+
+
 def step_means(run_dir):
     """Mean forward/backward/update ms of the timed steps (after the trainer's warm-up), from metrics.h5."""
     import h5py
@@ -109,6 +124,11 @@ class Sitting:
         # float32 scale per 256 values, bf16 two bytes per value); the model does not see the CPU that encoding takes.
         ratio = {"int8": (1 + 4 / 256) / 4, "bf16": 0.5}.get(name.split("compress=")[1].split(",")[0], 1.0) if "compress=" in name else 1.0
         json.dump({n: t * ratio for n, t in cm.items()}, open(os.path.join(d, "comm.json"), "w"), indent=1)
+        # The cell's contention, communication side only: this run's measured backward already holds what
+        # communication took from it.
+        ov = os.path.join(os.path.dirname(rdir), "profile", "overlap.json")  # the cell's profile
+        comm_slow = json.load(open(ov))["comm_slowdown"] if os.path.exists(ov) else 0.0
+        json.dump({"compute_slowdown": 0.0, "comm_slowdown": comm_slow}, open(os.path.join(d, "overlap.json"), "w"))
         cmd = [self.bin, "schedule", "--profile", d, "--h", str(H)]
         delayed = ",delay=" in name
         if delayed:  # the schedule that policy picks on this profile, modelled with its channel across iterations
@@ -207,10 +227,14 @@ class Sitting:
                         die("%s failed (rc %s):\n%s" % (" ".join(cmd), rc, tail(rdir + ".log")))
                     s = json.load(open(os.path.join(rdir, "summary.json")))
                     means = step_means(rdir)
+                    ran = ran_schedule(rdir + ".log") if name.startswith("dreamddp") else None
                     r = {"system": "ours", "config": name, "spec": what, "samples_per_s": s["samples_per_s"],
                          "step_ms": s["step_ms"], "exposed_comm_fraction": s["exposed_comm_fraction"],
                          "comm_bytes": s["comm_bytes"], "means_ms": means,
-                         "modelled_ms": self.modelled(rdir, bp, cm, means, phases, H, name)}
+                         "modelled_ms": self.modelled(rdir, bp, cm, means, phases, H,
+                                                      "localsgd:k=%d" % H if ran == "localsgd" else name)}
+                    if ran:
+                        r["ran"] = ran
                 else:
                     store = "/tmp/dd-regime-store-%d-%d" % (os.getpid(), len(self.runs))
                     env = ["/usr/bin/env", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "THREADS=1"]
@@ -262,6 +286,8 @@ def summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H):
         if system == "ours":
             row["exposed_comm_fraction"] = statistics.median([r["exposed_comm_fraction"] for r in rs])
             row["measured_backward_ms"] = statistics.median([r["means_ms"]["backward"] for r in rs])
+            if any("ran" in r for r in rs):
+                row["ran"] = sorted({r["ran"] for r in rs if "ran" in r})
             ms = [r["modelled_ms"] for r in rs if r["modelled_ms"] is not None]
             if ms:
                 m = statistics.median(ms)
@@ -307,7 +333,8 @@ def summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H):
     }
     return {"model": model, "ranks": ranks, "rate": rate, "rate_bps": rate_bps(rate) if rate != "loopback" else None,
             "steps": steps, "H": H, "profile_B_ms": B * 1e3, "profile_C_ms": C * 1e3, "comm_over_backward": C / B,
-            "modelled_s": model_s, "phases": phases, "rows": rows, "verdict": verdict, "runs": runs}
+            "modelled_s": model_s, "phases": phases, "rows": rows, "verdict": verdict, "runs": runs,
+            "contention": {k: model_s[k] for k in ("compute_slowdown", "comm_slowdown") if k in model_s}}
 
 
 def main():

@@ -7,6 +7,7 @@
 // runs Local SGD's blocking schedule when the model scores it faster (schedule_choice.h); fallback=0 keeps the
 // layer-wise schedule regardless. Where the two are modelled close on shared cores, both are measured for 2 periods
 // each and the faster runs (trial=0: the model alone decides).
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -85,9 +86,10 @@ class DreamDdpPolicy : public Policy {
     local_sgd_ = fallback_ && choice.local_sgd;
     // Where contention is measured the model sees only part of what sharing cores costs (ranks waiting for each
     // other at every collective, on cores their peers' communication threads also use): within kTrialMargin of
-    // each other, the two schedules are measured instead, 2 periods each (layer-wise, Local SGD, Local SGD,
+    // each other and with a contention above the probe's noise, the two schedules are measured instead, 2 periods each (layer-wise, Local SGD, Local SGD,
     // layer-wise), and the faster one runs.
-    trial_pending_ = fallback_ && trial_ && !t.contention.none() && !merge_.transforms() &&
+    const bool shared = std::max(t.contention.compute, t.contention.comm) >= kContended;
+    trial_pending_ = fallback_ && trial_ && shared && !merge_.transforms() &&
                      std::abs(choice.layerwise_s - choice.localsgd_s) <= kTrialMargin * choice.localsgd_s;
     trial_start_ = -1;
     trial_layerwise_s_ = trial_local_s_ = 0;
@@ -212,6 +214,7 @@ class DreamDdpPolicy : public Policy {
     return local_sgd_;
   }
   static constexpr double kTrialMargin = 0.10;
+  static constexpr double kContended = 0.05;  // below: the probe's own noise (a few % on a quiet machine)
 
   int h_;
   MergeSpec merge_;
