@@ -1,6 +1,7 @@
 // Policies: what each layer does at each step (DESIGN.md "Policies"). A policy must decide from state that is
 // identical on every rank (the step, the layer, agreed statistics), so all ranks launch the same collectives.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -112,6 +113,12 @@ class Policy {
   // empty vector where it missed a boundary (a resume inside the trial). Empty: nothing to time.
   virtual std::vector<int64_t> timed_periods() const { return {}; }
   virtual void on_period_times(int64_t step, const std::vector<double>& seconds) { (void)step; (void)seconds; }
+  // Steps in one period of this policy's schedule (its H or K), 0 if it has none: throughput is timed over whole
+  // periods, so every timed window holds the same syncs whatever the step they fall in.
+  virtual int64_t period() const { return 0; }
+  // For a run starting at `start`, the step from which this policy's schedule no longer changes by itself (after
+  // profiling and a measured trial), at worst: throughput is timed from there.
+  virtual int64_t settled_by(int64_t start) const { return std::max(start, profile_steps()); }
   // Policies that schedule from a profile ask for one during their first steps (lock-step meanwhile).
   virtual int64_t profile_steps() const { return 0; }
   virtual void on_profile(const LayerTimes& t) { (void)t; }

@@ -205,7 +205,9 @@ class GuardWatch final : public StepWatch {
 // evaluation time after it is excluded.
 struct Throughput {
   int64_t start = 0, warm = 0;
+  int64_t end = -1;          // periodic policies: timed steps are [warm, end), whole periods; -1: to the last step
   double t_start = 0, t_warm = 0;
+  double t_end = 0, eval_end_s = 0;  // the end of step end - 1, and the evaluation time inside [warm, end)
   double eval_s = 0, exposed_s = 0, step_s = 0;
   int64_t comm_bytes = 0;
   double exposed_fraction() const { return step_s > 0 ? exposed_s / step_s : 0; }
@@ -226,8 +228,9 @@ struct Throughput {
 // summary.json: the configuration's key figures, throughput over the timed steps, the last loss and evaluation.
 nlohmann::json run_summary(const TrainConfig& cfg, const std::string& backend, int64_t params, Throughput tp,
                            float loss, const nlohmann::json& last_eval) {
-  const double t_end = now_s() - tp.eval_s;
-  const int64_t timed_steps = cfg.steps - tp.warm;
+  const bool window = tp.end > tp.warm && tp.t_end > 0;  // whole periods, timed to the end of the last one
+  const double t_end = window ? tp.t_end - tp.eval_end_s : now_s() - tp.eval_s;
+  const int64_t timed_steps = (window ? tp.end : cfg.steps) - tp.warm;
   if (timed_steps <= 0 && cfg.steps - tp.start <= 0) tp.t_warm = tp.t_start;
   nlohmann::json s;
   s["model"] = cfg.model;
@@ -245,7 +248,8 @@ nlohmann::json run_summary(const TrainConfig& cfg, const std::string& backend, i
                            : double(cfg.steps - tp.start) * cfg.batch * cfg.world / (t_end - tp.t_start);
   s["step_ms"] = timed_steps > 0 ? (t_end - tp.t_warm) / double(timed_steps) * 1e3
                                  : (t_end - tp.t_start) / double(std::max<int64_t>(1, cfg.steps - tp.start)) * 1e3;
-  s["wall_s"] = t_end - tp.t_start;
+  s["timed_steps"] = nlohmann::json::array({tp.warm, window ? tp.end : cfg.steps});  // [first, end)
+  s["wall_s"] = (window ? now_s() - tp.eval_s : t_end) - tp.t_start;
   s["final_loss"] = loss;
   for (auto& [k, v] : last_eval.items()) s[k] = v;
   s["comm_bytes"] = tp.comm_bytes;
@@ -338,12 +342,18 @@ nlohmann::json Trainer::run() {
   if (I.dev) device = std::make_unique<DeviceCompute>(*I.dev, I.batch, model.num_layers());
   StepCompute& compute = device ? static_cast<StepCompute&>(*device) : host;
   // Timed steps start after a short warm-up, and never before a self-profiling policy (dreamddp) has finished
-  // its lock-step profiling steps: those run at ddp's speed and are not the policy's throughput.
+  // its lock-step profiling steps and any measured trial: those are not the policy's throughput. A periodic
+  // policy is timed over whole periods from a period boundary (each holds one average of every layer, whether the
+  // schedule averages at the start of the period, layer-wise, or at its end, Local SGD), when the run has one.
   auto timing_policy = sync::make_policy(sync::PolicySpec::parse(cfg.policy));
   timing_policy->setup(sync::layer_metas(model.layers()), cfg.world);  // profile=DIR: no profiling steps
-  const int64_t profile_end = timing_policy->profile_steps();
+  const int64_t settled = timing_policy->settled_by(tp.start);
   tp.warm = tp.start + std::min<int64_t>(5, (cfg.steps - tp.start) / 10);
-  if (profile_end > tp.warm && profile_end < cfg.steps) tp.warm = profile_end;
+  if (settled > tp.warm && settled < cfg.steps) tp.warm = settled;
+  if (const int64_t H = timing_policy->period(); H > 0) {
+    const int64_t first = (tp.warm + H - 1) / H * H, end = first + (cfg.steps - first) / H * H;
+    if (end > first) tp.warm = first, tp.end = end;
+  }
   tp.t_start = tp.t_warm = now_s();
   float loss = NAN;
   nlohmann::json last_eval;
@@ -372,6 +382,7 @@ nlohmann::json Trainer::run() {
                                " (try a smaller --lr)");
     const sync::StepCommStats cs = engine ? engine->step_stats() : sync::StepCommStats{};
     const double sps = tp.add_step(cfg, step, t0, r.end_s, cs), elapsed = r.end_s - tp.t_start;
+    if (step + 1 == tp.end) tp.t_end = r.end_s, tp.eval_end_s = tp.eval_s;
     rec.step(telemetry::StepRow{step, elapsed, loss, lr, r.forward_ms, r.backward_ms, r.update_ms, cs.exposed_ms,
                                 cs.bytes, sps});
     if (I.rank0()) progress.update(step, loss, sps, tp.exposed_fraction(), elapsed);

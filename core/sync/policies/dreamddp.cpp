@@ -98,6 +98,14 @@ class DreamDdpPolicy : public Policy {
   // Local SGD's schedule: the whole model, blocking, after the update of every H-th step.
   bool full_average_after(int64_t step) const override { return local_at(step) && (step + 1) % h_ == 0; }
 
+  int64_t period() const override { return h_; }
+  // A trial, where one may come, is measured from the first period boundary after the profile, over 4 periods.
+  int64_t settled_by(int64_t start) const override {
+    const int64_t p = std::max(start, profile_steps());
+    const bool may_trial = phase_.empty() ? fallback_ && trial_ && delay_ == 0 && !merge_.transforms()
+                                          : trial_pending_;
+    return may_trial ? (p + h_ - 1) / h_ * h_ + 4 * int64_t(h_) : p;
+  }
   void on_step_begin(int64_t step) override {
     if (trial_pending_ && trial_start_ < 0) trial_start_ = (step + h_ - 1) / h_ * h_;  // a period boundary
   }

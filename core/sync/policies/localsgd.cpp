@@ -16,6 +16,7 @@ class LocalSgdPolicy : public Policy {
   MergeSpec merge() const override { return merge_; }
   Action decide(int, int64_t) const override { return Action::None; }
   bool full_average_after(int64_t step) const override { return (step + 1) % k_ == 0; }
+  int64_t period() const override { return k_; }
 
  private:
   int64_t k_;

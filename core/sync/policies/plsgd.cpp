@@ -25,6 +25,7 @@ class PlSgdPolicy : public Policy {
   Action decide(int layer, int64_t step) const override {
     return step % h_ == group_[layer] ? Action::AverageParams : Action::None;
   }
+  int64_t period() const override { return h_; }
   std::string plan() const override {
     std::ostringstream o;
     o << "plsgd: " << h_ << " contiguous groups of ~equal bytes:";
