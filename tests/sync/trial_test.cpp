@@ -97,30 +97,30 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   p->setup({{"fc1", "linear", 1, 4}, {"fc2", "linear", 1, 4}, {"fc3", "linear", 1, 4}, {"fc4", "linear", 1, 4}}, 2);
   EXPECT_NE(p->plan().find("measuring both"), std::string::npos) << p->plan();
   EXPECT_TRUE(p->timed_periods().empty());  // anchored at the first step it sees
-  p->on_step_begin(5);
-  ASSERT_EQ(p->timed_periods(), (std::vector<int64_t>{8, 12, 16, 20, 24}));
+  p->on_step_begin(5);  // one whole period first, then the first boundary
+  ASSERT_EQ(p->timed_periods(), (std::vector<int64_t>{12, 16, 20, 24, 28}));
   auto syncs = [&](int64_t s) {
     int n = 0;
     for (int l = 0; l < 4; ++l) n += p->decide(l, s) != sync::Action::None;
     return n;
   };
   int layerwise = 0;
-  for (int64_t s = 8; s < 12; ++s) {
+  for (int64_t s = 12; s < 16; ++s) {
     layerwise += syncs(s);
     EXPECT_FALSE(p->full_average_after(s));
   }
   EXPECT_EQ(layerwise, 4);  // every layer once in the period
-  for (int64_t s = 12; s < 20; ++s) {
+  for (int64_t s = 16; s < 24; ++s) {
     EXPECT_EQ(syncs(s), 0) << s;
-    EXPECT_EQ(p->full_average_after(s), s == 15 || s == 19) << s;
+    EXPECT_EQ(p->full_average_after(s), s == 19 || s == 23) << s;
   }
-  for (int64_t s = 20; s < 24; ++s) layerwise += syncs(s);
+  for (int64_t s = 24; s < 28; ++s) layerwise += syncs(s);
   EXPECT_EQ(layerwise, 8);
-  // A missed boundary (resumed inside the trial): measured again from the next period.
-  p->on_period_times(24, {});
+  // A missed boundary (resumed inside the trial): measured again, one period after the next boundary.
+  p->on_period_times(28, {});
   EXPECT_TRUE(p->timed_periods().empty());
-  p->on_step_begin(26);
-  ASSERT_EQ(p->timed_periods().front(), 28);
+  p->on_step_begin(30);
+  ASSERT_EQ(p->timed_periods().front(), 36);
   const auto v0 = p->plan_version();
   p->on_period_times(48, {1.0, 0.8, 0.9, 1.1});  // Local SGD's windows faster
   EXPECT_TRUE(p->timed_periods().empty());

@@ -99,15 +99,17 @@ class DreamDdpPolicy : public Policy {
   bool full_average_after(int64_t step) const override { return local_at(step) && (step + 1) % h_ == 0; }
 
   int64_t period() const override { return h_; }
-  // A trial, where one may come, is measured from the first period boundary after the profile, over 4 periods.
+  // A trial, where one may come, is measured from the second period boundary after the profile, over 4 periods.
   int64_t settled_by(int64_t start) const override {
     const int64_t p = std::max(start, profile_steps());
     const bool may_trial = phase_.empty() ? fallback_ && trial_ && delay_ == 0 && !merge_.transforms()
                                           : trial_pending_;
-    return may_trial ? (p + h_ - 1) / h_ * h_ + 4 * int64_t(h_) : p;
+    return may_trial ? (p + h_ - 1) / h_ * h_ + 5 * int64_t(h_) : p;
   }
   void on_step_begin(int64_t step) override {
-    if (trial_pending_ && trial_start_ < 0) trial_start_ = (step + h_ - 1) / h_ * h_;  // a period boundary
+    // One whole period first: the first steps of a run (first collectives, first-touch memory) would weigh on the
+    // trial's first window, and that window is the layer-wise one.
+    if (trial_pending_ && trial_start_ < 0) trial_start_ = (step + h_ - 1) / h_ * h_ + h_;
   }
   std::vector<int64_t> timed_periods() const override {
     if (!trial_pending_ || trial_start_ < 0) return {};
@@ -186,7 +188,7 @@ class DreamDdpPolicy : public Policy {
     o << ")";
     if (trial_pending_)
       o << "\n  modelled within " << kTrialMargin * 100 << "% of Local SGD's schedule (" << localsgd_modelled_ * 1e3
-        << " ms/iter) where cores are shared: measuring both, 2 periods each, from the first period boundary";
+        << " ms/iter) where cores are shared: measuring both, 2 periods each, after one more period";
     else if (decisions_ > 0)
       o << "\n  measured: layer-wise " << trial_layerwise_s_ * 1e3 << " ms/step, Local SGD's schedule "
         << trial_local_s_ * 1e3 << " ms/step (2 periods each)";
