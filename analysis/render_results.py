@@ -223,6 +223,16 @@ def render_beyond_throughput(results):
     return "\n".join(out)
 
 
+def _ours_against_baselines(c, names):
+    """A cell's rows of ours by config, the samples/s of `names` (the first two are the baselines), the formatted
+    cells and a ratio-to-best-baseline formatter."""
+    val = {r["config"]: r for r in c["rows"] if r["system"] == "ours"}
+    sps = {n: (val[n]["samples_per_s"] if n in val else None) for n in names}
+    best = max(x for x in (sps[names[0]], sps[names[1]]) if x)
+    cells = ["-" if sps[n] is None else "%.0f%s" % (sps[n], " *noisy*" if val[n].get("noisy") else "") for n in names]
+    return val, sps, cells, (lambda x: "-" if x is None else "%.2f" % (x / best))
+
+
 def render_fillin_rule(results):
     d = _load(results, "regime_fillin.json")
     if not d:
@@ -231,12 +241,7 @@ def render_fillin_rule(results):
     out = ["| cell | C/B | " + " | ".join(names) + " | **dreamddp / best baseline** | fillin=0 / best baseline |",
            "|---|---|" + "---|" * (len(names) + 2)]
     for c in d["cells"]:
-        val = {r["config"]: r for r in c["rows"] if r["system"] == "ours"}
-        sps = {n: (val[n]["samples_per_s"] if n in val else None) for n in names}
-        best = max(x for x in (sps[names[0]], sps[names[1]]) if x)
-        cells = ["-" if sps[n] is None else "%.0f%s" % (sps[n], " *noisy*" if val[n].get("noisy") else "")
-                 for n in names]
-        ratio = lambda x: "-" if x is None else "%.2f" % (x / best)
+        val, sps, cells, ratio = _ours_against_baselines(c, names)
         out.append("| %s, %d ranks, %s | %.2f | %s | **%s** | %s |" % (
             c["model"], c["ranks"], c["rate"], c["comm_over_backward"], " | ".join(cells), ratio(sps[names[2]]),
             ratio(sps[names[3]])))
@@ -245,8 +250,8 @@ def render_fillin_rule(results):
     return "\n".join(out)
 
 
-def render_contention(results):
-    d = _load(results, "regime_contention.json")
+def render_contention(results, name="regime_contention.json"):
+    d = _load(results, name)
     if not d:
         return "_No sitting with contention measured yet: run `experiments/regime_map.sh --configs ...`._\n"
     H = d["H"]
@@ -255,12 +260,7 @@ def render_contention(results):
            " | **dreamddp / best baseline** | fallback=0 / best baseline | dreamddp ran | dreamddp modelled / measured |",
            "|---|---|---|" + "---|" * (len(names) + 4)]
     for c in d["cells"]:
-        val = {r["config"]: r for r in c["rows"] if r["system"] == "ours"}
-        sps = {n: (val[n]["samples_per_s"] if n in val else None) for n in names}
-        best = max(x for x in (sps[names[0]], sps[names[1]]) if x)
-        cells = ["-" if sps[n] is None else "%.0f%s" % (sps[n], " *noisy*" if val[n].get("noisy") else "")
-                 for n in names]
-        ratio = lambda x: "-" if x is None else "%.2f" % (x / best)
+        val, sps, cells, ratio = _ours_against_baselines(c, names)
         k = c.get("contention") or {}
         dd = val.get(names[2], {})
         mod = ("%.1f / %.1f ms (%+.0f%%)" % (dd["modelled_step_ms"], dd["step_ms"], 100 * dd["model_error"])
@@ -295,7 +295,8 @@ RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime, "demo
              "ops_vs_torch": render_ops, "beyond_convergence": render_beyond_convergence,
              "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput,
              "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule,
-             "contention": render_contention}
+             "contention": render_contention,
+             "contention_3gbit": lambda r: render_contention(r, "regime_contention_3gbit.json")}
 
 
 def render(readme_text, results):
