@@ -42,8 +42,9 @@ std::vector<int> forward_phase_order(const std::vector<int>& phase, int H);
 std::vector<int> prefer_plsgd_on_tie(const std::vector<double>& b, const std::vector<double>& c, int H,
                                      const std::vector<int>& phase);
 
-// dreamddp:h=H,delay=T: of the in-step optimum and plsgd's split, the schedule the delayed channel model
-// (delayed_time, forward and update not counted) scores lower; plsgd's on a tie. Deterministic like schedule_phases.
+// dreamddp:h=H,delay=T: from the better of the in-step optimum and plsgd's split under the delayed channel model
+// (delayed_time, forward and update not counted; plsgd's on a tie), a local search of single-layer moves and swaps under that
+// model, within a work budget. Never scores worse than either start. Deterministic like schedule_phases.
 std::vector<int> schedule_phases_delayed(const std::vector<double>& b, const std::vector<double>& c, int H, int T);
 
 // What the sync engine calls after self-profiling: the phase of every layer (prefer_plsgd_on_tie applied). Deterministic (no wall-clock cap), so

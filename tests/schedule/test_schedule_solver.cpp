@@ -208,3 +208,36 @@ TEST(ScheduleSolver, PhasesAreNumberedInForwardOrderAtNoCost) {
     EXPECT_EQ(s.phase, forward_phase_order(s.phase, H));
   }
 }
+
+// The delayed schedule never scores worse under the delayed model than the in-step optimum or plsgd's split, and
+// spreads layers whose transfers would queue: three equal big layers with T = 2, H = 8 are not put into
+// consecutive phases (the in-step optimum's 0,1,2 makes the second wait for the first across iterations).
+TEST(ScheduleSolver, DelayedScheduleSpreadsQueuedTransfers) {
+  const std::vector<double> b{0.0014, 0.0032, 0.0032, 0.0001}, c{0.026, 0.035, 0.035, 0.004};
+  for (int T : {1, 2, 3, 4}) {
+    const auto ph = schedule_phases_delayed(b, c, 8, T);
+    const double t = delayed_time(b, c, 8, ph, T, 0, 0);
+    EXPECT_LE(t, delayed_time(b, c, 8, schedule_phases(b, c, 8), T, 0, 0) * (1 + 1e-12)) << T;
+    EXPECT_LE(t, delayed_time(b, c, 8, contiguous_groups(c, 8), T, 0, 0) * (1 + 1e-12)) << T;
+    if (T == 2) EXPECT_LT(t, 0.97 * delayed_time(b, c, 8, contiguous_groups(c, 8), T, 0, 0)) << "not spread";
+    // Within 1% of the best of all 8^4 assignments.
+    double opt = 1e9;
+    std::vector<int> q(4);
+    for (int code = 0; code < 4096; ++code) {
+      for (int l = 0, x = code; l < 4; ++l, x /= 8) q[size_t(l)] = x % 8;
+      opt = std::min(opt, delayed_time(b, c, 8, q, T, 0, 0));
+    }
+    EXPECT_LE(t, opt * 1.01) << T;
+  }
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int L = 2 + int(rng() % 10), H = 2 + int(rng() % 6), T = 1 + int(rng() % (H - 1));
+    std::vector<double> bb(L), cc(L);
+    for (int l = 0; l < L; ++l) bb[l] = u(rng), cc[l] = 4 * u(rng);
+    const auto ph = schedule_phases_delayed(bb, cc, H, T);
+    for (int p : ph) ASSERT_TRUE(p >= 0 && p < H);
+    EXPECT_LE(delayed_time(bb, cc, H, ph, T, 0, 0), delayed_time(bb, cc, H, contiguous_groups(cc, H), T, 0, 0) * (1 + 1e-12));
+    EXPECT_EQ(ph, schedule_phases_delayed(bb, cc, H, T)) << "deterministic";
+  }
+}
