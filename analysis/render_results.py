@@ -189,8 +189,8 @@ def render_beyond_gpt(results):
     return _render_beyond_convergence(results, "beyond_gpt", "gpt-mini loss")
 
 
-def render_beyond_throughput(results):
-    d = _load(results, "beyond_throughput.json")
+def render_beyond_throughput(results, name="beyond_throughput.json"):
+    d = _load(results, name)
     if not d:
         return "_No throughput sitting for the merge keys yet: run `experiments/regime_map.sh --configs ...`._\n"
     H = d["H"]
@@ -296,7 +296,8 @@ RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime, "demo
              "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput,
              "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule,
              "contention": render_contention,
-             "contention_3gbit": lambda r: render_contention(r, "regime_contention_3gbit.json")}
+             "contention_3gbit": lambda r: render_contention(r, "regime_contention_3gbit.json"),
+             "beyond_delay_spread": lambda r: render_beyond_throughput(r, "beyond_delay_spread.json")}
 
 
 def render(readme_text, results):
