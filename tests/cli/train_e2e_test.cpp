@@ -41,6 +41,7 @@ TEST(TrainE2E, MlpFashionMnistLearnsAndWritesTheContractFiles) {
   EXPECT_EQ(s.at("params"), 2913290);  // CONTRACT.md reference-model size
   EXPECT_EQ(s.at("comm_bytes"), 0) << "a single process communicates nothing";
   EXPECT_GT(s.at("samples_per_s").get<double>(), 0);
+  EXPECT_EQ(s.at("timed_steps"), nlohmann::json::array({5, steps})) << "ddp: timed after a 5-step warm-up to the end";
   const double ecf = s.at("exposed_comm_fraction");
   EXPECT_TRUE(ecf >= 0 && ecf <= 1) << ecf;
   EXPECT_GT(s.at("test_accuracy").get<double>(), 0.6);

@@ -147,6 +147,18 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
     EXPECT_FALSE(k->full_average_after(s));
   }
   EXPECT_EQ(n, 4);
+  // Throughput is timed from where the schedule is settled, over whole periods (Policy::period, settled_by).
+  auto fresh = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,profile=" + dir));
+  fresh->setup({{"fc1", "linear", 1, 4}, {"fc2", "linear", 1, 4}, {"fc3", "linear", 1, 4}, {"fc4", "linear", 1, 4}}, 2);
+  EXPECT_EQ(fresh->period(), 4);
+  EXPECT_EQ(fresh->settled_by(0), 20) << "one period, then the 4 periods of the trial";
+  EXPECT_EQ(fresh->settled_by(5), 28);
+  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4"))->settled_by(0), 28)
+      << "self-profile: 6 lock-step steps, a trial may follow";
+  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=0"))->settled_by(0), 6);
+  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("localsgd:k=8"))->period(), 8);
+  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("plsgd:h=3"))->period(), 3);
+  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("ddp"))->period(), 0);
   // trial=0 and a profile without contention: no trial.
   for (const std::string spec : {"dreamddp:h=4,trial=0,profile=" + dir, "dreamddp:h=4,profile=" + contended_profile("free", 0, 0)}) {
     auto x = sync::make_policy(sync::PolicySpec::parse(spec));
