@@ -286,42 +286,32 @@ std::vector<int> schedule_phases_delayed(const std::vector<double>& b, const std
   auto cost = [&](const std::vector<int>& ph) { return delayed_time(b, c, H, ph, T, 0, 0); };
   // The in-step optimum packs the big layers into consecutive phases (each hides behind its own backward); across
   // iterations they then queue on the one channel and the delay cannot absorb them. Local search under the delayed
-  // model spreads them: moves of one layer to another phase and swaps of two layers' phases, first improvement, from the better of the two
-  // starting points (plsgd's on a tie), passes until none improves. Work-bounded, deterministic.
+  // model spreads them: moves of one layer to another phase and swaps of two layers' phases, first improvement,
+  // from the better of the two starting points (plsgd's on a tie), passes until none improves. Work-bounded,
+  // deterministic.
   auto phase = cost(plsgd) <= cost(best) + tol ? plsgd : best;
   double t = cost(phase);
   const int L = int(phase.size());
   long long budget = 50'000'000;  // layers visited by delayed_time (~0.1 s), as the solver's work budget
   bool improved = true;
+  // Tries the change `flip` makes to `phase`; keeps it if it lowers the modelled time, else flips it back.
+  auto try_change = [&](auto flip) {
+    flip();
+    const double tp = cost(phase);
+    budget -= 4LL * H * (T + 4) * L;
+    if (tp < t - tol) t = tp, improved = true;
+    else flip();
+  };
   while (improved && budget > 0) {
     improved = false;
-    for (int l = 0; l < L && budget > 0; ++l)
+    for (int l = 0; l < L && budget > 0; ++l)  // moves: one layer to another phase
       for (int p = 0; p < H && budget > 0; ++p) {
-        if (p == phase[size_t(l)]) continue;
-        const int keep = phase[size_t(l)];
-        phase[size_t(l)] = p;
-        const double tp = cost(phase);
-        budget -= 4LL * H * (T + 4) * L;
-        if (tp < t - tol) {
-          t = tp;
-          improved = true;
-        } else {
-          phase[size_t(l)] = keep;
-        }
+        const int q = phase[size_t(l)];
+        if (p != q) try_change([&, q] { phase[size_t(l)] = phase[size_t(l)] == q ? p : q; });
       }
     for (int l = 0; l < L && budget > 0; ++l)  // swaps: two layers exchange their phases
-      for (int m = l + 1; m < L && budget > 0; ++m) {
-        if (phase[size_t(l)] == phase[size_t(m)]) continue;
-        std::swap(phase[size_t(l)], phase[size_t(m)]);
-        const double tp = cost(phase);
-        budget -= 4LL * H * (T + 4) * L;
-        if (tp < t - tol) {
-          t = tp;
-          improved = true;
-        } else {
-          std::swap(phase[size_t(l)], phase[size_t(m)]);
-        }
-      }
+      for (int m = l + 1; m < L && budget > 0; ++m)
+        if (phase[size_t(l)] != phase[size_t(m)]) try_change([&] { std::swap(phase[size_t(l)], phase[size_t(m)]); });
   }
   return phase;  // not renumbered: under the delayed model the phases' cyclic order matters
 }
