@@ -95,6 +95,9 @@ class LayerSync : public SyncEngine {
   void apply_votes(const ControlVector& c);
 
   std::unique_ptr<DataPath> dp_;  // first member: outlives every in-flight Work that refers to it
+  // With a delay: the control all-reduce's own channel (a split of b_), so it never queues behind averages that run
+  // across steps on b_'s one FIFO communication thread. Declared early: outlives the control works in flight.
+  std::unique_ptr<Backend> control_;
   EngineOptions o_;
   models::Model& m_;
   Arenas a_;

@@ -19,6 +19,10 @@ void LayerSync::set_policy(const std::string& spec) {
   plan_version_ = policy_->plan_version();
   const int L = m_.num_layers();
   merge_ = policy_->merge();
+  // With a delay the data channel carries averages across steps, and the control all-reduce, waited for one or two
+  // steps later, would queue behind them (10-20 ms exposed two steps after each 4 MB launch on the 1 Gbit/s mlp
+  // with delay=4). It gets a channel of its own (collective: every rank sets a policy at the same step).
+  if (merge_.delay > 0 && !control_ && b_.size() > 1) control_ = b_.split(0);
   check_policy_fits_device(*policy_, spec, dp_->on_device());
   if ((merge_.delay > 0 || merge_.transforms()) && dp_->on_device())
     throw UsageError("--policy " + spec + ": delay=, outer= and compress= keep host copies of the averaged layers; not on --device cuda");

@@ -18,7 +18,7 @@ void LayerSync::cast_votes() {
   local_anomaly_ = false;
   for (size_t l = 0; l < auto_.votes(); ++l) votes_[k++] = float(s.cos_prev[l]);
   coll_.fingerprint("control", int64_t(votes_.size()));
-  controls_.cast(step_, generation_, layout_, votes_.data(), *dp_, b_);
+  controls_.cast(step_, generation_, layout_, votes_.data(), *dp_, control_ ? *control_ : b_);
 }
 
 // Applies, oldest first, every control vector cast at least vote_lag_ steps ago (all of them when `all`).
