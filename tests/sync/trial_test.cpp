@@ -79,6 +79,9 @@ TEST(Trial, EngineHandsEveryRankTheSameWindowTimes) {
 
 namespace {
 
+const std::vector<sync::LayerMeta> kMlpLayers{{"fc1", "linear", 1, 4}, {"fc2", "linear", 1, 4},
+                                              {"fc3", "linear", 1, 4}, {"fc4", "linear", 1, 4}};
+
 // A profile whose layer-wise schedule is modelled within 10% of Local SGD's under the given contention.
 std::string contended_profile(const std::string& tag, double compute, double comm) {
   const auto d = fs::temp_directory_path() / ("dd_trial_" + tag + "_" + std::to_string(::getpid()));
@@ -94,7 +97,7 @@ std::string contended_profile(const std::string& tag, double compute, double com
 TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   const auto dir = contended_profile("pick", 0.6, 1.0);
   auto p = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,profile=" + dir));
-  p->setup({{"fc1", "linear", 1, 4}, {"fc2", "linear", 1, 4}, {"fc3", "linear", 1, 4}, {"fc4", "linear", 1, 4}}, 2);
+  p->setup(kMlpLayers, 2);
   EXPECT_NE(p->plan().find("measuring both"), std::string::npos) << p->plan();
   EXPECT_TRUE(p->timed_periods().empty());  // anchored at the first step it sees
   p->on_step_begin(5);  // one whole period first, then the first boundary
@@ -132,13 +135,13 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   }
   // The decision survives a checkpoint.
   auto q = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,profile=" + dir));
-  q->setup({{"fc1", "linear", 1, 4}, {"fc2", "linear", 1, 4}, {"fc3", "linear", 1, 4}, {"fc4", "linear", 1, 4}}, 2);
+  q->setup(kMlpLayers, 2);
   q->load_state(p->save_state());
   EXPECT_TRUE(q->timed_periods().empty());
   for (int64_t s = 48; s < 56; ++s) EXPECT_EQ(q->full_average_after(s), (s + 1) % 4 == 0);
   // The layer-wise windows faster: the layer-wise schedule stays.
   auto k = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,profile=" + dir));
-  k->setup({{"fc1", "linear", 1, 4}, {"fc2", "linear", 1, 4}, {"fc3", "linear", 1, 4}, {"fc4", "linear", 1, 4}}, 2);
+  k->setup(kMlpLayers, 2);
   k->on_step_begin(0);
   k->on_period_times(16, {0.8, 1.0, 1.1, 0.9});
   int n = 0;
@@ -149,7 +152,7 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   EXPECT_EQ(n, 4);
   // Throughput is timed from where the schedule is settled, over whole periods (Policy::period, settled_by).
   auto fresh = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,profile=" + dir));
-  fresh->setup({{"fc1", "linear", 1, 4}, {"fc2", "linear", 1, 4}, {"fc3", "linear", 1, 4}, {"fc4", "linear", 1, 4}}, 2);
+  fresh->setup(kMlpLayers, 2);
   EXPECT_EQ(fresh->period(), 4);
   EXPECT_EQ(fresh->settled_by(0), 20) << "one period, then the 4 periods of the trial";
   EXPECT_EQ(fresh->settled_by(5), 28);
@@ -162,7 +165,7 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   // trial=0 and a profile without contention: no trial.
   for (const std::string spec : {"dreamddp:h=4,trial=0,profile=" + dir, "dreamddp:h=4,profile=" + contended_profile("free", 0, 0)}) {
     auto x = sync::make_policy(sync::PolicySpec::parse(spec));
-    x->setup({{"fc1", "linear", 1, 4}, {"fc2", "linear", 1, 4}, {"fc3", "linear", 1, 4}, {"fc4", "linear", 1, 4}}, 2);
+    x->setup(kMlpLayers, 2);
     x->on_step_begin(0);
     EXPECT_TRUE(x->timed_periods().empty()) << spec;
   }

@@ -104,21 +104,21 @@ class DreamDdpPolicy : public Policy {
     const int64_t p = std::max(start, profile_steps());
     const bool may_trial = phase_.empty() ? fallback_ && trial_ && delay_ == 0 && !merge_.transforms()
                                           : trial_pending_;
-    return may_trial ? (p + h_ - 1) / h_ * h_ + 5 * int64_t(h_) : p;
+    return may_trial ? first_trial_step(p) + kTrialPeriods * int64_t(h_) : p;
   }
   void on_step_begin(int64_t step) override {
     // One whole period first: the first steps of a run (first collectives, first-touch memory) would weigh on the
     // trial's first window, and that window is the layer-wise one.
-    if (trial_pending_ && trial_start_ < 0) trial_start_ = (step + h_ - 1) / h_ * h_ + h_;
+    if (trial_pending_ && trial_start_ < 0) trial_start_ = first_trial_step(step);
   }
   std::vector<int64_t> timed_periods() const override {
     if (!trial_pending_ || trial_start_ < 0) return {};
     std::vector<int64_t> s;
-    for (int i = 0; i <= 4; ++i) s.push_back(trial_start_ + int64_t(i) * h_);
+    for (int i = 0; i <= kTrialPeriods; ++i) s.push_back(trial_start_ + int64_t(i) * h_);
     return s;
   }
   void on_period_times(int64_t, const std::vector<double>& s) override {
-    if (s.size() != 4) {  // a boundary was missed (resumed inside the trial): measure again from the next period
+    if (s.size() != size_t(kTrialPeriods)) {  // a boundary was missed (resumed inside the trial): measure again from the next period
       trial_start_ = -1;
       return;
     }
@@ -217,12 +217,16 @@ class DreamDdpPolicy : public Policy {
   bool default_fillin() const { return delay_ == 0 && !merge_.transforms(); }
   // Local SGD's schedule at `step`: the trial's windows 1 and 2, else the decision.
   bool local_at(int64_t step) const {
-    if (trial_pending_ && trial_start_ >= 0 && step >= trial_start_ && step < trial_start_ + 4 * int64_t(h_)) {
+    if (trial_pending_ && trial_start_ >= 0 && step >= trial_start_ &&
+        step < trial_start_ + kTrialPeriods * int64_t(h_)) {
       const int64_t w = (step - trial_start_) / h_;
       return w == 1 || w == 2;
     }
     return local_sgd_;
   }
+  // The trial's first step for a policy first asked at `step`: the period boundary after one whole period.
+  int64_t first_trial_step(int64_t step) const { return (step + h_ - 1) / h_ * h_ + h_; }
+  static constexpr int kTrialPeriods = 4;  // layer-wise, Local SGD, Local SGD, layer-wise
   static constexpr double kTrialMargin = 0.10;
   static constexpr double kContended = 0.05;  // below: the probe's own noise (a few % on a quiet machine)
 
