@@ -189,6 +189,27 @@ def render_beyond_gpt(results):
     return _render_beyond_convergence(results, "beyond_gpt", "gpt-mini loss")
 
 
+def render_beyond_seeds(results, name="beyond_convergence_seeds.json"):
+    d = _load(results, name)
+    if not d:
+        return "_No multi-seed convergence recorded yet: see experiments/beyond_results.py seeds._\n"
+    seeds = d["seeds"]
+    out = ["| policy | %s | mean | vs ddp, mean of seeds (points) | per seed, worst / best |" % " | ".join(
+        "seed %d" % s for s in seeds), "|" + "---|" * (len(seeds) + 4)]
+    for r in d["rows"]:
+        if len(r["seeds"]) < len(seeds):
+            continue  # a policy some seeds did not run: its single runs are in the tables above
+        out.append("| %s | %s | %.2f%% | %s | %+.2f / %+.2f |" % (
+            r["policy"], " | ".join("%.2f%%" % (100 * r["accuracy"][str(s)]) if str(s) in r["accuracy"] else "-"
+                                    for s in seeds),
+            100 * r["mean_accuracy"], ("**%+.2f**" % r["mean_gap_points"]) if r["policy"] != "ddp" else "+0.00",
+            r["min_gap_points"], r["max_gap_points"]))
+    out += ["", "Final test accuracy (first 5000 test images) after the same 128,000 samples; each seed's gap is to the "
+                "ddp run of the same seed (same initialisation and data order); policies run on every seed. "
+                "`%s` — collected %s." % (d["command"], _machine(d["machine"])), ""]
+    return "\n".join(out)
+
+
 def render_beyond_throughput(results, name="beyond_throughput.json"):
     d = _load(results, name)
     if not d:
@@ -295,7 +316,7 @@ RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime, "demo
              "ops_vs_torch": render_ops, "beyond_convergence": render_beyond_convergence,
              "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput,
              "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule,
-             "contention": render_contention,
+             "contention": render_contention, "beyond_convergence_seeds": render_beyond_seeds,
              "contention_3gbit": lambda r: render_contention(r, "regime_contention_3gbit.json"),
              "beyond_delay_spread": lambda r: render_beyond_throughput(r, "beyond_delay_spread.json")}
 

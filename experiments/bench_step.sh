@@ -11,7 +11,8 @@
 # Target: ours/peer <= 1.0 for every model.
 # The peer must run at its best (experiments/lib/sitting.py): our GEMM rate (`dreamddp bench gemm`, the peer's
 # shape and thread count) is measured at the start and the end of the sitting; a peer whose own `gemm_gflops` is
-# below 0.7x ours, that runs on netlib's BLAS, or that refuses to run gets no ratio ("misconfigured"), and a model
+# below 0.7x ours, above 1.5x ours (more cores than it was given), that runs on netlib's BLAS, or that refuses to
+# run gets no ratio ("misconfigured"), and a model
 # measured while the load average exceeded the core count is marked noisy.
 # Environment: DREAMDDP_BIN (default <repo>/build/dreamddp), TORCH_PEER (default: shared/peers/torch_ddp.py
 # beside or above the repository), REPS, THREADS (per process, both systems; default 1), SAVE=FILE (also write the

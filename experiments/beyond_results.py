@@ -3,6 +3,9 @@
 analysis/render_results.py renders into the README.
 
   beyond_results.py convergence OUT_DIR[,OUT_DIR2] RESULTS.json --command "..."   convergence.sh sittings (cnn or gpt-mini)
+  beyond_results.py seeds RESULTS.json --seed S SRC[,SRC2] [--seed S2 ...] --command "..."
+                                                     one table over seeds: each SRC a results file of the command
+                                                     above or a convergence.sh directory, every seed with its ddp
 
 The convergence document keeps convergence.sh's rows (final test accuracy after the same samples, loss, samples/s,
 MB sent per rank) and adds, per row, the comparison it exists for: the gap to ddp in points, the loss relative to
@@ -61,13 +64,57 @@ def convergence(outs, dest, command):
     print("beyond_results: wrote %s (%d runs)" % (dest, len(rows)))
 
 
+def _runs_of(src):
+    """The rows and setup lines of a results file (beyond-convergence) or of a convergence.sh directory."""
+    if os.path.isdir(src):
+        doc = json.load(open(os.path.join(src, "convergence.json")))
+        return doc["runs"], open(os.path.join(src, "sitting.txt")).read().strip().splitlines()
+    doc = json.load(open(src))
+    return doc["runs"], doc.get("sitting", [])
+
+
+def seeds(dest, by_seed, command):
+    """Final accuracy per policy and seed, each seed's gap to the ddp of that seed (same data order and
+    initialisation), and their mean, min and max: the statement a single seed cannot make (single runs of the local
+    policies move by about a point between seeds)."""
+    acc, setup = {}, []
+    for seed, srcs in by_seed:
+        for src in srcs.split(","):
+            rows, lines = _runs_of(src)
+            setup += lines
+            for r in rows:
+                acc.setdefault(r["policy"], {})[seed] = r["test_accuracy"]
+    ddp = acc.get("ddp", {})
+    missing = [s for s, _ in by_seed if s not in ddp]
+    if missing:
+        sys.exit("beyond_results: seed(s) %s have no ddp run to compare with" % ", ".join(map(str, missing)))
+    rows = []
+    for policy, per in acc.items():
+        common = sorted(s for s in per if s in ddp)
+        gaps = [100 * (per[s] - ddp[s]) for s in common]
+        rows.append({"policy": policy, "accuracy": {str(s): per[s] for s in sorted(per)},
+                     "seeds": common, "mean_accuracy": sum(per[s] for s in common) / len(common),
+                     "mean_gap_points": sum(gaps) / len(gaps), "min_gap_points": min(gaps),
+                     "max_gap_points": max(gaps)})
+    res = {"study": "beyond-convergence-seeds", "command": command, "machine": sitting.machine(REPO),
+           "sitting": setup, "seeds": [s for s, _ in by_seed], "rows": rows}
+    json.dump(res, open(dest, "w"), indent=1)
+    print("beyond_results: wrote %s (%d policies over seeds %s)" % (dest, len(rows), res["seeds"]))
+
+
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] != "convergence":
-        sys.exit(__doc__)
+    a = sys.argv[1:]
     command = ""
-    if "--command" in sys.argv:
-        command = sys.argv[sys.argv.index("--command") + 1]
-    convergence(sys.argv[2], sys.argv[3], command)
+    if "--command" in a:
+        i = a.index("--command")
+        command = a[i + 1]
+        del a[i:i + 2]
+    if len(a) == 3 and a[0] == "convergence":
+        convergence(a[1], a[2], command)
+    elif len(a) >= 5 and a[0] == "seeds" and (len(a) - 2) % 3 == 0 and all(x == "--seed" for x in a[2::3]):
+        seeds(a[1], [(int(s), srcs) for s, srcs in zip(a[3::3], a[4::3])], command)
+    else:
+        sys.exit(__doc__)
 
 
 if __name__ == "__main__":

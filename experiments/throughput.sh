@@ -9,7 +9,7 @@
 # Relative paths given as options are taken from the caller's directory; the defaults from the repository root.
 # --peer-algos "" runs ours only. Environment: DREAMDDP_BIN, DREAMDDP_PEER (default ../shared/peers/torch_ddp.py).
 # The peer must run at its best (experiments/lib/sitting.py): our GEMM rate is measured at the start of the sitting
-# and every ratio against a peer run whose own gemm_gflops is below 0.7x ours (or that ran on netlib's BLAS) is
+# and every ratio against a peer run whose own gemm_gflops is below 0.7x ours, above 1.5x (more cores than given) or on netlib's BLAS is
 # withheld and the run marked misconfigured; the peer's BLAS, GEMM rate and threads are printed beside the table;
 # a run that started with the load average above the core count is marked noisy.
 #
