@@ -194,16 +194,16 @@ def render_beyond_seeds(results, name="beyond_convergence_seeds.json"):
     if not d:
         return "_No multi-seed convergence recorded yet: see experiments/beyond_results.py seeds._\n"
     seeds = d["seeds"]
-    out = ["| policy | %s | mean | vs ddp, mean of seeds (points) | per seed, worst / best |" % " | ".join(
-        "seed %d" % s for s in seeds), "|" + "---|" * (len(seeds) + 4)]
+    out = ["| policy | %s | mean | vs ddp, mean of seeds (points) | per seed, worst / best | MB sent/rank |" % " | ".join(
+        "seed %d" % s for s in seeds), "|" + "---|" * (len(seeds) + 5)]
     for r in d["rows"]:
         if len(r["seeds"]) < len(seeds):
             continue  # a policy some seeds did not run: its single runs are in the tables above
-        out.append("| %s | %s | %.2f%% | %s | %+.2f / %+.2f |" % (
+        out.append("| %s | %s | %.2f%% | %s | %+.2f / %+.2f | %.0f |" % (
             r["policy"], " | ".join("%.2f%%" % (100 * r["accuracy"][str(s)]) if str(s) in r["accuracy"] else "-"
                                     for s in seeds),
             100 * r["mean_accuracy"], ("**%+.2f**" % r["mean_gap_points"]) if r["policy"] != "ddp" else "+0.00",
-            r["min_gap_points"], r["max_gap_points"]))
+            r["min_gap_points"], r["max_gap_points"], r["comm_mb"]))
     out += ["", "Final test accuracy (first 5000 test images) after the same 128,000 samples; each seed's gap is to the "
                 "ddp run of the same seed (same initialisation and data order); policies run on every seed. "
                 "`%s` — collected %s." % (d["command"], _machine(d["machine"])), ""]
@@ -318,7 +318,8 @@ RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime, "demo
              "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule,
              "contention": render_contention, "beyond_convergence_seeds": render_beyond_seeds,
              "contention_3gbit": lambda r: render_contention(r, "regime_contention_3gbit.json"),
-             "beyond_delay_spread": lambda r: render_beyond_throughput(r, "beyond_delay_spread.json")}
+             "beyond_delay_spread": lambda r: render_beyond_throughput(r, "beyond_delay_spread.json"),
+             "beyond_delay_h4": lambda r: render_beyond_throughput(r, "beyond_delay_h4.json")}
 
 
 def render(readme_text, results):

@@ -77,13 +77,14 @@ def seeds(dest, by_seed, command):
     """Final accuracy per policy and seed, each seed's gap to the ddp of that seed (same data order and
     initialisation), and their mean, min and max: the statement a single seed cannot make (single runs of the local
     policies move by about a point between seeds)."""
-    acc, setup = {}, []
+    acc, mb, setup = {}, {}, []
     for seed, srcs in by_seed:
         for src in srcs.split(","):
             rows, lines = _runs_of(src)
             setup += lines
             for r in rows:
                 acc.setdefault(r["policy"], {})[seed] = r["test_accuracy"]
+                mb.setdefault(r["policy"], {})[seed] = r["comm_mb"]
     ddp = acc.get("ddp", {})
     missing = [s for s, _ in by_seed if s not in ddp]
     if missing:
@@ -95,7 +96,7 @@ def seeds(dest, by_seed, command):
         rows.append({"policy": policy, "accuracy": {str(s): per[s] for s in sorted(per)},
                      "seeds": common, "mean_accuracy": sum(per[s] for s in common) / len(common),
                      "mean_gap_points": sum(gaps) / len(gaps), "min_gap_points": min(gaps),
-                     "max_gap_points": max(gaps)})
+                     "max_gap_points": max(gaps), "comm_mb": sum(mb[policy].values()) / len(mb[policy])})
     res = {"study": "beyond-convergence-seeds", "command": command, "machine": sitting.machine(REPO),
            "sitting": setup, "seeds": [s for s, _ in by_seed], "rows": rows}
     json.dump(res, open(dest, "w"), indent=1)

@@ -37,6 +37,16 @@ PY = "/usr/bin/python3"
 BATCH = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8}
 
 
+def config_period(name):
+    """H of a periodic configuration ('dreamddp:h=4,delay=2' -> 4, 'localsgd:k=8' -> 8), None for ddp and others."""
+    policy, _, rest = name.partition(":")
+    key = {"localsgd": "k", "plsgd": "h", "dreamddp": "h"}.get(policy)
+    for item in rest.split(",") if key else []:
+        if item.startswith(key + "="):
+            return int(item.split("=", 1)[1])
+    return {"localsgd": 8, "plsgd": 8, "dreamddp": 8}.get(policy)  # the policies' default period
+
+
 def die(msg):
     sys.stderr.write("regime_map: error: %s\n" % msg)
     sys.exit(2)
@@ -115,7 +125,11 @@ class Sitting:
     def modelled(self, rdir, bp, cm, means, phases, H, name):
         """The schedule model's step time for this run's own profile: the cell's per-layer all-reduce times, the
         per-layer backward times scaled to the backward this run measured (it includes the CPU that communication
-        took from compute), this run's forward and update; the phases the run used."""
+        took from compute), this run's forward and update; the phases the run used. The period is the
+        configuration's own (dreamddp:h=4 is modelled with H = 4 in a cell whose H is 8)."""
+        own = config_period(name)
+        if own is not None and own != H:
+            H, phases = own, None  # the cell's phases are for its H; the policy's own schedule is modelled
         d = os.path.join(rdir, "model_profile")
         os.makedirs(d, exist_ok=True)
         k = means["backward"] / 1e3 / sum(bp.values())
@@ -134,7 +148,7 @@ class Sitting:
         if delayed:  # the schedule that policy picks on this profile, modelled with its channel across iterations
             cmd += ["--delay", name.split("delay=")[1].split(",")[0], "--forward-ms", str(means["forward"]),
                     "--update-ms", str(means["update"])]
-        else:
+        elif phases is not None:
             cmd += ["--phases", phases]
         if name == "dreamddp:h=%d" % H:
             cmd.append("--fillin")
@@ -232,7 +246,8 @@ class Sitting:
                          "step_ms": s["step_ms"], "exposed_comm_fraction": s["exposed_comm_fraction"],
                          "comm_bytes": s["comm_bytes"], "means_ms": means,
                          "modelled_ms": self.modelled(rdir, bp, cm, means, phases, H,
-                                                      "localsgd:k=%d" % H if ran == "localsgd" else name)}
+                                                      "localsgd:k=%d" % (config_period(name) or H)
+                                                      if ran == "localsgd" else name)}
                     if ran:
                         r["ran"] = ran
                 else:

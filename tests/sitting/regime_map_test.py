@@ -1,0 +1,15 @@
+"""regime_map.config_period: the period a configuration's schedule model is run with is its own (dreamddp:h=4 in a
+cell whose H is 8 is modelled with H = 4; a first sitting modelled it with the cell's H and printed a step 41%
+shorter than the channel's bound). Usage: regime_map_test.py EXPERIMENTS_DIR"""
+import sys
+
+sys.path.insert(0, sys.argv[1])
+import regime_map  # noqa: E402
+
+cases = {"dreamddp:h=4,delay=2": 4, "dreamddp:delay=3,h=16": 16, "localsgd:k=32,outer=nesterov": 32,
+         "plsgd:h=2": 2, "dreamddp": 8, "localsgd:delay=2": 8, "ddp": None, "hybrid": None}
+bad = {n: regime_map.config_period(n) for n, want in cases.items() if regime_map.config_period(n) != want}
+for n, got in bad.items():
+    print("FAIL: config_period(%r) = %r, want %r" % (n, got, cases[n]))
+print("%d of %d cases as expected" % (len(cases) - len(bad), len(cases)))
+sys.exit(1 if bad else 0)
