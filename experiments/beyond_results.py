@@ -21,6 +21,11 @@ import sitting  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def die(msg):
+    sys.stderr.write("beyond_results: error: %s\n" % msg)
+    sys.exit(2)
+
+
 def strip_keys(policy, keys):
     """The policy spec without the given merge keys (outer's own lr/momentum go with it)."""
     name, _, rest = policy.partition(":")
@@ -66,11 +71,14 @@ def convergence(outs, dest, command):
 
 def _runs_of(src):
     """The rows and setup lines of a results file (beyond-convergence) or of a convergence.sh directory."""
-    if os.path.isdir(src):
-        doc = json.load(open(os.path.join(src, "convergence.json")))
-        return doc["runs"], open(os.path.join(src, "sitting.txt")).read().strip().splitlines()
-    doc = json.load(open(src))
-    return doc["runs"], doc.get("sitting", [])
+    try:
+        if os.path.isdir(src):
+            doc = json.load(open(os.path.join(src, "convergence.json")))
+            return doc["runs"], open(os.path.join(src, "sitting.txt")).read().strip().splitlines()
+        doc = json.load(open(src))
+        return doc["runs"], doc.get("sitting", [])
+    except (OSError, ValueError, KeyError) as e:
+        die("%s is neither a convergence results file nor a convergence.sh directory (%s)" % (src, e))
 
 
 def seeds(dest, by_seed, command):
@@ -88,7 +96,7 @@ def seeds(dest, by_seed, command):
     ddp = acc.get("ddp", {})
     missing = [s for s, _ in by_seed if s not in ddp]
     if missing:
-        sys.exit("beyond_results: seed(s) %s have no ddp run to compare with" % ", ".join(map(str, missing)))
+        die("seed(s) %s have no ddp run to compare with" % ", ".join(map(str, missing)))
     rows = []
     for policy, per in acc.items():
         common = sorted(s for s in per if s in ddp)
@@ -113,6 +121,8 @@ def main():
     if len(a) == 3 and a[0] == "convergence":
         convergence(a[1], a[2], command)
     elif len(a) >= 5 and a[0] == "seeds" and (len(a) - 2) % 3 == 0 and all(x == "--seed" for x in a[2::3]):
+        if not all(x.isdigit() for x in a[3::3]):
+            die("--seed takes a non-negative integer, got %s" % " ".join(a[3::3]))
         seeds(a[1], [(int(s), srcs) for s, srcs in zip(a[3::3], a[4::3])], command)
     else:
         sys.exit(__doc__)

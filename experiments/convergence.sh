@@ -6,6 +6,7 @@
 #   experiments/convergence.sh [--model cnn] [--steps 1000] [--batch 32] [--ranks 4] [--eval-every N]
 #                              [--eval-samples 5000] [--lr 0.02] [--seed S] [--netem 1gbit] [--out runs/convergence]
 #                              [--policies "ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8 hybrid"] [--bin build/dreamddp]
+#                              [--train-args "--avg-optimizer-state ..."]   (more train options, every policy)
 # lr 0.02 (SGD, momentum 0.9, cosine): at the trainer's default 0.05 even ddp's loss spikes to 4.8 during warm-up
 # at this global batch (128), and single runs of the local policies swing by several points with that chaos.
 #
@@ -21,6 +22,7 @@ cd "$(dirname "$0")/.."
 
 MODEL=cnn STEPS=1000 BATCH=32 RANKS=4 EVAL_EVERY=0 EVAL_SAMPLES=5000 LR=0.02 SEED=0 NETEM="" OUT=runs/convergence
 POLICIES="ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8 hybrid" BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
+TRAIN_ARGS=""
 while [ $# -gt 0 ]; do
   need_value -h --help -- "$@"
   case $1 in
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --policies) POLICIES=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
+    --train-args) TRAIN_ARGS=$2; shift 2 ;;
     -h|--help) usage_from_header; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
@@ -49,6 +52,8 @@ NET=() NETNAME=loopback
 if [ -n "$NETEM" ]; then NET=(--netem "$NETEM"); NETNAME=$NETEM; fi
 EXTRA=()
 [ -n "$LR" ] && EXTRA+=(--lr "$LR")
+# shellcheck disable=SC2206  # word splitting is the point: --train-args "--avg-optimizer-state --nesterov"
+[ -n "$TRAIN_ARGS" ] && EXTRA+=($TRAIN_ARGS)
 
 if [ -e "$OUT" ]; then
   keep="$OUT.$(date +%Y%m%d-%H%M%S)"
@@ -60,7 +65,7 @@ mkdir -p "$OUT"
   echo "date: $(date -Is)"
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "git: tree at $(git rev-parse --short HEAD 2>/dev/null || echo unknown); binary $BIN built $(date -Is -r "$BIN")"
-  echo "setup: $MODEL on $DATA, $RANKS ranks x batch $BATCH, $STEPS steps, eval every $EVAL_EVERY on $EVAL_SAMPLES samples, seed $SEED, network $NETNAME"
+  echo "setup: $MODEL on $DATA, $RANKS ranks x batch $BATCH, $STEPS steps, eval every $EVAL_EVERY on $EVAL_SAMPLES samples, seed $SEED, network $NETNAME${TRAIN_ARGS:+, train $TRAIN_ARGS}"
 } > "$OUT/sitting.txt"
 echo "convergence: $MODEL on $DATA, $RANKS ranks x batch $BATCH, $STEPS steps ($((STEPS * RANKS * BATCH)) samples)," \
      "eval every $EVAL_EVERY steps, network $NETNAME"
