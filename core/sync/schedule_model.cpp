@@ -199,6 +199,32 @@ double delayed_time(const std::vector<double>& b, const std::vector<double>& c, 
   return (start[size_t(N)] - start[size_t(N - M)]) / M;
 }
 
+double localsgd_delayed_time(const std::vector<double>& b, const std::vector<double>& c, int K, int T, double fwd,
+                             double upd) {
+  check_inputs(b, c, K);
+  if (T < 0 || (T > 0 && T >= K))
+    throw std::invalid_argument("localsgd_delayed_time: T must be in [0, K), got " + std::to_string(T));
+  if (!(fwd >= 0) || !(upd >= 0)) throw std::invalid_argument("localsgd_delayed_time: forward and update must be >= 0");
+  const double B = total_backward(b);
+  const double C = std::accumulate(c.begin(), c.end(), 0.0);
+  const int M = 4 * K, N = M * (T + 4);
+  std::vector<double> start(size_t(N) + 1, 0.0), end(size_t(N), -1.0);  // end < 0: no launch in that iteration
+  double S = 0.0, channel = 0.0;
+  for (int i = 0; i < N; ++i) {
+    if (T > 0 && i >= T && end[size_t(i - T)] >= 0) S = std::max(S, end[size_t(i - T)]);  // merge at i - T + T
+    start[size_t(i)] = S;
+    S += fwd + B + upd;
+    if (i % K == K - 1) {  // launched after this iteration's update
+      channel = std::max(channel, S) + C;
+      end[size_t(i)] = channel;
+      if (T == 0) S = channel;  // blocking: the next iteration starts after the average
+    }
+  }
+  if (T > 0 && end[size_t(N - T)] >= 0) S = std::max(S, end[size_t(N - T)]);
+  start[size_t(N)] = S;
+  return (start[size_t(N)] - start[size_t(N - M)]) / M;
+}
+
 FillIn fill_in(const std::vector<double>& b, const std::vector<double>& c, int H, const std::vector<int>& phase) {
   check_inputs(b, c, H);
   const size_t L = b.size();

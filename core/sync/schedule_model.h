@@ -50,6 +50,13 @@ double plsgd_time(const std::vector<double>& b, const std::vector<double>& c, in
 double delayed_time(const std::vector<double>& b, const std::vector<double>& c, int H, const std::vector<int>& phase,
                     int T, double fwd, double upd);
 
+// localsgd:k=K,delay=T: seconds per iteration when the whole model's average is launched after the update of every
+// K-th iteration and must have ended by the start of iteration i + T (merged there), on the same channel model as
+// delayed_time (one FIFO across iterations; the whole model is one transfer of sum(c)). T = 0 is blocking Local SGD:
+// fwd + upd + localsgd_time(b, c, K). Steady state as delayed_time. Throws std::invalid_argument on bad input.
+double localsgd_delayed_time(const std::vector<double>& b, const std::vector<double>& c, int K, int T, double fwd,
+                             double upd);
+
 // Fill-in: for each phase that already has a layer, adds syncs of layers that are not already synced there and sit
 // next to one that is (so they join one of the phase's buckets and open no collective of their own), smallest comm
 // first, whenever that leaves the phase's wait unchanged (the channel was idle), so modelled time never increases.

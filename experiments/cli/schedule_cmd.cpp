@@ -47,7 +47,7 @@ int cmd_schedule(int argc, char** argv) {
       "modelled time per iteration of ddp, localsgd, plsgd and dreamddp; last line is JSON. With --phases the\n"
       "given schedule (one phase per layer, forward order) is evaluated instead of solved. With --delay T it also\n"
       "models dreamddp:h=H,delay=T (averages merged T steps later; one channel across iterations, through forward\n"
-      "and update: give their times per iteration) on the schedule that policy runs. A profile's overlap.json\n"
+      "and update: give their times per iteration) on the schedule that policy runs, and localsgd:k=H,delay=T. A profile's overlap.json\n"
       "(measured by `dreamddp profile`: how much overlapped communication and compute slow each other) is charged\n"
       "to every overlapping schedule, and dreamddp runs Local SGD's where that is modelled faster.\nOptions");
   desc.add_options()("help", "show this help")(
@@ -176,12 +176,15 @@ int cmd_schedule(int argc, char** argv) {
   if (runs_local)
     say("  dreamddp runs Local SGD's schedule: %.6f s, faster than its layer-wise one once overlap is charged\n",
         t_local);
-  double t_delay = 0;
+  double t_delay = 0, t_local_delay = 0;
   if (delay >= 0) {
     const auto dph = vm.count("phases") ? sol.phase : sync::schedule_phases_delayed(b, c, H, delay);
     t_delay = sync::delayed_time(b, c, H, dph, delay, fwd_ms / 1e3, upd_ms / 1e3) - (fwd_ms + upd_ms) / 1e3;
     say("  dreamddp delay=%d %.6f  (backward + exposed comm; forward %.3f + update %.3f ms overlapped by the channel)\n",
         delay, t_delay, fwd_ms, upd_ms);
+    t_local_delay = sync::localsgd_delayed_time(b, c, H, delay, fwd_ms / 1e3, upd_ms / 1e3) - (fwd_ms + upd_ms) / 1e3;
+    say("  localsgd delay=%d %.6f  (whole model launched after every H-th update, merged T steps later)\n", delay,
+        t_local_delay);
   }
   say("  lower bound      %.6f\n", sol.lower_bound);
   say("gap to bound       %.4f%%  (%s)\n", sol.gap * 100,
@@ -203,7 +206,10 @@ int cmd_schedule(int argc, char** argv) {
   j["compute_slowdown"] = k.compute;
   j["comm_slowdown"] = k.comm;
   j["dreamddp_runs"] = runs_local ? "localsgd" : "layerwise";
-  if (delay >= 0) j["dreamddp_delay"] = t_delay;
+  if (delay >= 0) {
+    j["dreamddp_delay"] = t_delay;
+    j["localsgd_delay"] = t_local_delay;
+  }
   j["lower_bound"] = sol.lower_bound;
   j["gap"] = sol.gap;
   j["H"] = H;

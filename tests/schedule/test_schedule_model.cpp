@@ -123,6 +123,40 @@ TEST(ScheduleModel, DelayedTimeIsTheInStepModelAtZeroAndNeverWorseWithADelay) {
   }
 }
 
+TEST(ScheduleModel, DelayedLocalSgdLaunchesAfterTheUpdate) {
+  // One layer, compute 1 per iteration (backward only), average 3, K = 2. Blocking (T = 0): 2 + 3 per two
+  // iterations. T = 1 merges at the start of the very next iteration, so nothing overlaps: the same 2.5. T = 2
+  // overlaps one iteration: 2 + (3 - 1) per two iterations.
+  EXPECT_DOUBLE_EQ(localsgd_delayed_time({1}, {3}, 2, 0, 0, 0), 2.5);
+  EXPECT_NEAR(localsgd_delayed_time({1}, {3}, 2, 1, 0, 0), 2.5, 1e-12);
+  EXPECT_NEAR(localsgd_delayed_time({1}, {3}, 2, 2, 0, 0), 2.0, 1e-12);
+  // Forward and update are compute like backward: 0.25 + 0.5 + 0.25 per iteration, T = 3 of K = 4 hides 2 of the 3.
+  EXPECT_NEAR(localsgd_delayed_time({0.5}, {3}, 4, 3, 0.25, 0.25), (4 * 1.0 + 1.0) / 4, 1e-12);
+  EXPECT_THROW(localsgd_delayed_time({1}, {3}, 2, 2 + 1, 0, 0), std::invalid_argument);
+  EXPECT_THROW(localsgd_delayed_time({1}, {3}, 2, -1, 0, 0), std::invalid_argument);
+  EXPECT_THROW(localsgd_delayed_time({1}, {3}, 2, 1, -1, 0), std::invalid_argument);
+
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int rep = 0; rep < 40; ++rep) {
+    const int L = 2 + rep % 7, K = 2 + rep % 7;
+    std::vector<double> b(L), c(L);
+    for (int l = 0; l < L; ++l) b[l] = u(rng), c[l] = 4 * u(rng);
+    const double f = u(rng), up = u(rng);
+    const double t0 = localsgd_delayed_time(b, c, K, 0, f, up);
+    EXPECT_NEAR(t0, localsgd_time(b, c, K) + f + up, 1e-9 * t0) << "rep " << rep;
+    double C = 0;
+    for (double x : c) C += x;
+    double prev = t0;
+    for (int T = 1; T < K; ++T) {
+      const double t = localsgd_delayed_time(b, c, K, T, f, up);
+      EXPECT_LE(t, prev * (1 + 1e-12)) << "rep " << rep << " T " << T;  // a longer delay never costs time
+      EXPECT_GE(t, std::max(f + total_backward(b) + up, C / K) * (1 - 1e-12)) << "rep " << rep << " T " << T;
+      prev = t;
+    }
+  }
+}
+
 TEST(ScheduleModel, ContiguousGroups) {
   EXPECT_EQ(contiguous_groups({1, 1, 1, 1, 1, 1}, 3), (std::vector<int>{0, 0, 1, 1, 2, 2}));
   EXPECT_EQ(contiguous_groups({10, 1, 1, 1, 1}, 3), (std::vector<int>{0, 1, 2, 2, 2}));
