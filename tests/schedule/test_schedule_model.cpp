@@ -124,12 +124,12 @@ TEST(ScheduleModel, DelayedTimeIsTheInStepModelAtZeroAndNeverWorseWithADelay) {
 }
 
 TEST(ScheduleModel, DelayedLocalSgdLaunchesAfterTheUpdate) {
-  // One layer, compute 1 per iteration (backward only), average 3, K = 2. Blocking (T = 0): 2 + 3 per two
-  // iterations. T = 1 merges at the start of the very next iteration, so nothing overlaps: the same 2.5. T = 2
-  // overlaps one iteration: 2 + (3 - 1) per two iterations.
-  EXPECT_DOUBLE_EQ(localsgd_delayed_time({1}, {3}, 2, 0, 0, 0), 2.5);
-  EXPECT_NEAR(localsgd_delayed_time({1}, {3}, 2, 1, 0, 0), 2.5, 1e-12);
-  EXPECT_NEAR(localsgd_delayed_time({1}, {3}, 2, 2, 0, 0), 2.0, 1e-12);
+  // One layer, compute 1 per iteration (backward only), average 3, K = 3. Blocking (T = 0): 3 + 3 per three
+  // iterations. T = 1 merges at the start of the very next iteration, so nothing overlaps: the same 2. T = 2
+  // overlaps one iteration: 3 + (3 - 1) per three iterations.
+  EXPECT_DOUBLE_EQ(localsgd_delayed_time({1}, {3}, 3, 0, 0, 0), 2.0);
+  EXPECT_NEAR(localsgd_delayed_time({1}, {3}, 3, 1, 0, 0), 2.0, 1e-12);
+  EXPECT_NEAR(localsgd_delayed_time({1}, {3}, 3, 2, 0, 0), 5.0 / 3, 1e-12);
   // Forward and update are compute like backward: 0.25 + 0.5 + 0.25 per iteration, T = 3 of K = 4 hides 2 of the 3.
   EXPECT_NEAR(localsgd_delayed_time({0.5}, {3}, 4, 3, 0.25, 0.25), (4 * 1.0 + 1.0) / 4, 1e-12);
   EXPECT_THROW(localsgd_delayed_time({1}, {3}, 2, 2 + 1, 0, 0), std::invalid_argument);
