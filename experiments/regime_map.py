@@ -152,14 +152,17 @@ class Sitting:
             cmd += ["--phases", phases]
         if name == "dreamddp:h=%d" % H:
             cmd.append("--fillin")
-        if name.startswith("localsgd") and delayed:
-            return None  # the model has no delayed Local SGD
+        base = name.partition(":")[0]
+        if base not in ("ddp", "localsgd", "plsgd", "dreamddp") or (base == "plsgd" and delayed):
+            return None  # no model for this configuration
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
             die("schedule failed on %s: %s" % (d, p.stderr.strip()))
         m = json.loads(p.stdout.strip().splitlines()[-1])
-        key = {"ddp": "ddp_overlap", "localsgd:k=%d" % H: "localsgd", "plsgd:h=%d" % H: "plsgd"}.get(
-            name, "dreamddp_delay" if delayed else "dreamddp")
+        # By the policy, not the exact name: localsgd:k=8,compress=int8 is Local SGD's blocking schedule with the
+        # codec's bytes (it was once looked up as dreamddp's in-step schedule, 1-2% apart on the mlp cells).
+        key = {"ddp": "ddp_overlap", "localsgd": "localsgd_delay" if delayed else "localsgd", "plsgd": "plsgd",
+               "dreamddp": "dreamddp_delay" if delayed else "dreamddp"}[base]
         return means["forward"] + means["update"] + 1e3 * m[key]
 
     def launch(self, ranks, rate):
