@@ -1,6 +1,7 @@
 // `dreamddp schedule` driven through cmd_schedule: table + last-line JSON, --out file, --fillin, usage errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -94,6 +95,28 @@ TEST(ScheduleCmd, FillInIsWrittenAndDoesNotSlowDown) {
     for (auto& p : it.value()) EXPECT_NE(p.get<int>(), j["schedule"][it.key()].get<int>());
   }
   fs::remove(f);
+}
+
+TEST(ScheduleCmd, DelayModelsBothDelayedPolicies) {
+  // --delay T: dreamddp:h=H,delay=T and localsgd:k=H,delay=T on a channel across iterations (printed as backward +
+  // exposed communication, forward and update taken out). Neither is slower than its in-step (blocking)
+  // counterpart, and neither beats the channel: per iteration at least max(B, C/H - forward - update).
+  const int H = 10;
+  const double fwd = 0.020, upd = 0.005;
+  const auto plain = last_line_json(run_schedule({"--profile", kProfile, "--h", std::to_string(H)}));
+  const auto j = last_line_json(run_schedule({"--profile", kProfile, "--h", std::to_string(H), "--delay", "3",
+                                              "--forward-ms", "20", "--update-ms", "5"}));
+  ASSERT_TRUE(j.contains("dreamddp_delay"));
+  ASSERT_TRUE(j.contains("localsgd_delay"));
+  // ddp = B + C and localsgd = B + C/H give the profile's B and C.
+  const double ddp = plain.at("ddp").get<double>(), local = plain.at("localsgd").get<double>();
+  const double C = (ddp - local) * H / (H - 1), B = ddp - C;
+  const double floor = std::max(B, C / H - fwd - upd);
+  for (const char* k : {"dreamddp_delay", "localsgd_delay"}) EXPECT_GE(j.at(k).get<double>(), floor * (1 - 1e-9)) << k;
+  EXPECT_LE(j.at("localsgd_delay").get<double>(), local * (1 + 1e-12));
+  EXPECT_LE(j.at("dreamddp_delay").get<double>(), plain.at("dreamddp").get<double>() * (1 + 1e-12));
+  EXPECT_THROW(run_schedule({"--profile", kProfile, "--h", std::to_string(H), "--delay", std::to_string(H)}),
+               dd::UsageError);
 }
 
 TEST(ScheduleCmd, BadUsageIsUsageError) {
