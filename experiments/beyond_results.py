@@ -47,15 +47,22 @@ def convergence(outs, dest, command):
     rows, setup, doc = [], [], None
     for out in outs.split(","):
         doc = json.load(open(os.path.join(out, "convergence.json")))
+        lines = open(os.path.join(out, "sitting.txt")).read().strip().splitlines()
+        # convergence.sh --train-args: the same policy with other train options is another row, named by them
+        # ("localsgd:k=8 --avg-optimizer-state"), and the run without them is its twin.
+        extra = next((l.split(", train ", 1)[1] for l in lines if l.startswith("setup:") and ", train " in l), "")
+        for r in doc["runs"]:
+            if extra:
+                r["twin"], r["policy"] = r["policy"], "%s %s" % (r["policy"], extra)
         rows += doc["runs"]
-        setup += open(os.path.join(out, "sitting.txt")).read().strip().splitlines()
+        setup += lines
     by = {r["policy"]: r for r in rows}
     ddp = by.get("ddp")
     for r in rows:
         if ddp:
             r["gap_to_ddp_points"] = 100 * (r["test_accuracy"] - ddp["test_accuracy"])
             r["loss_vs_ddp"] = r["test_loss"] / ddp["test_loss"] - 1
-        plain = strip_keys(r["policy"], ("compress", "outer", "delay"))
+        plain = r["twin"] if "twin" in r else strip_keys(r["policy"], ("compress", "outer", "delay"))
         # A delay, an outer step or compression turn dreamddp's fill-in off by default: its twin is the bare schedule.
         twins = [] if plain == r["policy"] else [plain + ",fillin=0", plain] if plain.startswith("dreamddp") and "fillin=" not in r["policy"] else [plain]
         base = next((by[t] for t in twins if t in by), None)
