@@ -302,6 +302,23 @@ class RankLoop {
     else inflight_.push_back(f);
   }
 
+  // LayerSync::periodic_average with a delay (localsgd:k=K,delay=T): the whole model's average launched after this
+  // step's update, on copies (parameters and buffers of every local layer, optimizer state when asked), not waited
+  // for; merged at the start of step + T by merge_delayed.
+  void launch_all_delayed() {
+    std::vector<bool> local(lockstep_.size());
+    for (size_t l = 0; l < local.size(); ++l) local[l] = !lockstep_[l];
+    for (auto& bk : sync::plan_average(local, L_.ranges, o_.bucket_cap_bytes)) {
+      InFlight f{bk, -1, -1, now()};
+      for (auto& part : sync::bucket_parts(bk, true, o_.average_optimizer_state ? o_.opt_slots : 0, L_.num_params)) {
+        const int64_t id = collective(&w_.all, part.n);
+        if (f.first < 0) f.first = id;
+        f.last = id;
+      }
+      delayed_.push_back({f, step_, step_ + policy_->merge_delay(), t_bwd_});
+    }
+  }
+
   // LayerSync::merge_delayed: waits for the delayed averages due by this step (all when `all`), oldest first.
   void merge_delayed(bool all) {
     while (!delayed_.empty() && (all || delayed_.front().merge_step <= step_)) {
@@ -368,7 +385,8 @@ class RankLoop {
     }
     if (policy_->full_average_after(step_)) {
       const double t0 = now();
-      average_all(true, true);
+      if (policy_->merge_delay() > 0) launch_all_delayed();
+      else average_all(true, true);
       exposed_ms_ += (now() - t0) * 1e3;
       std::fill(stale_.begin(), stale_.end(), 0);
     }
@@ -507,8 +525,6 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
     if (p->merge().transforms())
       throw UsageError("--policy " + opt.policy + ": the simulation models plain averages; outer= and compress= are "
                        "not simulated (for a codec's bytes, scale the layer sizes of --bytes)");
-    if (p->merge_delay() > 0 && sync::PolicySpec::parse(opt.policy).name == "localsgd")
-      throw UsageError("--policy " + opt.policy + ": localsgd with delay= is not simulated (its average is modelled as blocking)");
   }
   static bool started = false;
   if (started) throw std::logic_error("simulate: SimGrid runs once per process");

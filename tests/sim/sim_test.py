@@ -84,6 +84,10 @@ def case_model(binary, tmp, profiles):
             raise SystemExit("schedule failed: " + err)
         return json.loads(out.strip().splitlines()[-1])
     h10, h10f, h1 = schedule(10, False), schedule(10, True), schedule(1, False)
+    rc, out, err = run(binary, ["schedule", "--profile", P, "--h", "10", "--delay", "4"])
+    if rc != 0:
+        raise SystemExit("schedule --delay failed: " + err)
+    h10d4 = json.loads(out.strip().splitlines()[-1])
     # One FIFO channel per rank, no latency, no cross-traffic, no bandwidth factor (CM02), and each layer's bytes
     # = c_l x BW over a 2-rank ring of bandwidth BW, so its all-reduce takes exactly c_l; one bucket per layer.
     common = ["--profile", P, "--cluster", "2x1,intra=1000TBps,inter=1GBps", "--comm-bw", "1GBps",
@@ -93,7 +97,8 @@ def case_model(binary, tmp, profiles):
               ("localsgd:k=10", h10["localsgd"], "B + C/H"),
               ("plsgd:h=10", h10["plsgd"], "plsgd"),
               ("dreamddp:h=10,fillin=0,profile=" + P, h10["dreamddp"], "dreamddp, solver's phases"),
-              ("dreamddp:h=10,profile=" + P, h10f["dreamddp"], "dreamddp with fill-in")]
+              ("dreamddp:h=10,profile=" + P, h10f["dreamddp"], "dreamddp with fill-in"),
+              ("localsgd:k=10,delay=4", h10d4["localsgd_delay"], "Local SGD merged 4 steps after its launch")]
     for pol, want, what in expect:
         s = simulate(binary, common + ["--policy", pol])
         got = s["step_ms"] / 1e3
@@ -135,7 +140,8 @@ def case_sequence(binary, tmp, _):
     runs += [("mlp", "hier:nodes=1x2,fast=1,intra=2,inter=4,profile_steps=3"),
              ("mlp", "hier:nodes=1x2,fast=0,slow=3,profile_steps=3")]
     # delay=T: averages merged T steps later (logged at the merge, the last ones at the end of training).
-    runs += [("mlp", "plsgd:h=4,delay=2"), ("mlp", "dreamddp:h=4,fillin=0,delay=2,profile=" + prof)]
+    runs += [("mlp", "plsgd:h=4,delay=2"), ("mlp", "dreamddp:h=4,fillin=0,delay=2,profile=" + prof),
+             ("mlp", "localsgd:k=4,delay=2")]
     for model, pol in runs:
         prof = profs[model]
         real = os.path.join(real_root, str(abs(hash(model + pol))))
