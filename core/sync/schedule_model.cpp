@@ -211,7 +211,7 @@ double localsgd_delayed_time(const std::vector<double>& b, const std::vector<dou
   std::vector<double> start(size_t(N) + 1, 0.0), end(size_t(N), -1.0);  // end < 0: no launch in that iteration
   double S = 0.0, channel = 0.0;
   for (int i = 0; i < N; ++i) {
-    if (T > 0 && i >= T && end[size_t(i - T)] >= 0) S = std::max(S, end[size_t(i - T)]);  // merge at i - T + T
+    if (T > 0 && i >= T && end[size_t(i - T)] >= 0) S = std::max(S, end[size_t(i - T)]);  // merge what i - T launched
     start[size_t(i)] = S;
     S += fwd + B + upd;
     if (i % K == K - 1) {  // launched after this iteration's update

@@ -47,9 +47,10 @@ int cmd_schedule(int argc, char** argv) {
       "modelled time per iteration of ddp, localsgd, plsgd and dreamddp; last line is JSON. With --phases the\n"
       "given schedule (one phase per layer, forward order) is evaluated instead of solved. With --delay T it also\n"
       "models dreamddp:h=H,delay=T (averages merged T steps later; one channel across iterations, through forward\n"
-      "and update: give their times per iteration) on the schedule that policy runs, and localsgd:k=H,delay=T. A profile's overlap.json\n"
-      "(measured by `dreamddp profile`: how much overlapped communication and compute slow each other) is charged\n"
-      "to every overlapping schedule, and dreamddp runs Local SGD's where that is modelled faster.\nOptions");
+      "and update: give their times per iteration) on the schedule that policy runs, and localsgd:k=H,delay=T.\n"
+      "A profile's overlap.json (measured by `dreamddp profile`: how much overlapped communication and compute\n"
+      "slow each other) is charged to every overlapping schedule, and dreamddp runs Local SGD's where that is\n"
+      "modelled faster.\nOptions");
   desc.add_options()("help", "show this help")(
       "profile", po::value<std::string>(), "directory holding bp.json and comm.json (layer -> seconds)")(
       "h", po::value<int>(), "H: each layer is synchronized once every H steps (>= 1)")(

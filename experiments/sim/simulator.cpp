@@ -290,14 +290,22 @@ class RankLoop {
     return push(m, 4 * floats);
   }
 
-  void launch(const sync::Bucket& bk) {
+  // One bucket's collectives (bucket_parts: parameters, buffers when asked, optimizer state slots), launched now.
+  InFlight send(const sync::Bucket& bk, const std::vector<int>* m, bool with_buffers, int opt_slots) {
     InFlight f{bk, -1, -1, now()};
-    const bool delayed = delayed_now_[size_t(bk.lo)];
-    for (auto& part : sync::bucket_parts(bk, true, o_.average_optimizer_state ? o_.opt_slots : 0, L_.num_params)) {
-      const int64_t id = collective(members(bk.action), part.n);
+    for (auto& part : sync::bucket_parts(bk, with_buffers, opt_slots, L_.num_params)) {
+      const int64_t id = collective(m, part.n);
       if (f.first < 0) f.first = id;
       f.last = id;
     }
+    return f;
+  }
+
+  int opt_slots() const { return o_.average_optimizer_state ? o_.opt_slots : 0; }
+
+  void launch(const sync::Bucket& bk) {
+    const bool delayed = delayed_now_[size_t(bk.lo)];
+    const InFlight f = send(bk, members(bk.action), true, opt_slots());
     if (delayed) delayed_.push_back({f, step_, step_ + policy_->merge_delay(), t_bwd_});
     else inflight_.push_back(f);
   }
@@ -308,15 +316,8 @@ class RankLoop {
   void launch_all_delayed() {
     std::vector<bool> local(lockstep_.size());
     for (size_t l = 0; l < local.size(); ++l) local[l] = !lockstep_[l];
-    for (auto& bk : sync::plan_average(local, L_.ranges, o_.bucket_cap_bytes)) {
-      InFlight f{bk, -1, -1, now()};
-      for (auto& part : sync::bucket_parts(bk, true, o_.average_optimizer_state ? o_.opt_slots : 0, L_.num_params)) {
-        const int64_t id = collective(&w_.all, part.n);
-        if (f.first < 0) f.first = id;
-        f.last = id;
-      }
-      delayed_.push_back({f, step_, step_ + policy_->merge_delay(), t_bwd_});
-    }
+    for (auto& bk : sync::plan_average(local, L_.ranges, o_.bucket_cap_bytes))
+      delayed_.push_back({send(bk, &w_.all, true, opt_slots()), step_, step_ + policy_->merge_delay(), t_bwd_});
   }
 
   // LayerSync::merge_delayed: waits for the delayed averages due by this step (all when `all`), oldest first.
@@ -334,15 +335,8 @@ class RankLoop {
   // LayerSync::average_layers: blocking average of the chosen layers (and optionally optimizer state).
   void average_layers(const std::vector<bool>& which, bool optimizer_state, bool all_buffers, bool log) {
     std::vector<InFlight> sent;
-    for (auto& bk : sync::plan_average(which, L_.ranges, o_.bucket_cap_bytes)) {
-      InFlight f{bk, -1, -1, now()};
-      for (auto& part : sync::bucket_parts(bk, !all_buffers, optimizer_state ? o_.opt_slots : 0, L_.num_params)) {
-        const int64_t id = collective(&w_.all, part.n);
-        if (f.first < 0) f.first = id;
-        f.last = id;
-      }
-      sent.push_back(f);
-    }
+    for (auto& bk : sync::plan_average(which, L_.ranges, o_.bucket_cap_bytes))
+      sent.push_back(send(bk, &w_.all, !all_buffers, optimizer_state ? o_.opt_slots : 0));
     int64_t last = sent.empty() ? -1 : sent.back().last;
     if (all_buffers && L_.num_buffers) last = collective(&w_.all, L_.num_buffers);
     if (last >= 0) wait_for(last);
