@@ -17,6 +17,17 @@ class LocalSgdPolicy : public Policy {
   Action decide(int, int64_t) const override { return Action::None; }
   bool full_average_after(int64_t step) const override { return (step + 1) % k_ == 0; }
   int64_t period() const override { return k_; }
+  // With a delay, what overlaps the average: launched after the update, merged at the start of step + T, so T - 1
+  // whole steps run beside it (delay=1 overlaps nothing; dreamddp's delay=1 overlaps the rest of its backward).
+  std::string plan() const override {
+    if (merge_.delay == 0) return "";
+    const int64_t over = merge_.delay - 1;
+    return describe() + ": the whole-model average launched after every " + std::to_string(k_) +
+           " updates is merged " + std::to_string(merge_.delay) + " step" + (merge_.delay == 1 ? "" : "s") +
+           " later: " +
+           (over == 0 ? "nothing overlaps it (the merge is at the start of the next step; delay=2 overlaps one step)"
+                      : std::to_string(over) + " step" + (over == 1 ? "" : "s") + " of compute overlap it");
+  }
 
  private:
   int64_t k_;
