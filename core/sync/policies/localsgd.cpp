@@ -26,7 +26,7 @@ class LocalSgdPolicy : public Policy {
            " updates is merged " + std::to_string(merge_.delay) + " step" + (merge_.delay == 1 ? "" : "s") +
            " later: " +
            (over == 0 ? "nothing overlaps it (the merge is at the start of the next step; delay=2 overlaps one step)"
-                      : std::to_string(over) + " step" + (over == 1 ? "" : "s") + " of compute overlap it");
+                      : std::to_string(over) + (over == 1 ? " step of compute overlaps it" : " steps of compute overlap it"));
   }
 
  private:
