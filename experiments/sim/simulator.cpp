@@ -8,6 +8,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <tuple>
 #include <memory>
 
 #include "core/common/error.h"
@@ -29,8 +30,10 @@ struct Job {
   int64_t seq;                      // index in the rank's collective sequence (the same on every rank)
 };
 
-struct RankState {
-  sg4::Host* host = nullptr;
+// One communication channel of a rank: a FIFO of collectives run by its own actor (the backend's communication
+// thread). Channel 0 carries everything; with a delay the control all-reduce gets channel 1, as LayerSync's
+// control_ (a split of the group: its own context and thread) so it never queues behind averages across steps.
+struct Channel {
   sg4::MutexPtr mu;
   sg4::ConditionVariablePtr cv;
   std::deque<int64_t> queue;  // job ids waiting for the communication actor
@@ -38,7 +41,14 @@ struct RankState {
   std::vector<double> end;    // completion time per job id
   int64_t done = 0;           // jobs [0, done) are complete (FIFO)
   bool stop = false;
-  std::map<int, sg4::Mailbox*> to, from;  // ring neighbours' mailboxes
+};
+
+constexpr int kChannels = 2, kControlChannel = 1;
+
+struct RankState {
+  sg4::Host* host = nullptr;
+  Channel ch[kChannels];
+  std::map<std::pair<int, int>, sg4::Mailbox*> to;  // (ring neighbour, channel) -> mailbox
 };
 
 struct World {
@@ -57,36 +67,37 @@ struct World {
   double last_end = 0;
   sync::LayerTimes measured;  // the self-profile rank 0 measured (profiling policies), agreed by everyone
   // Fused collectives start when every member has launched them (as the ring's chained dependencies imply).
-  std::map<std::pair<const void*, int64_t>, std::pair<sg4::BarrierPtr, int>> arrivals;
+  std::map<std::tuple<const void*, int, int64_t>, std::pair<sg4::BarrierPtr, int>> arrivals;
   std::map<std::pair<int, int>, double> latency;  // route latency r -> s (probed)
 };
 
-sg4::Mailbox* mailbox(World& w, int from, int to) {
+sg4::Mailbox* mailbox(World& w, int from, int to, int ch) {
   auto& m = w.ranks[from].to;
-  auto it = m.find(to);
+  auto it = m.find({to, ch});
   if (it != m.end()) return it->second;
-  auto* mb = sg4::Mailbox::by_name("r" + std::to_string(from) + ">r" + std::to_string(to));
-  m[to] = mb;
+  auto* mb = sg4::Mailbox::by_name("r" + std::to_string(from) + ">r" + std::to_string(to) +
+                                   (ch ? "/" + std::to_string(ch) : ""));
+  m[{to, ch}] = mb;
   return mb;
 }
 
 // One all-reduce on rank r's side: ring reduce-scatter then all-gather, 2(n-1) steps; at each step the rank sends
 // one chunk (bytes/n) to its successor and receives one from its predecessor, and goes on when both are done.
 // "fused": the same bytes per ring edge, 2(n-1)/n * bytes, as one flow (fewer events, no per-step latency).
-void run_allreduce(World& w, int r, const Job& j) {
+void run_allreduce(World& w, int r, const Job& j, int ch) {
   const auto& m = *j.members;
   const int n = int(m.size());
   if (n <= 1) return;
   const int pos = int(std::find(m.begin(), m.end(), r) - m.begin());
   const int next = m[(pos + 1) % n], prev = m[(pos + n - 1) % n];
-  sg4::Mailbox* out = mailbox(w, r, next);
-  sg4::Mailbox* in = mailbox(w, prev, r);
+  sg4::Mailbox* out = mailbox(w, r, next, ch);
+  sg4::Mailbox* in = mailbox(w, prev, r, ch);
   static int token = 0;
   // auto: the exact ring up to 32 ranks per collective, fused beyond (2(n-1) x n transfers per collective would
   // make 64+ ranks minutes of simulation: README "Speed").
   const bool fused = w.o->collectives == "fused" || (w.o->collectives == "auto" && n > 32);
   if (fused) {  // no member's result before every member has launched: the ring's chained dependencies
-    const auto key = std::make_pair(static_cast<const void*>(&m), j.seq);
+    const auto key = std::make_tuple(static_cast<const void*>(&m), ch, j.seq);
     auto it = w.arrivals.find(key);
     if (it == w.arrivals.end()) it = w.arrivals.emplace(key, std::make_pair(sg4::Barrier::create(unsigned(n)), 0)).first;
     sg4::BarrierPtr b = it->second.first;
@@ -115,9 +126,9 @@ void probe_latency(World& w, int r, int to) {
   w.latency[{r, to}] = sg4::Engine::get_clock() - t0;
 }
 
-void comm_actor(World* w, int r) {
-  RankState& R = w->ranks[r];
-  if (w->o->collectives != "ring") {  // the ring successors of this rank: in the world, in its hier group
+void comm_actor(World* w, int r, int ch) {
+  Channel& R = w->ranks[r].ch[ch];
+  if (ch == 0 && w->o->collectives != "ring") {  // the ring successors of this rank: in the world, in its hier group
     if (w->n > 1) probe_latency(*w, r, (r + 1) % w->n);
     if (!w->groups.empty()) {
       const auto& g = w->groups[size_t(w->group_of[size_t(r)])];
@@ -135,7 +146,7 @@ void comm_actor(World* w, int r) {
       R.queue.pop_front();
     }
     const Job job = R.jobs[size_t(id)];  // a copy: the compute actor may grow R.jobs meanwhile
-    run_allreduce(*w, r, job);
+    run_allreduce(*w, r, job, ch);
     std::unique_lock<sg4::Mutex> lk(*R.mu);
     R.end[size_t(id)] = sg4::Engine::get_clock();
     R.done = id + 1;
@@ -153,6 +164,7 @@ class RankLoop {
     const int nl = L_.size();
     policy_ = sync::make_policy(sync::PolicySpec::parse(o_.policy));
     policy_->setup(L_.meta, w_.n);
+    ctl_ = policy_->merge_delay() > 0 ? kControlChannel : 0;  // LayerSync::set_policy: control_ with a delay
     actions_.assign(nl, sync::Action::None);
     lockstep_.assign(nl, true);
     stale_.assign(nl, 0);
@@ -227,7 +239,7 @@ class RankLoop {
         if (*w_.progress) (*w_.progress)(step);
       }
     }
-    for (auto& c : controls_) wait_for(c.second);
+    for (auto& c : controls_) wait_for(c.second, ctl_);
     controls_.clear();
     for (auto& d : delayed_) {  // LayerSync::finalize merges (and logs) what is still delayed
       wait_for(d.f.last);
@@ -240,10 +252,12 @@ class RankLoop {
       w_.res->step_ms = timed > 0 ? (now() - t_warm) / double(timed) * 1e3 : 0;
       w_.res->exposed_comm_fraction = step_total > 0 ? exposed_total / step_total : 0;
     }
-    w_.res->collectives_per_rank[size_t(r_)] = int64_t(R_.jobs.size());
-    std::unique_lock<sg4::Mutex> lk(*R_.mu);
-    R_.stop = true;
-    R_.cv->notify_all();
+    w_.res->collectives_per_rank[size_t(r_)] = int64_t(R_.ch[0].jobs.size() + R_.ch[kControlChannel].jobs.size());
+    for (auto& c : R_.ch) {
+      std::unique_lock<sg4::Mutex> lk(*c.mu);
+      c.stop = true;
+      c.cv->notify_all();
+    }
   }
 
  private:
@@ -264,19 +278,21 @@ class RankLoop {
     if (seconds > 0) sg4::this_actor::execute(seconds * slow_ * kRefSpeed);
   }
 
-  int64_t push(const std::vector<int>* members, int64_t bytes) {
-    std::unique_lock<sg4::Mutex> lk(*R_.mu);
-    const int64_t id = int64_t(R_.jobs.size());
-    R_.jobs.push_back({members, bytes, id});
-    R_.end.push_back(0);
-    R_.queue.push_back(id);
-    R_.cv->notify_all();
+  int64_t push(const std::vector<int>* members, int64_t bytes, int ch = 0) {
+    Channel& c = R_.ch[ch];
+    std::unique_lock<sg4::Mutex> lk(*c.mu);
+    const int64_t id = int64_t(c.jobs.size());
+    c.jobs.push_back({members, bytes, id});
+    c.end.push_back(0);
+    c.queue.push_back(id);
+    c.cv->notify_all();
     return id;
   }
 
-  void wait_for(int64_t id) {
-    std::unique_lock<sg4::Mutex> lk(*R_.mu);
-    while (R_.done <= id) R_.cv->wait(lk);
+  void wait_for(int64_t id, int ch = 0) {
+    Channel& c = R_.ch[ch];
+    std::unique_lock<sg4::Mutex> lk(*c.mu);
+    while (c.done <= id) c.cv->wait(lk);
   }
 
   const std::vector<int>* members(sync::Action a) const {
@@ -358,7 +374,7 @@ class RankLoop {
       const auto c = controls_.front();
       controls_.pop_front();
       const double t0 = now();
-      wait_for(c.second);
+      wait_for(c.second, ctl_);
       exposed_ms_ += (now() - t0) * 1e3;
       if (policy_votes_) {
         // Every rank cast the same votes (identical constant signals): the sum over ranks is world x votes.
@@ -375,7 +391,7 @@ class RankLoop {
         for (size_t l = 0; l < stale_.size(); ++l) signals_.stale[l] = stale_[l];
         policy_->cast_votes(step_, signals_, votes_.data());
       }
-      controls_.push_back({step_, push(&w_.all, int64_t(4 * votes_.size()))});
+      controls_.push_back({step_, push(&w_.all, int64_t(4 * votes_.size()), ctl_)});
     }
     if (policy_->full_average_after(step_)) {
       const double t0 = now();
@@ -438,8 +454,8 @@ class RankLoop {
     if (!logs()) return;
     double end = 0;
     {
-      std::unique_lock<sg4::Mutex> lk(*R_.mu);
-      for (int64_t id = f.first; id <= f.last; ++id) end = std::max(end, R_.end[size_t(id)]);
+      std::unique_lock<sg4::Mutex> lk(*R_.ch[0].mu);
+      for (int64_t id = f.first; id <= f.last; ++id) end = std::max(end, R_.ch[0].end[size_t(id)]);
     }
     telemetry::SyncEventRow e;
     e.step = step;
@@ -472,6 +488,7 @@ class RankLoop {
   std::vector<float> votes_;
   size_t policy_votes_ = 0;
   std::deque<std::pair<int64_t, int64_t>> controls_;  // (step cast, job id) of control all-reduces in flight
+  int ctl_ = 0;  // the channel of the control all-reduces
   int vote_lag_ = 1;
   std::deque<Delayed> delayed_;
   std::vector<bool> delayed_now_;
@@ -600,14 +617,18 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   for (int r = 0; r < w.n; ++r) {
     auto& R = w.ranks[size_t(r)];
     R.host = hosts[size_t(r)];
-    R.mu = sg4::Mutex::create();
-    R.cv = sg4::ConditionVariable::create();
+    for (auto& c : R.ch) {
+      c.mu = sg4::Mutex::create();
+      c.cv = sg4::ConditionVariable::create();
+    }
     loops.push_back(std::make_unique<RankLoop>(w, r));
   }
   for (int r = 0; r < w.n; ++r) {
     RankLoop* loop = loops[size_t(r)].get();
     sg4::Actor::create("rank" + std::to_string(r), hosts[size_t(r)], [loop] { loop->run(); });
-    sg4::Actor::create("comm" + std::to_string(r), hosts[size_t(r)], [&w, r] { comm_actor(&w, r); });
+    for (int ch = 0; ch < kChannels; ++ch)
+      sg4::Actor::create("comm" + std::to_string(r) + (ch ? "/" + std::to_string(ch) : ""), hosts[size_t(r)],
+                         [&w, r, ch] { comm_actor(&w, r, ch); });
   }
   e.run();
   res.simulated_s = w.last_end;
