@@ -43,7 +43,8 @@ def config_period(name):
     key = {"localsgd": "k", "plsgd": "h", "dreamddp": "h"}.get(policy)
     for item in rest.split(",") if key else []:
         if item.startswith(key + "="):
-            return int(item.split("=", 1)[1])
+            v = item.split("=", 1)[1]
+            return int(v) if v.isdigit() else None  # not a period: the binary refuses the spec with its own line
     return {"localsgd": 8, "plsgd": 8, "dreamddp": 8}.get(policy)  # the policies' default period
 
 

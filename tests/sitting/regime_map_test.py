@@ -7,7 +7,8 @@ sys.path.insert(0, sys.argv[1])
 import regime_map  # noqa: E402
 
 cases = {"dreamddp:h=4,delay=2": 4, "dreamddp:delay=3,h=16": 16, "localsgd:k=32,outer=nesterov": 32,
-         "plsgd:h=2": 2, "dreamddp": 8, "localsgd:delay=2": 8, "ddp": None, "hybrid": None}
+         "plsgd:h=2": 2, "dreamddp": 8, "localsgd:delay=2": 8, "ddp": None, "hybrid": None,
+         "dreamddp:h=x": None}
 bad = {n: regime_map.config_period(n) for n, want in cases.items() if regime_map.config_period(n) != want}
 for n, got in bad.items():
     print("FAIL: config_period(%r) = %r, want %r" % (n, got, cases[n]))
