@@ -330,9 +330,7 @@ class RankLoop {
   // step's update, on copies (parameters and buffers of every local layer, optimizer state when asked), not waited
   // for; merged at the start of step + T by merge_delayed.
   void launch_all_delayed() {
-    std::vector<bool> local(lockstep_.size());
-    for (size_t l = 0; l < local.size(); ++l) local[l] = !lockstep_[l];
-    for (auto& bk : sync::plan_average(local, L_.ranges, o_.bucket_cap_bytes))
+    for (auto& bk : sync::plan_average(local_layers(), L_.ranges, o_.bucket_cap_bytes))
       delayed_.push_back({send(bk, &w_.all, true, opt_slots()), step_, step_ + policy_->merge_delay(), t_bwd_});
   }
 
@@ -360,11 +358,16 @@ class RankLoop {
       for (auto& f : sent) log_event(f, step_, t_bwd_);
   }
 
-  void average_all(bool count_stats, bool log) {
+  // LayerSync::local_layers: the layers out of lock-step (the ones a whole-model average covers).
+  std::vector<bool> local_layers() const {
     std::vector<bool> local(lockstep_.size());
     for (size_t l = 0; l < local.size(); ++l) local[l] = !lockstep_[l];
+    return local;
+  }
+
+  void average_all(bool count_stats, bool log) {
     const int64_t b0 = bytes_;
-    average_layers(local, o_.average_optimizer_state, /*all_buffers=*/true, log);
+    average_layers(local_layers(), o_.average_optimizer_state, /*all_buffers=*/true, log);
     if (!count_stats) bytes_ = b0;
   }
 
