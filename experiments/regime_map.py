@@ -128,6 +128,9 @@ class Sitting:
         per-layer backward times scaled to the backward this run measured (it includes the CPU that communication
         took from compute), this run's forward and update; the phases the run used. The period is the
         configuration's own (dreamddp:h=4 is modelled with H = 4 in a cell whose H is 8)."""
+        base, delayed = name.partition(":")[0], ",delay=" in name
+        if base not in ("ddp", "localsgd", "plsgd", "dreamddp") or (base == "plsgd" and delayed):
+            return None  # no model for this configuration
         own = config_period(name)
         if own is not None and own != H:
             H, phases = own, None  # the cell's phases are for its H; the policy's own schedule is modelled
@@ -145,7 +148,6 @@ class Sitting:
         comm_slow = json.load(open(ov))["comm_slowdown"] if os.path.exists(ov) else 0.0
         json.dump({"compute_slowdown": 0.0, "comm_slowdown": comm_slow}, open(os.path.join(d, "overlap.json"), "w"))
         cmd = [self.bin, "schedule", "--profile", d, "--h", str(H)]
-        delayed = ",delay=" in name
         if delayed:  # the schedule that policy picks on this profile, modelled with its channel across iterations
             cmd += ["--delay", name.split("delay=")[1].split(",")[0], "--forward-ms", str(means["forward"]),
                     "--update-ms", str(means["update"])]
@@ -153,9 +155,6 @@ class Sitting:
             cmd += ["--phases", phases]
         if name == "dreamddp:h=%d" % H:
             cmd.append("--fillin")
-        base = name.partition(":")[0]
-        if base not in ("ddp", "localsgd", "plsgd", "dreamddp") or (base == "plsgd" and delayed):
-            return None  # no model for this configuration
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if p.returncode != 0:
             die("schedule failed on %s: %s" % (d, p.stderr.strip()))
