@@ -42,18 +42,32 @@ def strip_keys(policy, keys):
     return name + (":" + ",".join(items) if items else "")
 
 
+def _runs_of(src):
+    """(document, setup lines) of a results file (beyond-convergence) or of a convergence.sh directory. A directory
+    run with convergence.sh --train-args names its rows by them ("localsgd:k=8 --avg-optimizer-state"): the same
+    policy with other train options is another row, and the run without them is its twin."""
+    try:
+        if not os.path.isdir(src):
+            doc = json.load(open(src))
+            if "runs" not in doc:
+                raise KeyError("runs")
+            return doc, doc.get("sitting", [])
+        doc = json.load(open(os.path.join(src, "convergence.json")))
+        lines = open(os.path.join(src, "sitting.txt")).read().strip().splitlines()
+    except (OSError, ValueError, KeyError) as e:
+        die("%s is neither a convergence results file nor a convergence.sh directory (%s)" % (src, e))
+    extra = next((l.split(", train ", 1)[1] for l in lines if l.startswith("setup:") and ", train " in l), "")
+    if extra:
+        for r in doc["runs"]:
+            r["twin"], r["policy"] = r["policy"], "%s %s" % (r["policy"], extra)
+    return doc, lines
+
+
 def convergence(outs, dest, command):
     """`outs`: one or more convergence.sh directories of one sitting (same setup), rows concatenated."""
     rows, setup, doc = [], [], None
     for out in outs.split(","):
-        doc = json.load(open(os.path.join(out, "convergence.json")))
-        lines = open(os.path.join(out, "sitting.txt")).read().strip().splitlines()
-        # convergence.sh --train-args: the same policy with other train options is another row, named by them
-        # ("localsgd:k=8 --avg-optimizer-state"), and the run without them is its twin.
-        extra = next((l.split(", train ", 1)[1] for l in lines if l.startswith("setup:") and ", train " in l), "")
-        for r in doc["runs"]:
-            if extra:
-                r["twin"], r["policy"] = r["policy"], "%s %s" % (r["policy"], extra)
+        doc, lines = _runs_of(out)
         rows += doc["runs"]
         setup += lines
     by = {r["policy"]: r for r in rows}
@@ -76,18 +90,6 @@ def convergence(outs, dest, command):
     print("beyond_results: wrote %s (%d runs)" % (dest, len(rows)))
 
 
-def _runs_of(src):
-    """The rows and setup lines of a results file (beyond-convergence) or of a convergence.sh directory."""
-    try:
-        if os.path.isdir(src):
-            doc = json.load(open(os.path.join(src, "convergence.json")))
-            return doc["runs"], open(os.path.join(src, "sitting.txt")).read().strip().splitlines()
-        doc = json.load(open(src))
-        return doc["runs"], doc.get("sitting", [])
-    except (OSError, ValueError, KeyError) as e:
-        die("%s is neither a convergence results file nor a convergence.sh directory (%s)" % (src, e))
-
-
 def seeds(dest, by_seed, command):
     """Final accuracy per policy and seed, each seed's gap to the ddp of that seed (same data order and
     initialisation), and their mean, min and max: the statement a single seed cannot make (single runs of the local
@@ -95,9 +97,9 @@ def seeds(dest, by_seed, command):
     acc, mb, setup = {}, {}, []
     for seed, srcs in by_seed:
         for src in srcs.split(","):
-            rows, lines = _runs_of(src)
+            doc, lines = _runs_of(src)
             setup += lines
-            for r in rows:
+            for r in doc["runs"]:
                 acc.setdefault(r["policy"], {})[seed] = r["test_accuracy"]
                 mb.setdefault(r["policy"], {})[seed] = r["comm_mb"]
     ddp = acc.get("ddp", {})
