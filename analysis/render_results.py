@@ -200,8 +200,7 @@ def render_beyond_seeds(results, name="beyond_convergence_seeds.json"):
         if len(r["seeds"]) < len(seeds):
             continue  # a policy some seeds did not run: its single runs are in the tables above
         out.append("| %s | %s | %.2f%% | %s | %+.2f / %+.2f | %.0f |" % (
-            r["policy"], " | ".join("%.2f%%" % (100 * r["accuracy"][str(s)]) if str(s) in r["accuracy"] else "-"
-                                    for s in seeds),
+            r["policy"], " | ".join("%.2f%%" % (100 * r["accuracy"][str(s)]) for s in seeds),
             100 * r["mean_accuracy"], ("**%+.2f**" % r["mean_gap_points"]) if r["policy"] != "ddp" else "+0.00",
             r["min_gap_points"], r["max_gap_points"], r["comm_mb"]))
     out += ["", "Final test accuracy (first 5000 test images) after the same 128,000 samples; each seed's gap is to the "

@@ -118,7 +118,8 @@ class DreamDdpPolicy : public Policy {
     return s;
   }
   void on_period_times(int64_t, const std::vector<double>& s) override {
-    if (s.size() != size_t(kTrialPeriods)) {  // a boundary was missed (resumed inside the trial): measure again from the next period
+    // A boundary was missed (resumed inside the trial): measure again from the next period.
+    if (s.size() != size_t(kTrialPeriods)) {
       trial_start_ = -1;
       return;
     }
