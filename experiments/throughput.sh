@@ -9,8 +9,8 @@
 # Relative paths given as options are taken from the caller's directory; the defaults from the repository root.
 # --peer-algos "" runs ours only. Environment: DREAMDDP_BIN, DREAMDDP_PEER (default ../shared/peers/torch_ddp.py).
 # The peer must run at its best (experiments/lib/sitting.py): our GEMM rate is measured at the start of the sitting
-# and every ratio against a peer run whose own gemm_gflops is below 0.7x ours, above 1.5x (more cores than given) or on netlib's BLAS is
-# withheld and the run marked misconfigured; the peer's BLAS, GEMM rate and threads are printed beside the table;
+# and every ratio against a peer run whose own gemm_gflops is below 0.7x ours, above 1.5x ours or its own rate
+# alone (more cores than given) or on netlib's BLAS is withheld (it reads '-') and the run marked misconfigured; the peer's BLAS, GEMM rate and threads are printed beside the table;
 # a run that started with the load average above the core count is marked noisy.
 #
 # Our runs: OUT/<net>/<policy>/ (policy with ':' and '=' made path-safe, e.g. dreamddp-h8; repeat r>1 adds .r<r>);
@@ -264,8 +264,9 @@ for e in out:
     pd, pl = val.get((e["network"], "torch", "ddp")), val.get((e["network"], "torch", "localsgd:k=8"))
     exp = "-" if e["exposed_comm_fraction"] is None else f"{100 * e['exposed_comm_fraction']:.1f}%"
     spread = "" if len(e["samples_per_s_runs"]) < 2 else f" ({min(e['samples_per_s_runs']):.0f}-{max(e['samples_per_s_runs']):.0f})"
+    ratio = lambda d, w: f"{e['samples_per_s'] / d:>{w - 1}.2f}x" if d else f"{'-':>{w}}"  # no peer, or refused
     print(f"{e['network']:<9} {e['system']:<9} {e['policy']:<14} {e['samples_per_s']:>10.0f} {exp:>13} "
-          f"{e['samples_per_s'] / pd if pd else float('nan'):>11.2f}x {e['samples_per_s'] / pl if pl else float('nan'):>12.2f}x{spread}"
+          f"{ratio(pd, 12)} {ratio(pl, 13)}{spread}"
           + ("  noisy" if e["noisy"] else ""))
 print("\nacceptance (issue 4):")
 for net in dict.fromkeys(e["network"] for e in out):

@@ -4,7 +4,7 @@ the machine (CPU model, flags, cores, load), our own GEMM rate, and the check th
 A ratio against the peer is only published when the peer's GEMM rate (its `gemm_gflops`, same shape and thread
 count as ours: 64x1024 . 1024x1024) is at least PEER_MIN_GEMM_FRACTION of ours, measured in the same sitting (a
 slower peer is misconfigured: netlib, a wrong core type), and its in-run rate at most PEER_MAX_GEMM_FRACTION of ours
-(a faster one ran on more cores than it was given, e.g. OpenBLAS's own pool with OPENBLAS_NUM_THREADS unset, or our
+or of its own one-thread rate alone, whichever is higher (a faster one ran on more cores than it was given, e.g. OpenBLAS's own pool with OPENBLAS_NUM_THREADS unset, or our
 GEMM is behind on this CPU: either way the two steps are not like for like); a run whose 1-minute load average was
 above the number of cores is marked noisy.
 """
@@ -87,10 +87,16 @@ def judge_peer(peer, ours_gflops, standalone_gflops=None):
         return False, "the peer did not report its GEMM rate: no ratio"
     if "netlib" in str(peer.get("blas", "")):
         return False, "the peer runs on netlib's reference BLAS: misconfigured, no ratio"
-    if g > PEER_MAX_GEMM_FRACTION * ours_gflops:
-        return False, ("the peer's in-run GEMM rate %.1f GFLOP/s is above %.1f x ours (%.1f) at the same thread count: "
+    # Above the better of ours and its own one-thread rate alone: our rate, measured beside other load, can be low
+    # by half while the peer's run found a quiet moment; its BLAS pinned to one thread alone cannot be outrun on
+    # one core, whatever the load.
+    ceiling = max(ours_gflops, standalone_gflops or 0.0)
+    if g > PEER_MAX_GEMM_FRACTION * ceiling:
+        return False, ("the peer's in-run GEMM rate %.1f GFLOP/s is above %.1f x %s (%.1f) at the same thread count: "
                        "it used more cores than it was given (OPENBLAS_NUM_THREADS?) or our GEMM is behind on this CPU "
-                       "(`dreamddp bench gemm`); not like for like, no ratio" % (g, PEER_MAX_GEMM_FRACTION, ours_gflops))
+                       "(`dreamddp bench gemm`); not like for like, no ratio"
+                       % (g, PEER_MAX_GEMM_FRACTION, "ours" if ceiling == ours_gflops else "its own rate alone at one thread",
+                          ceiling))
     judged, how = g, "in-run"
     if standalone_gflops is not None and standalone_gflops > g:
         judged, how = standalone_gflops, "standalone (in-run %.1f)" % g
