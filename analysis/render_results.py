@@ -238,8 +238,12 @@ def render_beyond_throughput(results, name="beyond_throughput.json"):
             _f(v.get("best_compressed_vs_localsgd")), v.get("best_compressed_config") or "-"))
     out += ["", "Samples/s over all ranks, median of %d alternating repeats; \"model\" is the schedule model's step "
                 "time for the run's own profile against the measured one (compression: the codec's bytes, not its "
-                "CPU). `%s` — %s; commit %s." % (d["repeats"], d["command"], _machine(d["machine"]),
-                                                 d["machine"].get("commit", "?")), ""]
+                "CPU). `%s` — %s; commit %s.%s" % (
+                    d["repeats"], d["command"], _machine(d["machine"]), d["machine"].get("commit", "?"),
+                    "" if "remodelled" not in d else
+                    " Model column re-derived from the same runs' folders %s, commit %s "
+                    "(`experiments/regime_map.py --remodel %s`; nothing re-measured)." % (
+                        d["remodelled"]["date"], d["remodelled"]["commit"], "experiments/results/" + name)), ""]
     return "\n".join(out)
 
 

@@ -48,6 +48,12 @@ def config_period(name):
     return {"localsgd": 8, "plsgd": 8, "dreamddp": 8}.get(policy)  # the policies' default period
 
 
+def modelled_as(name, ran, H):
+    """The configuration a run is modelled as: a dreamddp run whose solver fell back to Local SGD's schedule (its
+    log says so, `ran`) is modelled as localsgd with its own period."""
+    return "localsgd:k=%d" % (config_period(name) or H) if ran == "localsgd" else name
+
+
 def die(msg):
     sys.stderr.write("regime_map: error: %s\n" % msg)
     sys.exit(2)
@@ -92,6 +98,16 @@ def last_json(path):
     return None
 
 
+def ran_phases(log, layers):
+    """The phases of the last plan rank 0 printed ("  phase: fc1=0 fc2=1 ..."), in `layers`' order, as --phases
+    takes them; None when the log has no complete plan."""
+    lines = [l for l in open(log, errors="replace").read().splitlines() if l.startswith("  phase: ")]
+    if not lines:
+        return None
+    got = dict(kv.split("=", 1) for kv in lines[-1].split()[1:] if "=" in kv)
+    return ",".join(got[n] for n in layers) if all(n in got for n in layers) else None
+
+
 def ran_schedule(log):
     """What a dreamddp run ran after its profile (and trial), from the last plan rank 0 printed: "localsgd" (Local
     SGD's schedule, which contention made faster, modelled or measured) or "layerwise"."""
@@ -123,11 +139,13 @@ class Sitting:
         self.runs = []
         self.prev_ranks = 0
 
-    def modelled(self, rdir, bp, cm, means, phases, H, name):
+    def modelled(self, rdir, bp, cm, means, phases, H, name, log_phases=None):
         """The schedule model's step time for this run's own profile: the cell's per-layer all-reduce times, the
         per-layer backward times scaled to the backward this run measured (it includes the CPU that communication
         took from compute), this run's forward and update; the phases the run used. The period is the
-        configuration's own (dreamddp:h=4 is modelled with H = 4 in a cell whose H is 8)."""
+        configuration's own (dreamddp:h=4 is modelled with H = 4 in a cell whose H is 8). A delayed dreamddp run
+        solves its own schedule: the phases its log printed (log_phases) are modelled when given, so a run
+        remodelled by a later binary is modelled with what it ran, not what that binary would pick."""
         base, delayed = name.partition(":")[0], ",delay=" in name
         if base not in ("ddp", "localsgd", "plsgd", "dreamddp") or (base == "plsgd" and delayed):
             return None  # no model for this configuration
@@ -148,9 +166,11 @@ class Sitting:
         comm_slow = json.load(open(ov))["comm_slowdown"] if os.path.exists(ov) else 0.0
         json.dump({"compute_slowdown": 0.0, "comm_slowdown": comm_slow}, open(os.path.join(d, "overlap.json"), "w"))
         cmd = [self.bin, "schedule", "--profile", d, "--h", str(H)]
-        if delayed:  # the schedule that policy picks on this profile, modelled with its channel across iterations
+        if delayed:  # the schedule that policy ran (or picks on this profile), with its channel across iterations
             cmd += ["--delay", name.split("delay=")[1].split(",")[0], "--forward-ms", str(means["forward"]),
                     "--update-ms", str(means["update"])]
+            if log_phases is not None and base == "dreamddp":
+                cmd += ["--phases", log_phases]
         elif phases is not None:
             cmd += ["--phases", phases]
         if name == "dreamddp:h=%d" % H:
@@ -248,9 +268,8 @@ class Sitting:
                     r = {"system": "ours", "config": name, "spec": what, "samples_per_s": s["samples_per_s"],
                          "step_ms": s["step_ms"], "exposed_comm_fraction": s["exposed_comm_fraction"],
                          "comm_bytes": s["comm_bytes"], "means_ms": means,
-                         "modelled_ms": self.modelled(rdir, bp, cm, means, phases, H,
-                                                      "localsgd:k=%d" % (config_period(name) or H)
-                                                      if ran == "localsgd" else name)}
+                         "modelled_ms": self.modelled(rdir, bp, cm, means, phases, H, modelled_as(name, ran, H),
+                                                      ran_phases(rdir + ".log", list(bp)))}
                     if ran:
                         r["ran"] = ran
                 else:
@@ -355,6 +374,42 @@ def summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H):
             "contention": {k: model_s[k] for k in ("compute_slowdown", "comm_slowdown") if k in model_s}}
 
 
+def remodel(a):
+    """--remodel RESULTS: the schedule model's step time of every run in a results file again, from the runs' own
+    folders (under --runs-root) and the current binary, without measuring anything; the cells' rows and verdicts
+    follow. For a results file measured before a fix to the model or to how a run is modelled."""
+    doc = json.load(open(a.remodel))
+    s = Sitting(a)
+    changed = 0
+    for c in doc["cells"]:
+        ours = [r for r in c["runs"] if r["system"] == "ours"]
+        if not ours:
+            continue
+        cdir = os.path.dirname(os.path.join(a.runs_root, ours[0]["dir"]))
+        prof = os.path.join(cdir, "profile")
+        if not os.path.isfile(os.path.join(prof, "bp.json")):
+            die("%s: no profile of cell %s-n%d-%s (its runs are not under --runs-root %s)"
+                % (prof, c["model"], c["ranks"], c["rate"], a.runs_root))
+        bp = json.load(open(os.path.join(prof, "bp.json")))
+        cm = json.load(open(os.path.join(prof, "comm.json")))
+        for r in ours:
+            rdir = os.path.join(a.runs_root, r["dir"])
+            m = s.modelled(rdir, bp, cm, r["means_ms"], c["phases"], c["H"], modelled_as(r["config"], r.get("ran"), c["H"]),
+                           ran_phases(rdir + ".log", list(bp)) if os.path.exists(rdir + ".log") else None)
+            if m != r["modelled_ms"]:
+                print("   %-18s %-34s model %8.2f -> %8.2f ms (measured %.2f)" % (
+                    "%s n%d %s" % (c["model"], c["ranks"], c["rate"]), r["config"], r["modelled_ms"] or float("nan"),
+                    m or float("nan"), r["step_ms"]), flush=True)
+                changed += 1
+            r["modelled_ms"] = m
+        fresh = summarize(c["model"], c["ranks"], c["rate"], c["steps"], c["profile_B_ms"] / 1e3,
+                          c["profile_C_ms"] / 1e3, c["modelled_s"], c["phases"], c["runs"], c["H"])
+        c.update({k: fresh[k] for k in ("rows", "verdict")})
+    doc["remodelled"] = {"date": sitting.machine(REPO)["date"], "commit": sitting.git_commit(REPO),
+                         "runs_changed": changed}
+    return doc, changed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -376,7 +431,22 @@ def main():
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--configs", default="", help="our configurations instead of the default ones, e.g. "
                     "'localsgd:k=8 dreamddp:h=8 dreamddp:h=8,delay=2 dreamddp:h=8,delay=2,compress=int8'")
+    ap.add_argument("--remodel", default="", metavar="RESULTS",
+                    help="measure nothing: model every run of RESULTS again with --bin (rewrites RESULTS; git keeps the old)")
+    ap.add_argument("--runs-root", default=REPO, help="--remodel: the folder the runs' dirs in RESULTS are relative to")
     a = ap.parse_args()
+    if a.remodel:
+        a.bin = os.path.abspath(a.bin)
+        if not os.access(a.bin, os.X_OK):
+            die("no dreamddp binary at %s (make build, or --bin)" % a.bin)
+        if not os.path.isfile(a.remodel):
+            die("--remodel: no results file %s" % a.remodel)
+        doc, changed = remodel(a)
+        json.dump(doc, open(a.remodel, "w"), indent=1)
+        print("regime_map: %d of %d runs modelled differently; %s rewritten" % (
+            changed, sum(len(c["runs"]) for c in doc["cells"]), a.remodel))
+        print_table(doc)
+        return
     for name in ("h", "repeats", "max_steps", "delay"):
         if getattr(a, name) < 1:
             die("--%s must be >= 1" % name.replace("_", "-"))
