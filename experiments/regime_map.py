@@ -394,7 +394,8 @@ def remodel(a):
         cm = json.load(open(os.path.join(prof, "comm.json")))
         for r in ours:
             rdir = os.path.join(a.runs_root, r["dir"])
-            m = s.modelled(rdir, bp, cm, r["means_ms"], c["phases"], c["H"], modelled_as(r["config"], r.get("ran"), c["H"]),
+            m = s.modelled(rdir, bp, cm, r["means_ms"], c["phases"], c["H"],
+                           modelled_as(r["config"], r.get("ran"), c["H"]),
                            ran_phases(rdir + ".log", list(bp)) if os.path.exists(rdir + ".log") else None)
             if m != r["modelled_ms"]:
                 print("   %-18s %-34s model %8.2f -> %8.2f ms (measured %.2f)" % (
@@ -432,7 +433,8 @@ def main():
     ap.add_argument("--configs", default="", help="our configurations instead of the default ones, e.g. "
                     "'localsgd:k=8 dreamddp:h=8 dreamddp:h=8,delay=2 dreamddp:h=8,delay=2,compress=int8'")
     ap.add_argument("--remodel", default="", metavar="RESULTS",
-                    help="measure nothing: model every run of RESULTS again with --bin (rewrites RESULTS; git keeps the old)")
+                    help="measure nothing: model every run of RESULTS again with --bin (rewrites RESULTS; git keeps "
+                    "the old)")
     ap.add_argument("--runs-root", default=REPO, help="--remodel: the folder the runs' dirs in RESULTS are relative to")
     a = ap.parse_args()
     if a.remodel:

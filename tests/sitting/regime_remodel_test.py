@@ -41,7 +41,8 @@ with tempfile.TemporaryDirectory() as root:
     json.dump(cm, open(os.path.join(prof, "comm.json"), "w"))
     means = {"forward": 3.0, "backward": 10.0, "update": 2.0}  # ms; the profile's own backward: no rescaling
     runs = []
-    for config, tag in (("localsgd:k=8", "ours-localsgd_k8.r1"), ("dreamddp:h=8,delay=2", "ours-dreamddp_h8_delay2.r1")):
+    for config, tag in (("localsgd:k=8", "ours-localsgd_k8.r1"),
+                        ("dreamddp:h=8,delay=2", "ours-dreamddp_h8_delay2.r1")):
         d = os.path.join("runs", "s", "mlp-n2-300mbit", tag)
         os.makedirs(os.path.join(root, d))
         runs.append({"system": "ours", "config": config, "spec": config, "samples_per_s": 1000.0, "step_ms": 40.0,
@@ -55,7 +56,8 @@ with tempfile.TemporaryDirectory() as root:
     model_s = schedule(prof)
     doc = {"study": "regime_map", "command": "test", "machine": {}, "H": 8, "repeats": 1,
            "cells": [{"model": "mlp", "ranks": 2, "rate": "300mbit", "steps": 13, "H": 8,
-                      "profile_B_ms": 10.0, "profile_C_ms": 92.0, "comm_over_backward": 9.2, "modelled_s": model_s, "phases": "0,1,2,3",
+                      "profile_B_ms": 10.0, "profile_C_ms": 92.0, "comm_over_backward": 9.2, "modelled_s": model_s,
+                      "phases": "0,1,2,3",
                       "rows": [], "verdict": {}, "runs": runs}]}
     results = os.path.join(root, "results.json")
     json.dump(doc, open(results, "w"))
