@@ -315,7 +315,41 @@ def render_compare_builds(results):
     return "\n".join(out)
 
 
-RENDERERS = {"bench_step": render_bench_step, "regime_map": render_regime, "demo": render_demo,
+def render_sim_validation(results):
+    """Every `experiments/sim_validate.sh --json` file of a regime-map cell: simulated over measured step time per
+    run, by policy (the profile's path in a dreamddp spec dropped), and the spread over all of them."""
+    files = sorted(f for f in os.listdir(results) if f.startswith("simulate_validation_") and f.endswith(".json")
+                   and f != "simulate_validation_bp_run.json")  # --bp run on a /tmp profile: its own paragraph
+    if not files:
+        return "_No validation of the simulator recorded yet: run `experiments/sim_validate.sh --json ...`._\n"
+    docs = [(f[len("simulate_validation_"):-len(".json")], json.load(open(os.path.join(results, f)))["rows"])
+            for f in files]
+    short = lambda p: ",".join(x for x in p.split(",") if not x.startswith("profile="))
+    names = []
+    for _, rows in docs:
+        for r in rows:
+            if short(r["policy"]) not in names:
+                names.append(short(r["policy"]))
+    out = ["| cell (runs) | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    ratios = []
+    for cell, rows in docs:
+        by = {}
+        for r in rows:
+            by.setdefault(short(r["policy"]), []).append(r["ratio"])
+            ratios.append(r["ratio"])
+        out.append("| %s | %s |" % (cell, " | ".join(" / ".join("%.2f" % x for x in by[n]) if n in by else "-"
+                                                     for n in names)))
+    inside = sum(1 for x in ratios if abs(x - 1) <= 0.15)
+    out += ["", "Simulated / measured step time, one entry per measured run (%d runs in %d files, %.2f–%.2fx; within "
+                "15%% in %d). `experiments/sim_validate.sh --profile CELL/profile --json "
+                "experiments/results/simulate_validation_CELL.json RUN...` on the cell's own profile; a file's "
+                "runs and simulator are of one day (the `delay-` file: the engine and simulator with the control "
+                "all-reduce on its own channel; the others: both still queued it behind the delayed averages)." % (
+                    len(ratios), len(docs), min(ratios), max(ratios), inside), ""]
+    return "\n".join(out)
+
+
+RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_bench_step, "regime_map": render_regime, "demo": render_demo,
              "ops_vs_torch": render_ops, "beyond_convergence": render_beyond_convergence,
              "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput,
              "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule,
