@@ -378,7 +378,12 @@ def remodel(a):
     """--remodel RESULTS: the schedule model's step time of every run in a results file again, from the runs' own
     folders (under --runs-root) and the current binary, without measuring anything; the cells' rows and verdicts
     follow. For a results file measured before a fix to the model or to how a run is modelled."""
-    doc = json.load(open(a.remodel))
+    try:
+        doc = json.load(open(a.remodel))
+    except (OSError, ValueError) as e:
+        die("--remodel: cannot read %s: %s" % (a.remodel, e))
+    if not isinstance(doc, dict) or doc.get("study") != "regime_map" or not isinstance(doc.get("cells"), list):
+        die("--remodel: %s is not a regime map's results file (no \"study\": \"regime_map\" with cells)" % a.remodel)
     s = Sitting(a)
     changed = 0
     for c in doc["cells"]:

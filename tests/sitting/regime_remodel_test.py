@@ -85,5 +85,14 @@ with tempfile.TemporaryDirectory() as root:
                        capture_output=True, text=True, timeout=120)
     check(p.returncode == 2 and "regime_map: error:" in p.stderr, "missing runs: rc %d, %r" % (p.returncode, p.stderr))
 
+    # Not a regime map's results file, or not JSON at all: one line, exit 2, the file untouched.
+    for text in ('{"study": "bench_step", "results": []}', "not json"):
+        other = os.path.join(root, "other.json")
+        open(other, "w").write(text)
+        p = subprocess.run(["/usr/bin/python3", os.path.join(experiments, "regime_map.py"), "--remodel", other,
+                            "--bin", binary], capture_output=True, text=True, timeout=120)
+        check(p.returncode == 2 and p.stderr.count("\n") == 1 and "regime_map: error: --remodel" in p.stderr
+              and open(other).read() == text, "bad results file %r: rc %d, %r" % (text, p.returncode, p.stderr))
+
 print("%d failure(s)" % len(failed))
 sys.exit(1 if failed else 0)
