@@ -43,6 +43,7 @@ struct BenchArgs {
   int iters = 20, warmup = 5;
   std::string rendezvous, iface;
   double timeout_s = 60;
+  bool help = false;
   bool compare_bare = false;
 };
 
@@ -88,14 +89,27 @@ int parse_int(const std::string& opt, const std::string& v, int lo) {
   return static_cast<int>(d);
 }
 
+const char* kSeeHelp = " (see dreamddp bench allreduce --help)";
+
+bool takes_value(const std::string& key) {
+  for (const char* k : {"--backend", "--sizes", "--iters", "--warmup", "--rendezvous", "--iface", "--timeout",
+                        "--device", "--threads"})
+    if (key == k) return true;
+  return false;
+}
+
 BenchArgs parse(int argc, char** argv) {
   BenchArgs a;
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")
-    throw UsageError(std::string("bench: which benchmark? 'allreduce' or 'gemm'\n") + kUsage);
+  if (argc < 2) throw UsageError("bench: which benchmark? 'allreduce' or 'gemm' (see dreamddp bench --help)");
   if (std::string(argv[1]) != "allreduce")
-    throw UsageError("bench: unknown benchmark '" + std::string(argv[1]) + "' (expected 'allreduce' or 'gemm')\n" + kUsage);
+    throw UsageError("bench: unknown benchmark '" + std::string(argv[1]) +
+                     "' (expected 'allreduce' or 'gemm'; see dreamddp bench --help)");
   for (int i = 2; i < argc; ++i) {
     std::string key = argv[i], val;
+    if (key == "--help" || key == "-h") {
+      a.help = true;
+      return a;
+    }
     if (key == "--compare-bare") {
       a.compare_bare = true;
       continue;
@@ -105,10 +119,11 @@ BenchArgs parse(int argc, char** argv) {
       val = key.substr(eq + 1);
       key = key.substr(0, eq);
     } else if (key.rfind("--", 0) == 0) {
-      if (i + 1 >= argc) throw UsageError("bench: option " + key + " needs a value\n" + kUsage);
+      if (!takes_value(key)) throw UsageError("bench: unknown option '" + key + "'" + kSeeHelp);
+      if (i + 1 >= argc) throw UsageError("bench: option " + key + " needs a value" + kSeeHelp);
       val = argv[++i];
     } else {
-      throw UsageError("bench: unexpected argument '" + key + "'\n" + kUsage);
+      throw UsageError("bench: unexpected argument '" + key + "'" + kSeeHelp);
     }
     if (key == "--backend") {
       if (val != "gloo" && val != "mpi" && val != "nccl")
@@ -136,7 +151,7 @@ BenchArgs parse(int argc, char** argv) {
     } else if (key == "--threads") {
       parse_int(key, val, 1);  // accepted for option compatibility with train; the bench does no compute
     } else {
-      throw UsageError("bench: unknown option '" + key + "'\n" + kUsage);
+      throw UsageError("bench: unknown option '" + key + "'" + kSeeHelp);
     }
   }
   if (a.backend == "nccl") a.device = "cuda";
@@ -205,7 +220,16 @@ long long count_wrong(const std::vector<float>& out, double rank_sum) {
 
 int cmd_bench(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "gemm") return bench_gemm(argc - 1, argv + 1);
+  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::fputs(kUsage, stdout);
+    std::fputs(kGemmUsage, stdout);
+    return 0;
+  }
   BenchArgs a = parse(argc, argv);
+  if (a.help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
   RankInfo ri = discover_rank();
   BackendOptions bo;
   bo.kind = a.backend;

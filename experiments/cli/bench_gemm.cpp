@@ -14,11 +14,12 @@
 #include "core/ops/ops.h"
 
 namespace dd::cli {
-namespace {
 
 const char* kGemmUsage =
     "usage: dreamddp bench gemm [--m 64] [--k 1024] [--n 1024] [--threads 1] [--seconds 0.3]\n"
     "  float32 C = A(MxK) B(KxN) through this build's GEMM; prints GFLOP/s (1e9 FLOP = 2MNK per call), last line JSON\n";
+
+namespace {
 
 int64_t int_arg(const std::string& opt, const std::string& v, int64_t lo, int64_t hi) {
   size_t used = 0;
@@ -45,7 +46,9 @@ int bench_gemm(int argc, char** argv) {
       std::fputs(kGemmUsage, stdout);
       return 0;
     }
-    if (i + 1 >= argc) throw UsageError("bench gemm: " + key + " needs a value\n" + kGemmUsage);
+    if (key != "--m" && key != "--k" && key != "--n" && key != "--threads" && key != "--seconds")
+      throw UsageError("bench gemm: unknown option '" + key + "' (see dreamddp bench gemm --help)");
+    if (i + 1 >= argc) throw UsageError("bench gemm: " + key + " needs a value (see dreamddp bench gemm --help)");
     const std::string v = argv[++i];
     if (key == "--m") M = int_arg(key, v, 1, 1 << 16);
     else if (key == "--k") K = int_arg(key, v, 1, 1 << 16);
@@ -60,7 +63,7 @@ int bench_gemm(int argc, char** argv) {
       }
       if (used != v.size() || v.empty() || !(seconds >= 0.01 && seconds <= 60))
         throw UsageError("bench gemm: --seconds '" + v + "' must be a number in [0.01, 60]");
-    } else throw UsageError("bench gemm: unknown option '" + key + "'\n" + kGemmUsage);
+    }
   }
   if (double(M) * double(K) + double(K) * double(N) + double(M) * double(N) > 2e8)
     throw UsageError("bench gemm: matrices of " + std::to_string(M) + "x" + std::to_string(K) + "x" +

@@ -5,4 +5,6 @@
 namespace dd::cli {
 // argv[0] is "gemm". Prints one line per repetition and, last, one JSON line; returns the exit code.
 int bench_gemm(int argc, char** argv);
+// Its usage text (also printed by `dreamddp bench --help`).
+extern const char* kGemmUsage;
 }  // namespace dd::cli

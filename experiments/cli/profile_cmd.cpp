@@ -1,6 +1,7 @@
 // `dreamddp profile`: measures per-layer backward and all-reduce times of this model, backend and network, and
 // writes bp.json / comm.json (the artifact's format) and overlap.json for `dreamddp schedule` and `dreamddp:profile=DIR`.
 #include <cstdio>
+#include <string>
 
 #include "backends/backend.h"
 #include "core/common/error.h"
@@ -20,6 +21,14 @@ int cmd_profile(int argc, char** argv) {
   train::TrainConfig cfg;
   cfg.steps = 10;           // profiling needs a few passes, not a training run
   cfg.data = "synthetic";   // timing does not depend on the data
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::fputs("usage: dreamddp profile --model M --out DIR [train's options below: --batch, --threads, --steps (10),\n"
+                 "                        --backend, --rendezvous, ...]; run under `dreamddp launch -n N` for N ranks\n"
+                 "  measures this setup's per-layer backward and all-reduce times and how much overlapped communication\n"
+                 "  and compute slow each other; writes DIR/bp.json, DIR/comm.json, DIR/overlap.json\n\n", stdout);
+      break;
+    }
   if (!parse_train_options(argc, argv, cfg)) return 0;
   if (cfg.out.empty()) throw UsageError("profile: --out DIR is required (bp.json and comm.json go there)");
   place_rank(cfg);

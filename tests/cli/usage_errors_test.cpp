@@ -43,6 +43,8 @@ void expect_one_line_error(const Result& r, const std::string& must_name) {
   ASSERT_EQ(diag.size(), 1u) << "expected exactly one diagnostic line\n" << r.describe();
   EXPECT_NE(diag[0].find(must_name), std::string::npos) << "the message should name '" << must_name << "'\n"
                                                         << r.describe();
+  // A newline inside the message (a usage text glued to it) comes out escaped: the line is unreadable.
+  EXPECT_EQ(diag[0].find("\\x0a"), std::string::npos) << "one line, no embedded usage text\n" << r.describe();
   EXPECT_EQ(r.out.find('{'), std::string::npos) << "no summary may be printed on an error\n" << r.describe();
 }
 
@@ -106,6 +108,12 @@ const UsageCase kCases[] = {
     {"switch_unknown_policy", {"train", "--switch", "5:nosuchpolicy"}, "nosuchpolicy"},
     {"switch_bad_policy_value", {"train", "--switch", "5:localsgd:k=0"}, "k=0"},
     {"unknown_subcommand", {"frobnicate"}, "frobnicate"},
+    {"bench_without_benchmark", {"bench"}, "allreduce"},
+    {"bench_unknown_benchmark", {"bench", "alltoall"}, "alltoall"},
+    {"bench_unknown_option", {"bench", "allreduce", "--bogus"}, "unknown option '--bogus'"},
+    {"bench_missing_value", {"bench", "allreduce", "--iters"}, "--iters"},
+    {"bench_gemm_unknown_option", {"bench", "gemm", "--bogus"}, "unknown option '--bogus'"},
+    {"bench_gemm_missing_value", {"bench", "gemm", "--m"}, "--m"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Cli, UsageErrors, ::testing::ValuesIn(kCases),
@@ -122,6 +130,21 @@ TEST(UsageErrors, HelpExitsZero) {
   EXPECT_EQ(r.status, 0) << r.describe();
   for (auto opt : {"--model", "--policy", "--switch", "--out", "--overwrite", "--config", "--save-params"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << "--help should list " << opt << "\n" << r.describe();
+}
+
+// Every sub-command's --help (README: "build/dreamddp <command> --help") prints its usage on stdout and exits 0.
+TEST(UsageErrors, EverySubcommandsHelpExitsZero) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"train", "--help"}, {"launch", "--help"}, {"bench", "--help"}, {"bench", "allreduce", "--help"},
+           {"bench", "gemm", "--help"}, {"schedule", "--help"}, {"profile", "--help"}, {"simulate", "--help"}}) {
+    auto r = run_dreamddp(args, 10);
+    const std::string what = args[0] + (args.size() > 2 ? " " + args[1] : "");
+    EXPECT_EQ(r.status, 0) << what << "\n" << r.describe();
+    EXPECT_TRUE(r.err.empty()) << what << "\n" << r.describe();
+    EXPECT_NE(r.out.find("dreamddp " + what), std::string::npos) << "its usage names it\n" << r.describe();
+  }
+  auto r = run_dreamddp({"bench", "--help"}, 10);
+  for (auto b : {"bench allreduce", "bench gemm"}) EXPECT_NE(r.out.find(b), std::string::npos) << r.describe();
 }
 
 // A run directory with earlier results is refused and left byte for byte as it was; --overwrite is the way out.
