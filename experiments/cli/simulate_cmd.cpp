@@ -130,6 +130,7 @@ int cmd_simulate(int argc, char** argv) {
   const std::string profile = vm["profile"].as<std::string>();
   const auto layers = sim::load_layers(profile, src);
 
+  if (vm.count("cluster")) sim::check_actor_budget(platform.world(), "--cluster " + vm["cluster"].as<std::string>());
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
   if (!out.empty()) train::prepare_run_dir(out, vm["overwrite"].as<bool>(), true);
   if (!platform.file.empty() && !std::ifstream(platform.file))
@@ -144,6 +145,10 @@ int cmd_simulate(int argc, char** argv) {
       std::fprintf(stderr, "simulate: step %lld/%lld (%.1f s)\n", (long long)(step + 1), (long long)o.steps, el);
     }
   };
+  if (platform.file.empty() && platform.world() >= 1024)  // set-up alone takes seconds to minutes: say so first
+    std::fprintf(stderr, "simulate: setting up %d ranks (%d nodes x %d), %zu layers, %lld steps of %s\n",
+                 platform.world(), platform.nodes, platform.per_node, layers.meta.size(), (long long)o.steps,
+                 o.policy.c_str());
   const auto res = sim::simulate(layers, platform, o, progress);
   auto summary = sim::summarize(res, layers, o, profile);
   if (!out.empty()) {

@@ -2,6 +2,7 @@
 #include "experiments/sim/platform_spec.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
@@ -80,7 +81,9 @@ PlatformSpec parse_cluster(const std::string& spec) {
     throw UsageError(what + ": expected NxG[,intra=BW][,inter=BW][,lat=T] (N nodes of G ranks), e.g. 16x8,inter=1Gbps");
   p.nodes = positive_int(shape.substr(0, x), what + ": N");
   p.per_node = positive_int(shape.substr(x + 1), what + ": G");
-  if (p.world() > 65536) throw UsageError(what + ": more than 65536 ranks");
+  // In 64 bits: 65536x65536 wraps an int to 0 and would pass (and hang building 4 billion hosts).
+  if (int64_t(p.nodes) * int64_t(p.per_node) > 65536)
+    throw UsageError(what + ": " + std::to_string(int64_t(p.nodes) * p.per_node) + " ranks, more than 65536");
   for (size_t i = 1; i < parts.size(); ++i) {
     const size_t eq = parts[i].find('=');
     const std::string key = eq == std::string::npos ? parts[i] : parts[i].substr(0, eq);

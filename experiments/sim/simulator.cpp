@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <tuple>
 #include <memory>
@@ -527,6 +528,23 @@ void build_cluster(const PlatformSpec& p, std::vector<sg4::Host*>& hosts, std::v
 
 bool have_simgrid() { return true; }
 
+// SimGrid maps every actor's stack with a guard page: about two memory mappings per actor (2048 ranks: 12766 in
+// /proc/PID/maps), and the kernel's vm.max_map_count (65530 by default) caps them; past it SimGrid aborts the
+// process ("Failed to protect stack") after minutes of set-up. Refuse such a world first, saying what to change.
+void check_actor_budget(int ranks, const std::string& what) {
+  std::ifstream f("/proc/sys/vm/max_map_count");
+  long long limit = 0;
+  if (!(f >> limit) || limit <= 0) return;  // not Linux, or not readable: SimGrid will say
+  const int actors_per_rank = 1 + kChannels;
+  const long long need = 2LL * actors_per_rank * ranks + 1024;
+  if (need <= limit) return;
+  throw UsageError(what + ": " + std::to_string(ranks) + " ranks run " + std::to_string(actors_per_rank) +
+                   " SimGrid actors each, about " + std::to_string(need) + " memory mappings (a stack and its guard " +
+                   "page per actor), above this system's vm.max_map_count = " + std::to_string(limit) +
+                   ": simulate at most " + std::to_string((limit - 1024) / (2 * actors_per_rank)) +
+                   " ranks, or raise it as root (sysctl -w vm.max_map_count=" + std::to_string(need + 4096) + ")");
+}
+
 SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const SimOptions& opt,
                    const std::function<void(int64_t)>& progress) {
   // Refuse what the simulation cannot run faithfully, before SimGrid starts.
@@ -540,6 +558,7 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
       throw UsageError("--policy " + opt.policy + ": the simulation models plain averages; outer= and compress= are "
                        "not simulated (for a codec's bytes, scale the layer sizes of --bytes)");
   }
+  if (platform.file.empty()) check_actor_budget(platform.world(), "--cluster");
   static bool started = false;
   if (started) throw std::logic_error("simulate: SimGrid runs once per process");
   started = true;
@@ -579,6 +598,7 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
       throw UsageError("--platform " + platform.file + ": " + ex.what());
     }
     hosts = e.get_all_hosts();
+    check_actor_budget(int(hosts.size()), "--platform " + platform.file);
     std::sort(hosts.begin(), hosts.end(), [](auto* a, auto* b) { return a->get_name() < b->get_name(); });
     if (hosts.empty()) throw UsageError("--platform " + platform.file + ": no hosts");
     for (auto* h : hosts) nodes.push_back(h->get_englobing_zone()->get_name());

@@ -52,6 +52,10 @@ struct SimResult {
 SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const SimOptions& opt,
                    const std::function<void(int64_t)>& progress);
 
+// Throws dd::UsageError naming `what` when `ranks` simulated ranks need more memory mappings for their actors'
+// stacks than this kernel allows (vm.max_map_count), which SimGrid would abort on after minutes of set-up.
+void check_actor_budget(int ranks, const std::string& what);
+
 // False when built without SimGrid (simulate then throws dd::UsageError saying so).
 bool have_simgrid();
 

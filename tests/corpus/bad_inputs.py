@@ -266,6 +266,9 @@ def cli_cases(tmp):
     sim = ["simulate", "--profile", gpt2, "--comm-bw", "1Gbps", "--steps", "2"]
     for name, extra, must in (("simulate --cluster 0x8", ["--cluster", "0x8"], "N"),
                               ("simulate --cluster 4by2", ["--cluster", "4by2"], "NxG"),
+                              ("simulate --cluster 4096x32", ["--cluster", "4096x32"], "more than 65536"),
+                              # N x G overflows a 32-bit int to 0: refused, not 4 billion ranks built
+                              ("simulate --cluster 65536x65536", ["--cluster", "65536x65536"], "more than 65536"),
                               ("simulate --cluster inter without unit", ["--cluster", "4x2,inter=10"], "unit"),
                               ("simulate --cluster lat=fast", ["--cluster", "4x2,lat=fast"], "duration"),
                               ("simulate --cluster unknown key", ["--cluster", "4x2,speed=1Gbps"], "unknown key"),
@@ -276,6 +279,17 @@ def cli_cases(tmp):
                                "KEY:VALUE")):
         out = fresh()
         cases.append(Case("cli", name, sim + extra + ["--out", out], must, fresh_out=out))
+    # A world whose SimGrid actors need more memory mappings than this kernel allows (two per actor, three actors
+    # per rank): refused at once, naming the sysctl (it used to abort inside SimGrid after minutes of set-up).
+    try:
+        limit = int(open("/proc/sys/vm/max_map_count").read())
+    except (OSError, ValueError):
+        limit = 0
+    over = (limit - 1024) // 6 + 1
+    if 0 < over <= 65536:
+        out = fresh()
+        cases.append(Case("cli", "simulate more ranks than vm.max_map_count allows",
+                          sim + ["--cluster", "%dx1" % over, "--out", out], "vm.max_map_count", fresh_out=out))
     cases.append(Case("cli", "simulate profile without sizes", ["simulate", "--profile", gpt2, "--cluster", "4x2"],
                       "sizes"))
     # Controls: the quick settings themselves are accepted.
