@@ -5,6 +5,7 @@
 
 #include "backends/backend.h"
 #include "core/common/error.h"
+#include "core/sync/policy.h"
 #include "core/train/checkpoint.h"
 #include "core/train/run_dir.h"
 #include "core/train/trainer.h"
@@ -30,6 +31,11 @@ int cmd_train(int argc, char** argv) {
     std::fprintf(stderr, "train: %s on %s, %d rank(s), batch %lld/rank, %lld steps, policy %s, %d thread(s)/rank\n",
                  cfg.model.c_str(), cfg.data.c_str(), cfg.world, (long long)cfg.batch, (long long)cfg.steps,
                  cfg.policy.c_str(), cfg.threads);
+  if (cfg.rank == 0)  // a switch the run never reaches breaks nothing, but the user meant something by it
+    for (const auto& sw : sync::parse_switches(cfg.switches))
+      if (sw.step >= cfg.steps)
+        std::fprintf(stderr, "train: note: --switch %lld:%s is not before the last step (%lld steps): it will not "
+                     "apply in this run\n", (long long)sw.step, sw.spec.c_str(), (long long)cfg.steps);
   train::Trainer t(cfg, backend.get());
   auto summary = t.run();
   if (backend) backend->barrier();

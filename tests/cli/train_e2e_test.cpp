@@ -93,6 +93,19 @@ TEST(TrainE2E, ConfigFileGivesTheSameRunAsFlags) {
   EXPECT_EQ(read_json(tmp / "override/summary.json").at("steps"), 3) << "a flag overrides the INI file";
 }
 
+// A --switch at or after the last step never applies: the run goes on, and says so once; one inside the run does not.
+TEST(TrainE2E, SwitchPastTheLastStepIsNoted) {
+  TmpDir tmp;
+  auto r = run_dreamddp({"train", "--model", "mlp", "--data", "synthetic", "--steps", "3", "--threads", "1",
+                         "--eval-samples", "10", "--switch", "1:localsgd:k=2", "--switch", "3:ddp", "--out",
+                         tmp / "run"},
+                        60);
+  ASSERT_EQ(r.status, 0) << r.describe();
+  EXPECT_NE(r.err.find("train: note: --switch 3:ddp is not before the last step (3 steps)"), std::string::npos)
+      << r.describe();
+  EXPECT_EQ(r.err.find("--switch 1:"), std::string::npos) << "a switch inside the run is not noted\n" << r.describe();
+}
+
 // The byte-level GPT learns something on the text corpus within a few steps (loss below uniform, ln 256).
 TEST(TrainE2E, GptMiniOnTextLearns) {
   TmpDir tmp;
