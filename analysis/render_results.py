@@ -374,7 +374,12 @@ def main():
     ap.add_argument("--results", default=os.path.join(REPO, "experiments", "results"))
     ap.add_argument("--check", action="store_true", help="exit 1 if a rendered section differs from the README")
     a = ap.parse_args()
-    text = open(a.readme).read()
+    try:
+        text = open(a.readme).read()
+    except OSError as e:
+        ap.exit(2, "render_results: error: --readme %s: %s\n" % (a.readme, e.strerror))
+    if not os.path.isdir(a.results):
+        ap.exit(2, "render_results: error: --results %s: not a directory\n" % a.results)
     new = render(text, a.results)
     if a.check:
         if new != text:

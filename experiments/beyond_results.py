@@ -125,6 +125,8 @@ def main():
     command = ""
     if "--command" in a:
         i = a.index("--command")
+        if i + 1 >= len(a):
+            die("--command needs a value (the command line to record)")
         command = a[i + 1]
         del a[i:i + 2]
     if len(a) == 3 and a[0] == "convergence":
@@ -133,8 +135,11 @@ def main():
         if not all(x.isdigit() for x in a[3::3]):
             die("--seed takes a non-negative integer, got %s" % " ".join(a[3::3]))
         seeds(a[1], [(int(s), srcs) for s, srcs in zip(a[3::3], a[4::3])], command)
+    elif a and a[0] in ("-h", "--help"):
+        print(__doc__)
     else:
-        sys.exit(__doc__)
+        sys.stderr.write(__doc__.rstrip() + "\n")
+        die("expected 'convergence DEST SRC' or 'seeds DEST --seed S SRC[,SRC] ...' (usage above)")
 
 
 if __name__ == "__main__":
