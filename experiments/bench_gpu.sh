@@ -13,6 +13,13 @@
 # ratio n/a, not a failure.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" bench_gpu
+case ${1-} in -h|--help) usage_from_header; exit 0 ;; esac
+models=("$@")
+[[ ${#models[@]} -gt 0 ]] || models=(mlp gpt-mini)
+for m in "${models[@]}"; do
+  [[ $m == mlp || $m == cnn || $m == gpt-mini ]] ||
+    die "model '$m': the PyTorch peer has mlp, cnn and gpt-mini (bench_gpu_step --model resnet20 times ours alone)"
+done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -25,12 +32,6 @@ target=1.5
 [[ -x $bin ]] || die "no bench_gpu_step at $bin (build target bench_gpu_step, or set BENCH_GPU_BIN)"
 for v in "$batch" "$iters" "$warmup"; do [[ $v =~ ^[0-9]+$ ]] || die "BATCH, WARMUP, ITERS must be integers"; done
 
-models=("$@")
-[[ ${#models[@]} -gt 0 ]] || models=(mlp gpt-mini)
-for m in "${models[@]}"; do
-  [[ $m == mlp || $m == cnn || $m == gpt-mini ]] ||
-    die "model '$m': the PyTorch peer has mlp, cnn and gpt-mini (bench_gpu_step --model resnet20 times ours alone)"
-done
 
 json_field() {  # json_field KEY LINE -> numeric value of "KEY": N in LINE
   sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" <<<"$2" | head -n1

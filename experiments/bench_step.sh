@@ -21,6 +21,10 @@
 # peer drops OPENBLAS_CORETYPE itself when its GEMM is correct without it; both are reported).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" bench_step
+case ${1-} in -h|--help) usage_from_header; exit 0 ;; esac
+for m in "$@"; do  # the arguments first: a mistyped model is named whatever else is missing
+  case $m in mlp|cnn|resnet20|gpt-mini) ;; *) die "unknown model '$m' (expected mlp, cnn, resnet20 or gpt-mini)" ;; esac
+done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -50,9 +54,6 @@ declare -A batch=([mlp]=64 [cnn]=64 [resnet20]=64 [gpt-mini]=8)
 declare -A ours_steps=([mlp]=60 [cnn]=30 [resnet20]=30 [gpt-mini]=25)
 declare -A peer_steps=([mlp]=30 [cnn]=15 [resnet20]=15 [gpt-mini]=8)
 declare -A target=([mlp]=1.0 [cnn]=1.0 [resnet20]=1.0 [gpt-mini]=1.0)
-for m in "${models[@]}"; do
-  [[ -n ${batch[$m]:-} ]] || die "unknown model '$m' (expected mlp, cnn, resnet20 or gpt-mini)"
-done
 
 work=$(mktemp -d /tmp/dd-bench-step-XXXXXX)
 trap 'rm -rf "$work"' EXIT

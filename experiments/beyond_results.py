@@ -139,7 +139,8 @@ def main():
         print(__doc__)
     else:
         sys.stderr.write(__doc__.rstrip() + "\n")
-        die("expected 'convergence DEST SRC' or 'seeds DEST --seed S SRC[,SRC] ...' (usage above)")
+        die("expected 'convergence DEST SRC' or 'seeds DEST --seed S SRC[,SRC] ...', got %s (usage above)"
+            % (" ".join("'%s'" % x for x in a) or "nothing"))
 
 
 if __name__ == "__main__":

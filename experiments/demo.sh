@@ -12,6 +12,11 @@
 # table as JSON, e.g. experiments/results/demo.json for the README), DREAMDDP_BIN.
 # Runs go to runs/demo/<policy>/, figures to runs/demo/figures/; an earlier runs/demo is kept as runs/demo.<time>.
 set -euo pipefail
+case ${1-} in
+  -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+  "") ;;
+  *) echo "demo: takes no arguments, got '$1' (configure it with the DEMO_* variables: see --help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 BIN=${DREAMDDP_BIN:-build/dreamddp}
 PY=/usr/bin/python3

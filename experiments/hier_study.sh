@@ -14,11 +14,12 @@ NETS="1gbit 100mbit" STEPS=150 REPEATS=2 ACC_STEPS=1000 HIER=hier:nodes=auto FLA
 BIN=${DREAMDDP_BIN:-$REPO/build/dreamddp} OUT=$REPO/runs/hier
 abs() { if [[ "$1" = /* ]]; then echo "$1"; else echo "$PWD/$1"; fi; }
 while [ $# -gt 0 ]; do
-  need_value -- "$@"
+  need_value -h --help -- "$@"
   case $1 in
+    -h|--help) usage_from_header; exit 0 ;;
     --nets) NETS=$2 ;; --steps) STEPS=$2 ;; --repeats) REPEATS=$2 ;; --acc-steps) ACC_STEPS=$2 ;;
     --hier) HIER=$2 ;; --flat) FLAT=$2 ;; --bin) BIN=$(abs "$2") ;; --out) OUT=$(abs "$2") ;;
-    *) die "unknown option '$1'" ;;
+    *) die "unknown option '$1' (see --help)" ;;
   esac
   shift 2
 done

@@ -132,5 +132,7 @@ case $cmd in
   status) status "$@" ;;
   clean) need_root; clean "$@" ;;
   measure) need_root; measure "$@" ;;
-  *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+     die "${cmd:+unknown command '$cmd'; }expected up, down, status, clean or measure (usage above)" ;;
 esac

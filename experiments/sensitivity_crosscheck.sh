@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 STEPS=200 BATCH=64 EVERY=40 PROBE_BATCH=1024 EXACT_PROBES=2 RANKS=1 THREADS=2
 OUT=runs/sensitivity_crosscheck BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
 while [ $# -gt 0 ]; do
-  has_value -h --help -- "$@" || die "option '$1' needs a value"
+  need_value -h --help -- "$@"
   case $1 in
     --steps) STEPS=$2; shift 2 ;;
     --batch) BATCH=$2; shift 2 ;;

@@ -25,10 +25,14 @@ has_value() {
   return 1
 }
 
-# need_value [FLAG...] -- "$@": die "OPT needs a value" when has_value says no.
+# need_value [FLAG...] -- "$@": die "OPT needs a value" when has_value says no, or "unknown option" when OPT is
+# not in the script's usage header at all (a mistyped last option is not one that lacks its value).
 need_value() {
   has_value "$@" && return 0
   while [ "$1" != -- ]; do shift; done
+  if [[ $2 == -* ]] && ! usage_from_header | grep -qE -- "(^|[^a-z0-9-])$2([^a-z0-9-]|\$)"; then
+    die "unknown option '$2' (see --help)"
+  fi
   die "$2 needs a value"
 }
 
