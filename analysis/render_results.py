@@ -349,7 +349,8 @@ def render_sim_validation(results):
     return "\n".join(out)
 
 
-RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_bench_step, "regime_map": render_regime, "demo": render_demo,
+RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_bench_step,
+             "regime_map": render_regime, "demo": render_demo,
              "ops_vs_torch": render_ops, "beyond_convergence": render_beyond_convergence,
              "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput,
              "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule,

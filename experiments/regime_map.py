@@ -98,9 +98,16 @@ def last_json(path):
     return None
 
 
+def read_profile(prof):
+    """A cell's profile: per-layer backward and all-reduce seconds (bp.json, comm.json), in forward order."""
+    return json.load(open(os.path.join(prof, "bp.json"))), json.load(open(os.path.join(prof, "comm.json")))
+
+
 def ran_phases(log, layers):
     """The phases of the last plan rank 0 printed ("  phase: fc1=0 fc2=1 ..."), in `layers`' order, as --phases
-    takes them; None when the log has no complete plan."""
+    takes them; None when there is no log or it has no complete plan."""
+    if not os.path.exists(log):
+        return None
     lines = [l for l in open(log, errors="replace").read().splitlines() if l.startswith("  phase: ")]
     if not lines:
         return None
@@ -208,8 +215,7 @@ class Sitting:
                     600)
         if rc != 0:
             die("profile failed in %s (rc %s):\n%s" % (cdir, rc, tail(os.path.join(cdir, "profile.log"))))
-        bp = json.load(open(os.path.join(prof, "bp.json")))
-        cm = json.load(open(os.path.join(prof, "comm.json")))
+        bp, cm = read_profile(prof)
         B, C = sum(bp.values()), sum(cm.values())
         sched_file = os.path.join(cdir, "schedule.json")
         p = subprocess.run([self.bin, "schedule", "--profile", prof, "--h", str(H), "--fillin", "--out", sched_file],
@@ -395,13 +401,12 @@ def remodel(a):
         if not os.path.isfile(os.path.join(prof, "bp.json")):
             die("%s: no profile of cell %s-n%d-%s (its runs are not under --runs-root %s)"
                 % (prof, c["model"], c["ranks"], c["rate"], a.runs_root))
-        bp = json.load(open(os.path.join(prof, "bp.json")))
-        cm = json.load(open(os.path.join(prof, "comm.json")))
+        bp, cm = read_profile(prof)
         for r in ours:
             rdir = os.path.join(a.runs_root, r["dir"])
             m = s.modelled(rdir, bp, cm, r["means_ms"], c["phases"], c["H"],
                            modelled_as(r["config"], r.get("ran"), c["H"]),
-                           ran_phases(rdir + ".log", list(bp)) if os.path.exists(rdir + ".log") else None)
+                           ran_phases(rdir + ".log", list(bp)))
             if m != r["modelled_ms"]:
                 print("   %-18s %-34s model %8.2f -> %8.2f ms (measured %.2f)" % (
                     "%s n%d %s" % (c["model"], c["ranks"], c["rate"]), r["config"], r["modelled_ms"] or float("nan"),

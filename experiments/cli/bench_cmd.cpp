@@ -114,16 +114,18 @@ BenchArgs parse(int argc, char** argv) {
       a.compare_bare = true;
       continue;
     }
-    auto eq = key.find('=');
-    if (key.rfind("--", 0) == 0 && eq != std::string::npos) {
+    if (key.rfind("--", 0) != 0) throw UsageError("bench: unexpected argument '" + key + "'" + kSeeHelp);
+    const auto eq = key.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
       val = key.substr(eq + 1);
       key = key.substr(0, eq);
-    } else if (key.rfind("--", 0) == 0) {
-      if (!takes_value(key)) throw UsageError("bench: unknown option '" + key + "'" + kSeeHelp);
+    }
+    // takes_value is the one list of options: the dispatch below handles exactly those.
+    if (!takes_value(key)) throw UsageError("bench: unknown option '" + key + "'" + kSeeHelp);
+    if (!inline_value) {
       if (i + 1 >= argc) throw UsageError("bench: option " + key + " needs a value" + kSeeHelp);
       val = argv[++i];
-    } else {
-      throw UsageError("bench: unexpected argument '" + key + "'" + kSeeHelp);
     }
     if (key == "--backend") {
       if (val != "gloo" && val != "mpi" && val != "nccl")
@@ -150,8 +152,6 @@ BenchArgs parse(int argc, char** argv) {
       a.device = val;
     } else if (key == "--threads") {
       parse_int(key, val, 1);  // accepted for option compatibility with train; the bench does no compute
-    } else {
-      throw UsageError("bench: unknown option '" + key + "'" + kSeeHelp);
     }
   }
   if (a.backend == "nccl") a.device = "cuda";

@@ -558,7 +558,6 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
       throw UsageError("--policy " + opt.policy + ": the simulation models plain averages; outer= and compress= are "
                        "not simulated (for a codec's bytes, scale the layer sizes of --bytes)");
   }
-  if (platform.file.empty()) check_actor_budget(platform.world(), "--cluster");
   static bool started = false;
   if (started) throw std::logic_error("simulate: SimGrid runs once per process");
   started = true;

@@ -53,7 +53,8 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
                    const std::function<void(int64_t)>& progress);
 
 // Throws dd::UsageError naming `what` when `ranks` simulated ranks need more memory mappings for their actors'
-// stacks than this kernel allows (vm.max_map_count), which SimGrid would abort on after minutes of set-up.
+// stacks than this kernel allows (vm.max_map_count), which SimGrid would abort on after minutes of set-up. The
+// caller checks a --cluster world before it writes anything; simulate() checks a --platform file's hosts itself.
 void check_actor_budget(int ranks, const std::string& what);
 
 // False when built without SimGrid (simulate then throws dd::UsageError saying so).
