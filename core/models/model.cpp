@@ -3,6 +3,7 @@
 #include "core/models/model.h"
 
 #include "core/common/error.h"
+#include "core/models/model_spec.h"
 #include "core/models/zoo.h"
 
 namespace dd::models {
@@ -66,11 +67,16 @@ const std::vector<std::string>& model_names() {
 }
 
 std::unique_ptr<Model> make_model(const std::string& name, uint64_t seed, ops::Device& dev) {
-  if (name == "mlp") return make_mlp(seed, dev);
-  if (name == "cnn") return make_cnn(seed, dev);
-  if (name == "resnet20") return make_resnet20(seed, dev);
-  if (name == "gpt-mini") return make_gpt_mini(seed, dev);
-  throw UsageError("unknown model '" + name + "' (expected mlp, cnn, resnet20 or gpt-mini)");
+  ModelSpec spec = ModelSpec::parse(name);
+  const std::string& f = spec.family();
+  std::unique_ptr<Model> m;
+  if (f == "mlp") m = make_mlp(seed, dev);
+  else if (f == "cnn") m = make_cnn(seed, dev);
+  else if (f == "resnet20") m = make_resnet20(seed, dev);
+  else if (f == "gpt-mini") m = make_gpt_mini(seed, dev);
+  else throw UsageError("unknown model '" + f + "' (expected mlp, cnn, resnet20 or gpt-mini)");
+  spec.finish();  // the fixed models take no options
+  return m;
 }
 
 }  // namespace dd::models

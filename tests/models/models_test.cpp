@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/models/model.h"
+#include "core/models/model_spec.h"
 #include "core/tensor/rng.h"
 
 using namespace dd;
@@ -74,6 +75,23 @@ TEST(Models, DottedLayerNames) {
 }
 
 TEST(Models, UnknownModelIsUsageError) { EXPECT_ANY_THROW(models::make_model("vgg", 0)); }
+
+TEST(ModelSpec, ParsesOptionsAndRefusesWhatNoFamilyAsked) {
+  auto s = models::ModelSpec::parse("gpt2:layers=2,d=64");
+  EXPECT_EQ(s.family(), "gpt2");
+  EXPECT_EQ(s.get("layers", 12, 1, 96), 2);
+  EXPECT_EQ(s.get("heads", 12, 1, 96), 12);  // default
+  EXPECT_THROW(s.finish(), dd::UsageError);  // d was never asked for
+  EXPECT_EQ(s.get("d", 768, 8, 8192), 64);
+  EXPECT_NO_THROW(s.finish());
+  auto r = models::ModelSpec::parse("gpt2:layers=0");
+  EXPECT_THROW(r.get("layers", 12, 1, 96), dd::UsageError);
+  for (const char* bad : {"", ":d=1", "gpt2:", "gpt2:d", "gpt2:d=", "gpt2:=3", "gpt2:d=1,d=2", "gpt2:d=1,"})
+    EXPECT_THROW(models::ModelSpec::parse(bad), dd::UsageError) << bad;
+  auto x = models::ModelSpec::parse("gpt2:d=12x");
+  EXPECT_THROW(x.get("d", 768, 8, 8192), dd::UsageError);
+  EXPECT_THROW(models::make_model("mlp:width=3", 0), dd::UsageError);  // fixed models take no options
+}
 
 TEST(Models, SameSeedSameParameters) {
   auto a = models::make_model("cnn", 7), b = models::make_model("cnn", 7), c = models::make_model("cnn", 8);
