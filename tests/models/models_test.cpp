@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/models/model.h"
+#include "core/common/error.h"
 #include "core/models/model_spec.h"
 #include "core/tensor/rng.h"
 
