@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # experiments/bench_step.sh: single-process step time of `dreamddp train` against the PyTorch peer
-# (shared/peers/torch_ddp.py) on the same model, batch and thread count, alternated in one sitting.
+# (peers/torch_ddp.py) on the same model, batch and thread count, alternated in one sitting.
 #
 #   experiments/bench_step.sh [mlp cnn resnet20 gpt-mini]
 #
@@ -14,8 +14,8 @@
 # below 0.7x ours, above 1.5x ours (more cores than it was given), that runs on netlib's BLAS, or that refuses to
 # run gets no ratio ("misconfigured"), and a model
 # measured while the load average exceeded the core count is marked noisy.
-# Environment: DREAMDDP_BIN (default <repo>/build/dreamddp), TORCH_PEER (default: shared/peers/torch_ddp.py
-# beside or above the repository), REPS, THREADS (per process, both systems; default 1), SAVE=FILE (also write the
+# Environment: DREAMDDP_BIN (default <repo>/build/dreamddp), DREAMDDP_PEER (another peer file with the same
+# options and JSON line; default <repo>/peers/torch_ddp.py; TORCH_PEER is read too), REPS, THREADS (per process, both systems; default 1), SAVE=FILE (also write the
 # JSON with the sitting's machine block and command there), BENCH_STRICT=1 (exit 1 when a target is missed or no
 # ratio could be given). OPENBLAS_CORETYPE and the BLAS PyTorch loads are left as the environment has them (the
 # peer drops OPENBLAS_CORETYPE itself when its GEMM is correct without it; both are reported).
@@ -33,14 +33,10 @@ bin=${DREAMDDP_BIN:-$root/build/dreamddp}
 reps=${REPS:-2}
 threads=${THREADS:-1}
 
-peer=${TORCH_PEER:-}
-if [[ -z $peer ]]; then
-  for c in "$root/shared/peers/torch_ddp.py" "$root/../shared/peers/torch_ddp.py"; do
-    [[ -f $c ]] && { peer=$(cd "$(dirname "$c")" && pwd)/$(basename "$c"); break; }
-  done
-fi
+peer=${DREAMDDP_PEER:-${TORCH_PEER:-$root/peers/torch_ddp.py}}
 need_bin "$bin" "build it, or set DREAMDDP_BIN"
-[[ -n $peer && -f $peer ]] || die "PyTorch peer torch_ddp.py not found (looked in $root/shared/peers and $root/../shared/peers; set TORCH_PEER)"
+[[ -n $peer && -f $peer ]] || die "PyTorch peer not found at $peer (set DREAMDDP_PEER)"
+peer=$(cd "$(dirname "$peer")" && pwd)/$(basename "$peer")
 $py -c 'import torch' 2>/dev/null || die "python3-torch is not installed (make deps-peer)"
 [[ $reps =~ ^[1-9][0-9]*$ ]] || die "REPS must be a positive integer, got '$reps'"
 [[ $threads =~ ^[1-9][0-9]?$ ]] || die "THREADS must be an integer in 1..99, got '$threads'"

@@ -437,8 +437,7 @@ def main():
     ap.add_argument("--resume-cells", action="store_true", help="OUT exists: keep its measured cells, add the rest")
     ap.add_argument("--results", default="", help="also write the document here (e.g. experiments/results/regime_map.json)")
     ap.add_argument("--bin", default=os.environ.get("DREAMDDP_BIN", os.path.join(REPO, "build", "dreamddp")))
-    ap.add_argument("--peer", default=os.environ.get("DREAMDDP_PEER", os.path.join(REPO, "..", "shared", "peers",
-                                                                                  "torch_ddp.py")))
+    ap.add_argument("--peer", default=os.environ.get("DREAMDDP_PEER", os.path.join(REPO, "peers", "torch_ddp.py")))
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--configs", default="", help="our configurations instead of the default ones, e.g. "
                     "'localsgd:k=8 dreamddp:h=8 dreamddp:h=8,delay=2 dreamddp:h=8,delay=2,compress=int8'")

@@ -7,7 +7,7 @@
 #                             [--policies "ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8"] [--peer-algos "ddp localsgd"]
 #                             [--loopback]
 # Relative paths given as options are taken from the caller's directory; the defaults from the repository root.
-# --peer-algos "" runs ours only. Environment: DREAMDDP_BIN, DREAMDDP_PEER (default ../shared/peers/torch_ddp.py).
+# --peer-algos "" runs ours only. Environment: DREAMDDP_BIN, DREAMDDP_PEER (default peers/torch_ddp.py).
 # The peer must run at its best (experiments/lib/sitting.py): our GEMM rate is measured at the start of the sitting
 # and every ratio against a peer run whose own gemm_gflops is below 0.7x ours, above 1.5x ours or its own rate
 # alone (more cores than given) or on netlib's BLAS is withheld (it reads '-') and the run marked misconfigured; the peer's BLAS, GEMM rate and threads are printed beside the table;
@@ -27,7 +27,7 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 # Defaults are relative to the repository root; paths given on the command line to the caller's directory.
 STEPS=200 NETS="1gbit 10gbit" MODELS=mlp OUT=runs/throughput REPEATS=1 RANKS=4 BATCH=64
 POLICIES="ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8" PEER_ALGOS="ddp localsgd" LOOPBACK=0
-BIN=${DREAMDDP_BIN:-build/dreamddp} PEER=${DREAMDDP_PEER:-$REPO/../shared/peers/torch_ddp.py} PEER_BLAS=auto
+BIN=${DREAMDDP_BIN:-build/dreamddp} PEER=${DREAMDDP_PEER:-$REPO/peers/torch_ddp.py} PEER_BLAS=auto
 PY=/usr/bin/python3
 abs() { if [[ "$1" = /* ]]; then echo "$1"; else echo "$PWD/$1"; fi; }
 while [ $# -gt 0 ]; do

@@ -23,7 +23,7 @@ using dd::cli::test::TmpDir;
 namespace {
 
 const std::string kScript = std::string(DREAMDDP_SOURCE_DIR) + "/experiments/throughput.sh";
-const std::string kPeer = std::string(DREAMDDP_SOURCE_DIR) + "/../shared/peers/torch_ddp.py";
+const std::string kPeer = std::string(DREAMDDP_SOURCE_DIR) + "/peers/torch_ddp.py";
 
 Result run_script(std::vector<std::string> args, double timeout_s = 200) {
   args.insert(args.begin(), kScript);
