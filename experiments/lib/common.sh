@@ -72,7 +72,7 @@ _need_int() {
   done
 }
 
-# Provenance (experiments/lib/provenance.py, the one helper every results writer uses):
+# Provenance (experiments/lib/provenance.py, the one module every results writer uses):
 #   prov_command [VAR...] -- "$@"   at the top, before the options are shifted: PROV_COMMAND = the command line
 #                                   as typed (VAR=value for each set VAR the script reads, the script's path from
 #                                   the repository root, its arguments shell-quoted)

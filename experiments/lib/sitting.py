@@ -20,7 +20,7 @@ PEER_MIN_GEMM_FRACTION = 0.7
 PEER_MAX_GEMM_FRACTION = 1.5
 
 
-# The machine facts live in provenance.py, the one helper every results writer uses.
+# The machine facts live in provenance.py, the one module every results writer uses.
 cpu_model, cpu_flags, load1 = provenance.cpu_model, provenance.cpu_flags, provenance.load_1m
 
 

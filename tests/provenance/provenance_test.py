@@ -45,7 +45,7 @@ def complete(doc, where, peer_expected):
 
 
 with tempfile.TemporaryDirectory(prefix="dd_prov_") as tmp:
-    # 1. The python helper: a fresh git tree (clean, then dirty), the start block, stamp, a peer line.
+    # 1. The python module: a fresh git tree (clean, then dirty), the start block, stamp, a peer line.
     tree = os.path.join(tmp, "tree")
     os.makedirs(tree)
     git = lambda *a: subprocess.run(["git", "-C", tree] + list(a), capture_output=True, text=True, check=True)

@@ -127,5 +127,5 @@ TEST(ThroughputScript, TinySittingWritesResultsAndKeepsEarlierRuns) {
   EXPECT_EQ(kept, 1) << "the first sitting's ddp run must be kept under " << out << "/previous-*/";
   EXPECT_TRUE(fs::exists(out + "/loopback/ddp/metrics.h5"));
   EXPECT_EQ(read_json(out + "/throughput.json").at("results").size(), 1u);
-  EXPECT_TRUE(read_json(out + "/throughput.json").at("peer").is_null()) << "no peer ran in the second sitting";
+  EXPECT_TRUE(read_json(out + "/throughput.json").at("peer").is_null()) << "no peer ran in the second run";
 }
