@@ -1,22 +1,26 @@
 #!/usr/bin/python3
 """Prints the dreamddp command that reruns a run, from its metrics.h5 alone (the root attributes hold the full,
-resolved train configuration: DESIGN.md "Telemetry").
+resolved train configuration: docs/design.md "Telemetry").
 
   rerun_command.py RUN/metrics.h5 [--out DIR] [--bin PATH] [--save-params PATTERN]
 
 Several ranks become `dreamddp launch -n WORLD -- train ...` (local ranks; on a cluster take the train part).
 Left out on purpose: --resume, --config (its values are among the attributes), --rendezvous and --iface (where the
 ranks met, not what they computed), --control-file (its switches are in /events, kind "switch": add them as
---switch STEP:SPEC). Exit 2 with one line on stderr for a file that is not a dreamddp metrics file.
+--switch STEP:SPEC). A one-process run records its backend as "none" (it had none): the command leaves
+--backend out, as that run did. Numbers are written as the shortest text that reads back as the same value: the
+float32 options (--lr, --momentum, --weight-decay; the file holds them widened to double) as float32, the others
+as double. Exit 2 with one line on stderr for a file that is not a dreamddp metrics file.
 """
 import argparse
 import shlex
 import sys
 
-# Attribute -> option, in the order `dreamddp train --help` lists them. kind: s string, i int, f float, b flag.
+# Attribute -> option, in the order `dreamddp train --help` lists them. kind: s string, i int, f float (double),
+# f32 float32 (core/train/config.h keeps it as float), b flag.
 OPTIONS = [
     ("model", "s"), ("data", "s"), ("data_dir", "s"), ("policy", "s"), ("backend", "s"), ("device", "s"),
-    ("batch", "i"), ("steps", "i"), ("lr", "f"), ("momentum", "f"), ("nesterov", "b"), ("weight_decay", "f"),
+    ("batch", "i"), ("steps", "i"), ("lr", "f32"), ("momentum", "f32"), ("nesterov", "b"), ("weight_decay", "f32"),
     ("optimizer", "s"), ("lr_schedule", "s"), ("warmup", "i"), ("seed", "s"), ("eval_every", "i"),
     ("eval_samples", "i"), ("checkpoint_every", "i"), ("sensitivity", "s"), ("timeout", "f"), ("threads", "i"),
     ("log_every", "i"), ("check_collectives", "b"), ("staleness_lr", "f"), ("avg_optimizer_state", "b"),
@@ -30,11 +34,18 @@ def fail(msg):
     sys.exit(2)
 
 
-def text(v):
+def text(v, kind="s"):
     if isinstance(v, bytes):
         return v.decode()
     if hasattr(v, "item"):
         v = v.item()
+    if kind == "f32":
+        import numpy
+        f = numpy.float32(v)
+        if float(f) != float(v):
+            fail("attribute value %r is not a float32" % v)
+        return numpy.format_float_positional(f, unique=True, trim="-") if 1e-4 <= abs(f) < 1e16 or f == 0 \
+            else numpy.format_float_scientific(f, unique=True, trim="-")
     if isinstance(v, float):
         return repr(v)  # shortest text that reads back as the same double
     return str(v)
@@ -51,6 +62,9 @@ def command(attrs, binary, out, save_params):
         if kind == "b":
             if int(v):
                 args.append(opt)
+        elif key == "backend":
+            if text(v) != "none":  # a one-process run had no backend; train takes the default, unused
+                args += [opt, text(v)]
         elif key == "staleness_lr":
             if float(v) > 0:
                 args += [opt, text(v)]
@@ -64,7 +78,7 @@ def command(attrs, binary, out, save_params):
             if text(v):
                 args += [opt, text(v)]
         else:
-            args += [opt, text(v)]
+            args += [opt, text(v, kind)]
     for sw in attrs.get("switches", []):
         args += ["--switch", text(sw)]
     args += ["--out", out]

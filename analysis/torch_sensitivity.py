@@ -38,7 +38,7 @@ MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
 FASHION_MEAN, FASHION_STD = 0.2860, 0.3530   # core/data/dataset.h
 CHUNK = 256                                   # core/train/sensitivity.cpp: image models' probe chunk
-# Our layers in forward order -> the PyTorch peer's nn.Sequential index (shared/peers/torch_ddp.py cnn()),
+# Our layers in forward order -> the PyTorch peer's nn.Sequential index (peers/torch_ddp.py cnn()),
 # with the tensors each layer owns, in the --save-params layout (CONTRACT.md).
 LAYERS = [("conv1", "0", ["weight"], []), ("bn1", "1", ["weight", "bias"], ["running_mean", "running_var"]),
           ("conv2", "3", ["weight"], []), ("bn2", "4", ["weight", "bias"], ["running_mean", "running_var"]),
@@ -347,7 +347,7 @@ def read_params(path):
 # ---- the PyTorch side ----
 
 def torch_cnn():
-    """shared/peers/torch_ddp.py cnn(), written out (Sequential indices are what LAYERS maps to)."""
+    """peers/torch_ddp.py cnn(), written out (Sequential indices are what LAYERS maps to)."""
     import torch.nn as nn
 
     def block(i, o):

@@ -11,6 +11,7 @@
 # Environment: BENCH_OPS (default: build-perf/core/ops/bench_ops, else build/core/ops/bench_ops).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" bench_ops_vs_torch
+prov_command -- "$@"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -38,15 +39,18 @@ $py -c 'import torch' 2>/dev/null || die "python3-torch is not installed (make d
 
 work=$(mktemp -d /tmp/dd-bench-ops-XXXXXX)
 trap 'rm -rf "$work"' EXIT
+prov_start
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 "$bin" "$threads" "$iters" >"$work/ours.txt"
 tail -1 "$work/ours.txt" >"$work/ours.json"
 
 # OPENBLAS_NUM_THREADS: OpenBLAS keeps its own thread pool beside torch's (set_num_threads does not reach it).
 THREADS=$threads ITERS=$iters LOAD0="$load0" OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
-  $py - "$work/ours.json" "$bin" <<'EOF'
+  $py - "$work/ours.json" "$bin" <<'EOF' | tee "$work/all.txt"
 import json, os, re, subprocess, sys, time, datetime
 import torch
+sys.path.insert(0, os.environ["PROV_LIB"])
+import provenance
 import torch.nn.functional as F
 
 threads, iters = int(os.environ["THREADS"]), int(os.environ["ITERS"])
@@ -143,7 +147,11 @@ gemm_ms = ours.get("gemm 64x1024x1024 (x W^T) fwd")
 flags = open("/proc/cpuinfo").read()
 model = re.search(r"model name\s*:\s*(.*)", flags)
 blas = sorted({l.split()[-1] for l in open("/proc/self/maps") if re.search(r"(blas|blis|mkl_rt)", l)})
-print(json.dumps({"bench": "ops_vs_torch", "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+torch_gemm = 2 * 64 * 1024 * 1024 / rows["gemm 64x1024x1024 (x W^T) fwd"] / 1e6
+# The peer here is PyTorch's ops called from this script (not peers/torch_ddp.py).
+peer = {"script": "experiments/bench_ops_vs_torch.sh", "blas": ", ".join(os.path.basename(b) for b in blas),
+        "gemm_gflops": round(torch_gemm, 1), "threads": threads, "torch": torch.__version__}
+print(json.dumps(provenance.stamp_from_env({"bench": "ops_vs_torch", "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
                   "threads": threads, "iters": iters, "nproc": os.cpu_count(),
                   "cpu_model": model.group(1).strip() if model else "unknown",
                   "avx2": " avx2" in flags, "avx512f": " avx512f" in flags,
@@ -151,5 +159,10 @@ print(json.dumps({"bench": "ops_vs_torch", "date": datetime.datetime.utcnow().st
                   "ours_gemm_gflops": (2 * 64 * 1024 * 1024 / gemm_ms / 1e6) if gemm_ms else None,
                   "torch_gemm_gflops": 2 * 64 * 1024 * 1024 / rows["gemm 64x1024x1024 (x W^T) fwd"] / 1e6,
                   "loadavg_start": os.environ["LOAD0"],
-                  "loadavg_end": " ".join(open("/proc/loadavg").read().split()[:3]), "rows": res}))
+                  "loadavg_end": " ".join(open("/proc/loadavg").read().split()[:3]), "rows": res}, peer_block_=peer)))
 EOF
+# --out FILE: the JSON line, indented, written there too.
+if [ -n "$out" ]; then
+  tail -n 1 "$work/all.txt" | $py -c 'import json, sys; json.dump(json.loads(sys.stdin.read()), open(sys.argv[1], "w"), indent=1)' "$out"
+  echo "# saved to $out"
+fi

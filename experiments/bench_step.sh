@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # experiments/bench_step.sh: single-process step time of `dreamddp train` against the PyTorch peer
-# (shared/peers/torch_ddp.py) on the same model, batch and thread count, alternated in one sitting.
+# (peers/torch_ddp.py) on the same model, batch and thread count, alternated in one sitting.
 #
 #   experiments/bench_step.sh [mlp cnn resnet20 gpt-mini]
 #
@@ -14,13 +14,14 @@
 # below 0.7x ours, above 1.5x ours (more cores than it was given), that runs on netlib's BLAS, or that refuses to
 # run gets no ratio ("misconfigured"), and a model
 # measured while the load average exceeded the core count is marked noisy.
-# Environment: DREAMDDP_BIN (default <repo>/build/dreamddp), TORCH_PEER (default: shared/peers/torch_ddp.py
-# beside or above the repository), REPS, THREADS (per process, both systems; default 1), SAVE=FILE (also write the
+# Environment: DREAMDDP_BIN (default <repo>/build/dreamddp), DREAMDDP_PEER (another peer file with the same
+# options and JSON line; default <repo>/peers/torch_ddp.py; TORCH_PEER is read too), REPS, THREADS (per process, both systems; default 1), SAVE=FILE (also write the
 # JSON with the sitting's machine block and command there), BENCH_STRICT=1 (exit 1 when a target is missed or no
 # ratio could be given). OPENBLAS_CORETYPE and the BLAS PyTorch loads are left as the environment has them (the
 # peer drops OPENBLAS_CORETYPE itself when its GEMM is correct without it; both are reported).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" bench_step
+prov_command REPS THREADS DREAMDDP_PEER TORCH_PEER -- "$@"
 case ${1-} in -h|--help) usage_from_header; exit 0 ;; esac
 for m in "$@"; do  # the arguments first: a mistyped model is named whatever else is missing
   case $m in mlp|cnn|resnet20|gpt-mini) ;; *) die "unknown model '$m' (expected mlp, cnn, resnet20 or gpt-mini)" ;; esac
@@ -33,14 +34,10 @@ bin=${DREAMDDP_BIN:-$root/build/dreamddp}
 reps=${REPS:-2}
 threads=${THREADS:-1}
 
-peer=${TORCH_PEER:-}
-if [[ -z $peer ]]; then
-  for c in "$root/shared/peers/torch_ddp.py" "$root/../shared/peers/torch_ddp.py"; do
-    [[ -f $c ]] && { peer=$(cd "$(dirname "$c")" && pwd)/$(basename "$c"); break; }
-  done
-fi
+peer=${DREAMDDP_PEER:-${TORCH_PEER:-$root/peers/torch_ddp.py}}
 need_bin "$bin" "build it, or set DREAMDDP_BIN"
-[[ -n $peer && -f $peer ]] || die "PyTorch peer torch_ddp.py not found (looked in $root/shared/peers and $root/../shared/peers; set TORCH_PEER)"
+[[ -n $peer && -f $peer ]] || die "PyTorch peer not found at $peer (set DREAMDDP_PEER)"
+peer=$(cd "$(dirname "$peer")" && pwd)/$(basename "$peer")
 $py -c 'import torch' 2>/dev/null || die "python3-torch is not installed (make deps-peer)"
 [[ $reps =~ ^[1-9][0-9]*$ ]] || die "REPS must be a positive integer, got '$reps'"
 [[ $threads =~ ^[1-9][0-9]?$ ]] || die "THREADS must be an integer in 1..99, got '$threads'"
@@ -55,6 +52,7 @@ declare -A ours_steps=([mlp]=60 [cnn]=30 [resnet20]=30 [gpt-mini]=25)
 declare -A peer_steps=([mlp]=30 [cnn]=15 [resnet20]=15 [gpt-mini]=8)
 declare -A target=([mlp]=1.0 [cnn]=1.0 [resnet20]=1.0 [gpt-mini]=1.0)
 
+prov_start
 work=$(mktemp -d /tmp/dd-bench-step-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -133,11 +131,11 @@ for m in "${models[@]}"; do
 done
 gemm_end=$(gemm)
 
-summary=$($py - "$here/lib" "$rows" "$reps" "$threads" "$gemm_start" "$gemm_end" "${SAVE:-}" "$root" "$*" <<'EOF'
+summary=$($py - "$here/lib" "$rows" "$reps" "$threads" "$gemm_start" "$gemm_end" "${SAVE:-}" "$root" "$peer" <<'EOF'
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-import sitting
-rows_path, reps, threads, g0, g1, save, root, argv = sys.argv[2:]
+import provenance, sitting
+rows_path, reps, threads, g0, g1, save, root, peer_script = sys.argv[2:]
 reps, threads, g0, g1 = int(reps), int(threads), float(g0), float(g1)
 ours_gemm = max(g0, g1)  # the stricter yardstick for the peer
 target = {"mlp": 1.0, "cnn": 1.0, "resnet20": 1.0, "gpt-mini": 1.0}
@@ -149,13 +147,14 @@ for line in open(rows_path):
 print("# our GEMM at the end of the sitting: %.1f GFLOP/s" % g1)
 print("%-9s %9s %9s %6s %7s %-7s %-16s %s" % ("model", "ours ms", "torch ms", "ratio", "target", "verdict",
                                              "ours fwd/bwd/upd", "peer BLAS | GEMM GFLOP/s | threads"))
-res, all_pass = [], True
+res, all_pass, first_peer = [], True, None
 for m, rs in by_model.items():
     ours = [[float(x) for x in r["ours"].split()] for r in rs]
     peers = [r["peer"] for r in rs]
     ran = [p for p in peers if "step_ms" in p]
     best_o = min(ours, key=lambda o: o[0])
     best_p = min(ran, key=lambda p: p["step_ms"]) if ran else None
+    first_peer = first_peer or best_p
     # Every repetition of the peer must have run at its best, not only the fastest one.
     refused = [p["refused"] for p in peers if "refused" in p]
     ok, note = (True, "") if not refused else (False, "the peer refused to run (%s): no ratio" % refused[0])
@@ -184,9 +183,8 @@ for m, rs in by_model.items():
                 "ours_runs_ms": [o[0] for o in ours], "torch_runs_ms": [p.get("step_ms") for p in peers],
                 "peer": sitting.peer_config(best_p) if best_p else {"refused": [p.get("refused") for p in peers]}})
 out = {"bench": "step_time", "threads": threads, "world": 1, "reps": reps,
-       "ours_gemm_gflops": {"start": g0, "end": g1}, "machine": sitting.machine(root),
-       "command": ("REPS=%d THREADS=%d experiments/bench_step.sh %s" % (reps, threads, argv)).strip(),
-       "results": res, "pass": all_pass}
+       "ours_gemm_gflops": {"start": g0, "end": g1}, "results": res, "pass": all_pass}
+provenance.stamp_from_env(out, peer=first_peer, peer_script=provenance.rel_to_repo(peer_script, root))
 if save:
     json.dump(out, open(save, "w"), indent=1)
     print("# saved to " + save)

@@ -16,7 +16,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-import sitting  # noqa: E402
+import provenance  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -63,11 +63,33 @@ def _runs_of(src):
     return doc, lines
 
 
+def measured_on(docs):
+    """The machine block of the measurement (the first source's, written by convergence.sh), else this machine now.
+    A collected file describes where its runs ran, not where they were collected."""
+    m = next((d["machine"] for d in docs if isinstance(d.get("machine"), dict)), None)
+    if m is None:
+        m = provenance.start(REPO)
+    m = dict(m)
+    return m
+
+
+def finish(res, command, docs):
+    """The provenance fields: the given command (else the source's), the measurement's machine, no peer."""
+    machine = measured_on(docs)
+    end = machine.get("load_1m_end")
+    command = command or next((d["command"] for d in docs if d.get("command")), "")
+    provenance.stamp(res, command, machine)
+    if end is not None:  # the measurement's own end, not the collection's
+        res["machine"]["load_1m_end"] = end
+    return res
+
+
 def convergence(outs, dest, command):
     """`outs`: one or more convergence.sh directories of one sitting (same setup), rows concatenated."""
-    rows, setup, doc = [], [], None
+    rows, setup, doc, docs = [], [], None, []
     for out in outs.split(","):
         doc, lines = _runs_of(out)
+        docs.append(doc)
         rows += doc["runs"]
         setup += lines
     by = {r["policy"]: r for r in rows}
@@ -84,9 +106,9 @@ def convergence(outs, dest, command):
             r["baseline"] = base["policy"]
             r["bytes_vs_baseline"] = r["comm_mb"] / base["comm_mb"] if base["comm_mb"] else None
             r["gap_to_baseline_points"] = 100 * (r["test_accuracy"] - base["test_accuracy"])
-    res = {"study": "beyond-convergence", "command": command, "machine": sitting.machine(REPO), "sitting": setup,
-           "network": doc["network"], "runs": rows}
-    json.dump(res, open(dest, "w"), indent=1)
+    res = finish({"study": "beyond-convergence", "sitting": setup, "network": doc["network"], "runs": rows},
+                 command, docs)
+    provenance.write_json_atomic(dest, res)
     print("beyond_results: wrote %s (%d runs)" % (dest, len(rows)))
 
 
@@ -94,10 +116,11 @@ def seeds(dest, by_seed, command):
     """Final accuracy per policy and seed, each seed's gap to the ddp of that seed (same data order and
     initialisation), and their mean, min and max: the statement a single seed cannot make (single runs of the local
     policies move by about a point between seeds)."""
-    acc, mb, setup = {}, {}, []
+    acc, mb, setup, docs = {}, {}, [], []
     for seed, srcs in by_seed:
         for src in srcs.split(","):
             doc, lines = _runs_of(src)
+            docs.append(doc)
             setup += lines
             for r in doc["runs"]:
                 acc.setdefault(r["policy"], {})[seed] = r["test_accuracy"]
@@ -114,9 +137,9 @@ def seeds(dest, by_seed, command):
                      "seeds": common, "mean_accuracy": sum(per[s] for s in common) / len(common),
                      "mean_gap_points": sum(gaps) / len(gaps), "min_gap_points": min(gaps),
                      "max_gap_points": max(gaps), "comm_mb": sum(mb[policy].values()) / len(mb[policy])})
-    res = {"study": "beyond-convergence-seeds", "command": command, "machine": sitting.machine(REPO),
-           "sitting": setup, "seeds": [s for s, _ in by_seed], "rows": rows}
-    json.dump(res, open(dest, "w"), indent=1)
+    res = finish({"study": "beyond-convergence-seeds", "sitting": setup, "seeds": [s for s, _ in by_seed],
+                  "rows": rows}, command, docs)
+    provenance.write_json_atomic(dest, res)
     print("beyond_results: wrote %s (%d policies over seeds %s)" % (dest, len(rows), res["seeds"]))
 
 

@@ -9,6 +9,7 @@
 # --results FILE also writes it there (experiments/results/compare_builds.json is what the README renders).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" compare_builds
+prov_command -- "$@"
 py=/usr/bin/python3
 base="" new="" reps=2 models="mlp cnn resnet20 gpt-mini" net=1gbit out="" results=""
 cmdline="experiments/compare_builds.sh $*"
@@ -32,6 +33,7 @@ need_bin "$base"; need_bin "$new"
 out=${out:-runs/compare-builds-$(date -u +%Y%m%dT%H%M%S)}
 [ -e "$out" ] && die "$out exists: never overwriting an earlier run"
 mkdir -p "$out"
+prov_start
 netopt=(--netem "$net")
 if [ "$(id -u)" != 0 ]; then netopt=(); net=loopback; echo "# not root: the 4-rank runs use loopback"; fi
 declare -A batch=([mlp]=64 [cnn]=64 [resnet20]=64 [gpt-mini]=8) steps=([mlp]=60 [cnn]=30 [resnet20]=20 [gpt-mini]=20)
@@ -70,7 +72,7 @@ $py - "$rows" "$out/compare.json" "$base" "$new" "$net" "$load_max" "$(nproc)" "
 import collections, json, os, sys, datetime
 rows, dst, base, new, net, load, cores, command, lib, results = sys.argv[1:11]
 sys.path.insert(0, lib)
-import sitting
+import provenance, sitting
 v = collections.defaultdict(list)
 for line in open(rows):
     kind, what, side, x = line.split()
@@ -79,8 +81,7 @@ def commit_of(binary):
     """The commit of the tree a binary was built in (<tree>/build/dreamddp), dirty or not; None elsewhere."""
     tree = os.path.dirname(os.path.dirname(os.path.abspath(binary)))
     return sitting.git_commit(tree) if os.path.isdir(os.path.join(tree, ".git")) or os.path.isfile(os.path.join(tree, ".git")) else None
-res = {"study": "compare-builds", "command": command, "machine": sitting.machine(os.path.dirname(os.path.dirname(lib))),
-       "date": datetime.datetime.utcnow().isoformat() + "Z", "base": base, "new": new, "base_commit": commit_of(base), "new_commit": commit_of(new), "net": net,
+res = {"study": "compare-builds", "date": datetime.datetime.utcnow().isoformat() + "Z", "base": base, "new": new, "base_commit": commit_of(base), "new_commit": commit_of(new), "net": net,
        "load_max": float(load), "cores": int(cores), "noisy": float(load) > int(cores), "rows": []}
 print("%-8s %-14s %12s %12s %9s" % ("what", "config", "base", "new", "new/base"))
 for (kind, what) in dict.fromkeys((k, w) for k, w, _ in v):
@@ -94,7 +95,8 @@ for (kind, what) in dict.fromkeys((k, w) for k, w, _ in v):
     print("%-8s %-14s %12.2f %12.2f %9.3f   (%s; speed ratio, >1 = new faster)" % (kind, what, bb, nn, ratio, unit))
 if res["noisy"]:
     print("# NOISY: load average before a run reached %.2f on %s cores" % (float(load), cores))
+provenance.stamp_from_env(res)
 for p in [dst] + ([results] if results else []):
-    json.dump(res, open(p, "w"), indent=1)
+    provenance.write_json_atomic(p, res)
     print("# written", p)
 PY

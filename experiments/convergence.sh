@@ -18,6 +18,7 @@
 # (every steps/5, on the first 5000 test images, the same for every policy).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" convergence.sh
+prov_command -- "$@"
 cd "$(dirname "$0")/.."
 
 MODEL=cnn STEPS=1000 BATCH=32 RANKS=4 EVAL_EVERY=0 EVAL_SAMPLES=5000 LR=0.02 SEED=0 NETEM="" OUT=runs/convergence
@@ -61,6 +62,7 @@ if [ -e "$OUT" ]; then
   echo "convergence.sh: moved the earlier $OUT to $keep"
 fi
 mkdir -p "$OUT"
+prov_start
 {
   echo "date: $(date -Is)"
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -93,9 +95,11 @@ for policy in $POLICIES; do
   echo "$policy $name" >> "$OUT/runs.txt"
 done
 
-$PY - "$OUT" "$NETNAME" <<'PYEOF' | tee "$OUT/summary.txt"
+$PY - "$OUT" "$NETNAME" "$PROV_LIB" <<'PYEOF' | tee "$OUT/summary.txt"
 import json, os, sys
 import h5py, numpy as np
+sys.path.insert(0, sys.argv[3])
+import provenance
 
 out, net = sys.argv[1], sys.argv[2]
 rows = []
@@ -129,7 +133,8 @@ if base and dream:
     ok = abs(dream["gap_to_ddp_points"]) <= 1.0 or dream["gap_to_ddp_points"] > 0
     print(f"\nissue 4 acceptance ({dream['policy']} within 1 point of ddp after {dream['samples']} samples): "
           f"{'PASS' if ok else 'FAIL'} ({dream['gap_to_ddp_points']:+.2f} points)")
-json.dump({"network": net, "runs": rows}, open(os.path.join(out, "convergence.json"), "w"), indent=1)
+provenance.write_json_atomic(os.path.join(out, "convergence.json"),
+                             provenance.stamp_from_env({"network": net, "runs": rows}))
 PYEOF
 
 $PY analysis/make_figures.py "$OUT"

@@ -17,6 +17,8 @@ case ${1-} in
   "") ;;
   *) echo "demo: takes no arguments, got '$1' (configure it with the DEMO_* variables: see --help)" >&2; exit 2 ;;
 esac
+. "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" demo
+prov_command DEMO_NET DEMO_RANKS DEMO_STEPS DEMO_MODEL DEMO_RESULTS -- "$@"
 cd "$(dirname "$0")/.."
 BIN=${DREAMDDP_BIN:-build/dreamddp}
 PY=/usr/bin/python3
@@ -35,6 +37,7 @@ if [ -e "$OUT" ]; then
   echo "demo: kept the earlier demo run as $keep"
 fi
 mkdir -p "$OUT"
+prov_start
 
 NET=()
 NETNAME=${DEMO_NET:-$DEFAULT_NET}
@@ -64,7 +67,7 @@ $PY analysis/make_figures.py "$OUT" >/dev/null
 $PY - "$OUT" "$NETNAME" "$RANKS" "$STEPS" "${DEMO_RESULTS:-}" "${POLICIES[@]}" <<'PYEOF'
 import json, os, sys
 sys.path.insert(0, "experiments/lib")
-import sitting
+import provenance
 out, net, ranks, steps, save = sys.argv[1:6]
 policies = sys.argv[6:]
 rows = []
@@ -94,9 +97,8 @@ elif verdict != "wins":
           "as Local SGD does: the regime map (README.md) shows where it pays and where it ties.")
 print(f"figures: {out}/figures/ (accuracy against wall time, one step's overlap timeline)")
 if save:
-    json.dump({"study": "demo", "network": net, "ranks": int(ranks), "steps": int(steps), "rows": rows,
-               "dreamddp_vs_ddp": dd / ddp, "dreamddp_vs_best_baseline": ratio, "best_baseline": best_name,
-               "verdict": verdict, "machine": sitting.machine("."),
-               "command": "DEMO_NET=%s DEMO_RANKS=%s DEMO_STEPS=%s make demo" % (net, ranks, steps)},
-              open(save, "w"), indent=1)
+    provenance.write_json_atomic(save, provenance.stamp_from_env(
+        {"study": "demo", "network": net, "ranks": int(ranks), "steps": int(steps), "rows": rows,
+         "dreamddp_vs_ddp": dd / ddp, "dreamddp_vs_best_baseline": ratio, "best_baseline": best_name,
+         "verdict": verdict}))
 PYEOF

@@ -6,9 +6,10 @@
 #
 #   experiments/hier_study.sh [--nets "1gbit 100mbit"] [--steps 150] [--repeats 2] [--acc-steps 1000]
 #                             [--hier hier:nodes=auto] [--flat dreamddp:h=8] [--bin build/dreamddp] [--out runs/hier]
-# --acc-steps 0 skips the accuracy runs. A run folder that exists is never overwritten (OUT gets a time suffix).
+# --acc-steps 0 skips the accuracy runs. Results: OUT/summary.txt and OUT/hier.json. A run folder that exists is never overwritten (OUT gets a time suffix).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" hier_study.sh
+prov_command -- "$@"
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 NETS="1gbit 100mbit" STEPS=150 REPEATS=2 ACC_STEPS=1000 HIER=hier:nodes=auto FLAT=dreamddp:h=8
 BIN=${DREAMDDP_BIN:-$REPO/build/dreamddp} OUT=$REPO/runs/hier
@@ -29,6 +30,7 @@ need_bin "$BIN" "make build, or --bin"
 [ "$(id -u)" = 0 ] || die "the emulated cluster needs root (network namespaces)"
 [ -e "$OUT" ] && OUT="$OUT.$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$OUT"
+prov_start
 safe() { echo "$1" | tr ':=,' '-__'; }
 field() { /usr/bin/python3 -c "import json,sys; d=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(d[sys.argv[2]])" "$1" "$2"; }
 
@@ -70,3 +72,33 @@ if [ "$ACC_STEPS" -gt 0 ]; then
     echo "accuracy (mlp, fashion-mnist, 4 ranks x 64, $ACC_STEPS steps, 10k test images): $p $(field "$d.log" test_accuracy) ($(/usr/bin/python3 -c "print(round($(field "$d.log" comm_bytes)/1e6))") MB/rank)" | tee -a "$summary"
   done
 fi
+# OUT/hier.json: the same measurements as JSON, with the provenance fields (experiments/lib/provenance.py).
+/usr/bin/python3 - "$OUT" "$HIER" "$FLAT" "$ACC_STEPS" <<'EOF'
+import json, os, statistics, sys
+sys.path.insert(0, os.environ["PROV_LIB"])
+import provenance
+out, hier, flat, acc_steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+runs = []
+for l in open(os.path.join(out, "summary.txt")).read().splitlines()[1:]:
+    t = l.split()
+    if len(t) == 7 and t[2].isdigit():
+        runs.append({"network": t[0], "policy": t[1], "rep": int(t[2]), "samples_per_s": float(t[3]),
+                     "exposed_comm_fraction": float(t[4].rstrip("%")) / 100, "mb_per_rank": float(t[5]),
+                     "load_1m": float(t[6])})
+speed = []
+for net in dict.fromkeys(r["network"] for r in runs):
+    med = {p: statistics.median(r["samples_per_s"] for r in runs if r["network"] == net and r["policy"] == p)
+           for p in (hier, flat)}
+    speed.append({"network": net, "hier": hier, "flat": flat, "median_samples_per_s": med,
+                  "ratio_hier_over_flat": med[hier] / med[flat]})
+accuracy = []
+if acc_steps > 0:
+    for p in (hier, flat):
+        log = os.path.join(out, "accuracy", p.translate(str.maketrans(":=,", "-__")) + ".log")
+        s = json.loads([l for l in open(log).read().splitlines() if l.startswith("{")][-1])
+        accuracy.append({"policy": p, "steps": acc_steps, "test_accuracy": s.get("test_accuracy"),
+                         "mb_per_rank": s["comm_bytes"] / 1e6})
+provenance.write_json_atomic(os.path.join(out, "hier.json"), provenance.stamp_from_env(
+    {"study": "hier", "runs": runs, "speed": speed, "accuracy": accuracy}))
+print("hier study: results %s" % os.path.join(out, "hier.json"))
+EOF

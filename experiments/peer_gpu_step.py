@@ -5,7 +5,7 @@ One step = zero_grad, forward, loss.item() (our GpuModel also returns the loss t
 backward, SGD(lr 0.01, momentum 0.9).step(), on one fixed synthetic batch, timed with CUDA events after
 warm-up; the median over --iters steps is reported. Prints a table and, last, one JSON line.
 
-Model definitions: mlp and cnn are imported from shared/peers/torch_ddp.py (importlib; importing it has no side effects)
+Model definitions: mlp and cnn are imported from peers/torch_ddp.py (importlib; importing it has no side effects)
 when found. gpt-mini is declared here with the same modules, shapes and op order as torch_ddp.GPT, because that
 class builds its position ids and causal mask on the CPU (torch.arange / torch.ones without a device), which
 cannot be combined with CUDA tensors. Both are checked against the parameter counts of CONTRACT.md.
@@ -18,8 +18,8 @@ PARAMS = {'mlp': 2913290, 'cnn': 1701354, 'gpt-mini': 3323392}  # CONTRACT.md re
 
 def load_peer_module():
     here = os.path.dirname(os.path.abspath(__file__))
-    cands = [os.environ.get('TORCH_PEER', ''), os.path.join(here, '..', 'shared', 'peers', 'torch_ddp.py'),
-             os.path.join(here, '..', '..', 'shared', 'peers', 'torch_ddp.py')]
+    cands = [os.environ.get('DREAMDDP_PEER', ''), os.environ.get('TORCH_PEER', ''),
+             os.path.join(here, '..', 'peers', 'torch_ddp.py')]
     for c in cands:
         if c and os.path.isfile(c):
             spec = importlib.util.spec_from_file_location('torch_ddp_peer', c)

@@ -31,6 +31,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "lib"))
+import provenance  # noqa: E402
 import sitting  # noqa: E402
 
 PY = "/usr/bin/python3"
@@ -437,8 +438,7 @@ def main():
     ap.add_argument("--resume-cells", action="store_true", help="OUT exists: keep its measured cells, add the rest")
     ap.add_argument("--results", default="", help="also write the document here (e.g. experiments/results/regime_map.json)")
     ap.add_argument("--bin", default=os.environ.get("DREAMDDP_BIN", os.path.join(REPO, "build", "dreamddp")))
-    ap.add_argument("--peer", default=os.environ.get("DREAMDDP_PEER", os.path.join(REPO, "..", "shared", "peers",
-                                                                                  "torch_ddp.py")))
+    ap.add_argument("--peer", default=os.environ.get("DREAMDDP_PEER", os.path.join(REPO, "peers", "torch_ddp.py")))
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--configs", default="", help="our configurations instead of the default ones, e.g. "
                     "'localsgd:k=8 dreamddp:h=8 dreamddp:h=8,delay=2 dreamddp:h=8,delay=2,compress=int8'")
@@ -503,19 +503,22 @@ def main():
     if not a.no_peer and alone is None:
         print("# the peer does not run alone here (netlib BLAS? see torch_ddp.py): its ratios will be withheld")
     s.peer_alone = alone["gemm_gflops"] if alone else 0.0
-    meta = sitting.machine(REPO)
-    cmd = "experiments/regime_map.sh " + " ".join(sys.argv[1:])
+    meta = provenance.start(REPO)
+    cmd = provenance.shell_command([os.environ.get("REGIME_MAP_ENTRY", "experiments/regime_map.py")] + sys.argv[1:],
+                                   ("DREAMDDP_PEER",))
     print("# regime map: %d cells, %d repeats, H=%d; our GEMM %.1f GFLOP/s, the peer's alone %.1f (%s); %s, %d cores, "
           "load %.2f" % (len(cells), a.repeats, a.h, our_gemm, s.peer_alone, (alone or {}).get("blas", "-"),
                          meta["cpu"], meta["cores"], meta["load_1m"]), flush=True)
-    doc = {"study": "regime_map", "command": cmd, "machine": meta, "ours_gemm_gflops": our_gemm,
+    doc = {"study": "regime_map", "ours_gemm_gflops": our_gemm,
            "peer_alone": sitting.peer_config(alone), "H": a.h,
            "repeats": a.repeats, "cells": []}
+    peer_script = None if a.no_peer else provenance.rel_to_repo(a.peer, REPO)
+    provenance.stamp(doc, cmd, meta, peer=alone, peer_script=peer_script)
     for m, n, r in cells:
         doc["cells"].append(s.cell(m, n, r, our_gemm))
         json.dump(doc, open(os.path.join(a.out, "regime.json"), "w"), indent=1)
     doc["ours_gemm_gflops_end"] = sitting.our_gemm_gflops(a.bin)
-    doc["machine"]["load_1m_end"] = sitting.load1()
+    provenance.stamp(doc, cmd, meta, peer=alone, peer_script=peer_script)
     json.dump(doc, open(os.path.join(a.out, "regime.json"), "w"), indent=1)
     if a.results:
         slim = json.loads(json.dumps(doc))

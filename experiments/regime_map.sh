@@ -6,4 +6,4 @@
 #                             [--cells "mlp:2:1gbit ..."] [--h 8] [--repeats 2] [--budget-s 6] [--out runs/regime]
 #                             [--resume-cells] [--results experiments/results/regime_map.json] [--no-peer]
 set -euo pipefail
-exec /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/regime_map.py" "$@"
+REGIME_MAP_ENTRY=experiments/regime_map.sh exec /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/regime_map.py" "$@"

@@ -13,11 +13,12 @@
 # plus cnn with probe=minibatch (the training minibatch's gradient at t0 vs t0+d: sampling noise included).
 #
 # Runs: OUT/<model>-fixed/ (and OUT/cnn-minibatch/), each with metrics.h5 (/sensitivity/cosine[probe, layer,
-# delay]) and summary.json; the table is also written to OUT/summary.txt. An existing OUT is moved to
+# delay]) and summary.json; the table is also written to OUT/summary.txt and OUT/sensitivity.json. An existing OUT is moved to
 # OUT.<time> first (nothing is overwritten). Defaults fit two CPU cores (~20-25 min in all on a busy machine):
 # one process with --threads 2 (--ranks R > 1: R ranks under `dreamddp launch`, cosine is then the mean over ranks).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sensitivity.sh
+prov_command -- "$@"
 cd "$(dirname "$0")/.."
 
 STEPS="" EVERY="" PROBE_BATCH="" MODELS="cnn resnet20 gpt-mini"
@@ -50,6 +51,7 @@ if [ -e "$OUT" ]; then
   echo "sensitivity.sh: moved the earlier $OUT to $keep"
 fi
 mkdir -p "$OUT"
+prov_start
 {
   echo "date: $(date -Is)"
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -98,8 +100,11 @@ fi
 $PY - "$OUT" <<'PYEOF' | tee "$OUT/summary.txt"
 import json, os, re, sys, warnings
 import h5py, numpy as np
+sys.path.insert(0, os.environ["PROV_LIB"])
+import provenance
 
 out = sys.argv[1]
+doc = {"study": "sensitivity", "runs": []}
 
 def group_of(model, name):
     """Layer name -> the row it is reported under: every layer of cnn/mlp; resnet20 per residual block
@@ -152,6 +157,12 @@ for run in sorted(os.listdir(out)):
     if ok:
         lo, hi = min(ok, key=lambda r: r[1][j8]), max(ok, key=lambda r: r[1][j8])
         print(f"  most sensitive at d={delays[j8]}: {lo[0]} ({lo[1][j8]:.3f}); least: {hi[0]} ({hi[1][j8]:.3f})")
+    doc["runs"].append({"run": run, "model": model, "probe": "minibatch" if variant else "fixed",
+                        "probe_steps": [int(p) for p in probes], "delays": [int(d) for d in delays],
+                        "groups": [{"group": g, "layers": len(groups[g]),
+                                    "mean_cosine": [v if np.isfinite(v) else None for v in vals]} for g, vals in rows]})
+# OUT/sensitivity.json: the table as JSON, with the provenance fields (experiments/lib/provenance.py).
+provenance.write_json_atomic(os.path.join(out, "sensitivity.json"), provenance.stamp_from_env(doc))
 PYEOF
 
 $PY analysis/make_figures.py "$OUT"

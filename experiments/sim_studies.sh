@@ -8,6 +8,7 @@
 # experiments/results/simulate.md holds the tables and their reading. Needs a dreamddp built with SimGrid.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sim_studies.sh
+prov_command -- "$@"
 cd "$(dirname "$0")/.."
 BIN=${DREAMDDP_BIN:-build/dreamddp} ARGS=()
 while [ $# -gt 0 ]; do
@@ -21,4 +22,4 @@ while [ $# -gt 0 ]; do
   esac
 done
 need_bin "$BIN"
-exec /usr/bin/python3 experiments/sim/studies.py --bin "$BIN" "${ARGS[@]}"
+SIM_STUDIES_COMMAND=$PROV_COMMAND exec /usr/bin/python3 experiments/sim/studies.py --bin "$BIN" "${ARGS[@]}"

@@ -21,6 +21,7 @@
 # finding, not a failure).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sim_validate.sh
+prov_command -- "$@"
 BIN=${DREAMDDP_BIN:-$(cd "$(dirname "$0")/.." && pwd)/build/dreamddp} PROFILE="" JSON="" BP=profile RUNS=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -42,8 +43,11 @@ for r in "${RUNS[@]}"; do
   [ -f "$r/metrics.h5" ] && [ -f "$r/summary.json" ] || die "$r: not a run directory (needs metrics.h5 and summary.json)"
 done
 [ -z "$PROFILE" ] || [ -f "$PROFILE/bp.json" ] || die "--profile $PROFILE: no bp.json there"
+prov_start
 exec /usr/bin/python3 - "$BIN" "$PROFILE" "$JSON" "$BP" "${RUNS[@]}" <<'PYEOF'
 import json, os, subprocess, sys, tempfile
+sys.path.insert(0, os.environ["PROV_LIB"])
+import provenance
 import h5py
 import numpy as np
 
@@ -136,5 +140,5 @@ for run in runs:
 print(json.dumps({"validation": [{k: r[k] for k in ("run", "policy", "world", "measured_step_ms",
                                                     "simulated_step_ms", "ratio")} for r in rows]}))
 if json_out:
-    json.dump({"rows": rows}, open(json_out, "w"), indent=1)
+    provenance.write_json_atomic(json_out, provenance.stamp_from_env({"rows": rows}))
 PYEOF

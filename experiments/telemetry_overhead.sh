@@ -15,6 +15,7 @@
 # The first pair is a warm-up (page cache, CPU frequency) and is reported but not used.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" telemetry_overhead.sh
+prov_command -- "$@"
 cd "$(dirname "$0")/.."
 
 MODEL=mlp POLICY=dreamddp:h=8 RANKS=4 STEPS=200 BATCH=64 REPEATS=5 THREADS=1 OUT=runs/telemetry
@@ -45,6 +46,7 @@ if [ -e "$OUT" ]; then
   echo "telemetry_overhead.sh: moved the earlier $OUT to $keep"
 fi
 mkdir -p "$OUT"
+prov_start
 {
   echo "date: $(date -Is)"
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -80,8 +82,10 @@ for r in $(seq 0 "$REPEATS"); do
   if (( r == 0 )); then one off base 1; one on base 1; fi
 done
 
-$PY - "$OUT" "$REPEATS" "$STEPS" <<'PYEOF' | tee "$OUT/summary.txt"
+$PY - "$OUT" "$REPEATS" "$STEPS" "$PROV_LIB" <<'PYEOF' | tee "$OUT/summary.txt"
 import json, os, statistics, sys
+sys.path.insert(0, sys.argv[4])
+import provenance
 
 out, reps = sys.argv[1], int(sys.argv[2])
 ms = {m: [json.load(open(os.path.join(out, f"{m}.{r}.json")))["step_ms"] for r in range(1, reps + 1)] for m in ("on", "off")}
@@ -112,10 +116,9 @@ for m in ("off", "on"):
 print(f"ratio on/off: {cratio:.4f} ({100 * (cratio - 1):+.2f}%)")
 verdict = "INCONCLUSIVE (no CPU above the 1-step run)" if cmed["off"] <= 0 else "PASS" if cratio <= 1.02 else "FAIL"
 print(f"issue 6 (telemetry <= 2% of step time, judged on CPU per step): {verdict}")
-json.dump({"on_ms": ms["on"], "off_ms": ms["off"], "median_on_ms": med["on"], "median_off_ms": med["off"],
+provenance.write_json_atomic(os.path.join(out, "overhead.json"), provenance.stamp_from_env({"on_ms": ms["on"], "off_ms": ms["off"], "median_on_ms": med["on"], "median_off_ms": med["off"],
            "cpu_ms_per_step_on": cpu_step["on"], "cpu_ms_per_step_off": cpu_step["off"], "cpu_ratio": cratio,
-           "ratio_of_medians": ratio, "median_pair_ratio": pair_med, "loads": loads, "metrics_h5_bytes": size},
-          open(os.path.join(out, "overhead.json"), "w"), indent=1)
+           "ratio_of_medians": ratio, "median_pair_ratio": pair_med, "loads": loads, "metrics_h5_bytes": size}))
 PYEOF
 
 $PY analysis/make_figures.py "$OUT"

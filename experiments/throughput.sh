@@ -7,7 +7,7 @@
 #                             [--policies "ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8"] [--peer-algos "ddp localsgd"]
 #                             [--loopback]
 # Relative paths given as options are taken from the caller's directory; the defaults from the repository root.
-# --peer-algos "" runs ours only. Environment: DREAMDDP_BIN, DREAMDDP_PEER (default ../shared/peers/torch_ddp.py).
+# --peer-algos "" runs ours only. Environment: DREAMDDP_BIN, DREAMDDP_PEER (default peers/torch_ddp.py).
 # The peer must run at its best (experiments/lib/sitting.py): our GEMM rate is measured at the start of the sitting
 # and every ratio against a peer run whose own gemm_gflops is below 0.7x ours, above 1.5x ours or its own rate
 # alone (more cores than given) or on netlib's BLAS is withheld (it reads '-') and the run marked misconfigured; the peer's BLAS, GEMM rate and threads are printed beside the table;
@@ -22,12 +22,13 @@
 # fetching it with `apt-get download libopenblas0-pthread` if needed; `system` forces the system's BLAS.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" throughput.sh
+prov_command DREAMDDP_PEER -- "$@"
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 
 # Defaults are relative to the repository root; paths given on the command line to the caller's directory.
 STEPS=200 NETS="1gbit 10gbit" MODELS=mlp OUT=runs/throughput REPEATS=1 RANKS=4 BATCH=64
 POLICIES="ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8" PEER_ALGOS="ddp localsgd" LOOPBACK=0
-BIN=${DREAMDDP_BIN:-build/dreamddp} PEER=${DREAMDDP_PEER:-$REPO/../shared/peers/torch_ddp.py} PEER_BLAS=auto
+BIN=${DREAMDDP_BIN:-build/dreamddp} PEER=${DREAMDDP_PEER:-$REPO/peers/torch_ddp.py} PEER_BLAS=auto
 PY=/usr/bin/python3
 abs() { if [[ "$1" = /* ]]; then echo "$1"; else echo "$PWD/$1"; fi; }
 while [ $# -gt 0 ]; do
@@ -105,6 +106,7 @@ if [ -n "$PEER_ALGOS" ]; then
   esac
 fi
 
+prov_start
 OUR_GEMM=$($PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import sitting; print(sitting.our_gemm_gflops(sys.argv[2]))' \
   "$REPO/experiments/lib" "$BIN")
 # The peer's GEMM rate alone, next to ours (judges the peer with its in-run rate: sitting.judge_peer).
@@ -209,7 +211,7 @@ policy = "ddp" if algo == "ddp" else f"localsgd:k={s['k']}"
 r = {"system": "torch", "policy": policy, "network": net, "model": model,
      "samples_per_s": s["samples_per_s"], "exposed_comm_fraction": None, "step_ms": s["step_ms"],
      "run_dir": d, "load_1m": float(ld), "run_s": float(t1) - float(t0), "peer": s["peer"], "peer_blas": blas,
-     "peer_config": {k: s.get(k) for k in ("blas", "gemm_gflops", "threads", "openblas_coretype")}}
+     "peer_config": {k: s.get(k) for k in ("peer", "blas", "gemm_gflops", "threads", "openblas_coretype")}}
 open(records, "a").write(json.dumps(r) + "\n")
 print(f"   {r['samples_per_s']:.0f} samples/s, {r['run_s']:.0f} s")
 PYEOF
@@ -221,12 +223,12 @@ PYEOF
 
   # Table (median over repeats), throughput.json (the analysis/fig_throughput.py format, one per network in
   # OUT/<net>/ too, so `make_figures.py OUT` draws it beside that network's curves and timelines).
-  $PY - "$root" "$NETEM" "$BLAS_NOTE" "$OUR_GEMM" "$REPO/experiments/lib" "$PEER_ALONE" <<'PYEOF'
+  $PY - "$root" "$NETEM" "$BLAS_NOTE" "$OUR_GEMM" "$REPO/experiments/lib" "$PEER_ALONE" "$PEER" "$REPO" <<'PYEOF'
 import json, os, statistics, sys
 root, netem, blas, our_gemm = sys.argv[1], sys.argv[2] == "1", sys.argv[3], float(sys.argv[4])
 alone = float(sys.argv[6]) or None
 sys.path.insert(0, sys.argv[5])
-import sitting
+import provenance, sitting
 recs = [json.loads(l) for l in open(os.path.join(root, "records.jsonl")) if l.strip()]
 rows = {}
 for r in recs:
@@ -244,9 +246,14 @@ for (net, system, policy), rs in rows.items():
                     "peer_note": "; ".join(sorted({sitting.judge_peer(r.get("peer_config"), our_gemm, alone)[1]
                                                   for r in rs}))}
                    if system == "torch" else {})})
-json.dump(out, open(os.path.join(root, "throughput.json"), "w"), indent=1)
+# {"results": [...]} with the provenance fields (analysis/fig_throughput.py reads the list from "results").
+peer_line = next((r.get("peer_config") for r in recs if r["system"] == "torch" and r.get("peer_config")), None)
+def doc(rows):
+    return provenance.stamp_from_env({"study": "throughput", "results": rows}, peer=peer_line,
+                                     peer_script=provenance.rel_to_repo(sys.argv[7], sys.argv[8]))
+provenance.write_json_atomic(os.path.join(root, "throughput.json"), doc(out))
 for net in dict.fromkeys(e["network"] for e in out):
-    json.dump([e for e in out if e["network"] == net], open(os.path.join(root, net, "throughput.json"), "w"), indent=1)
+    provenance.write_json_atomic(os.path.join(root, net, "throughput.json"), doc([e for e in out if e["network"] == net]))
 
 head = open(os.path.join(root, "sitting.txt")).read()
 print()

@@ -1,4 +1,4 @@
-// Reading and writing the per-layer profile files bp.json / comm.json (format of shared/data/dreamddp-profiles).
+// Reading and writing the per-layer profile files bp.json / comm.json (format of data/dreamddp-profiles).
 #include "core/sync/profile_io.h"
 
 #include <cmath>
@@ -16,8 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Python's json module writes NaN as a bare token, which strict JSON parsers reject; the artifact's profiles
-// may contain it and it means "no measurement", so it becomes null (= 0) before parsing.
+// Python's json module writes NaN as a bare token, which strict JSON parsers reject; it becomes null before
+// parsing, so that the file is refused for the layer that has no measurement rather than for its syntax.
 std::string nan_to_null(const std::string& text) {
   std::string out;
   out.reserve(text.size());
@@ -70,10 +70,11 @@ std::vector<std::pair<std::string, double>> read_layer_times(const std::string& 
   for (auto it = j.begin(); it != j.end(); ++it) {
     double v = 0.0;
     if (it.value().is_null()) {
-      v = 0.0;
+      // A layer without a time would cost nothing in every model built on the profile: a wrong figure.
+      throw UsageError("profile file " + file + ": layer " + quoted(it.key()) +
+                       " has no time (null or NaN; need a finite number of seconds >= 0)");
     } else if (it.value().is_number()) {
       v = it.value().get<double>();
-      if (std::isnan(v)) v = 0.0;
       if (!std::isfinite(v) || v < 0.0)
         throw UsageError("profile file " + file + ": layer " + quoted(it.key()) + " has invalid time " +
                          it.value().dump() + " (need a finite number of seconds >= 0)");
@@ -94,6 +95,31 @@ LayerProfile read_profile(const std::string& dir) {
 
   if (bp.empty() && comm.empty())
     throw UsageError("profile directory " + dir + " holds no layers (bp.json and comm.json are empty objects)");
+  // Both files must time the same layers: a layer that one file lacks would cost 0 there.
+  const std::string bp_file = (fs::path(dir) / "bp.json").string();
+  const std::string comm_file = (fs::path(dir) / "comm.json").string();
+  auto only_in = [](const std::vector<std::pair<std::string, double>>& a,
+                    const std::vector<std::pair<std::string, double>>& b) {
+    std::unordered_map<std::string, int> in_b;
+    for (const auto& kv : b) in_b[kv.first] = 1;
+    std::vector<std::string> missing;
+    for (const auto& kv : a)
+      if (!in_b.count(kv.first)) missing.push_back(kv.first);
+    return missing;
+  };
+  auto refuse_missing = [&](const std::vector<std::string>& missing, const std::string& has,
+                            const std::string& lacks, size_t lacks_count) {
+    std::string names;
+    for (size_t i = 0; i < missing.size() && i < 3; ++i) names += (i ? ", " : "") + quoted(missing[i]);
+    if (missing.size() > 3) names += ", ...";
+    throw UsageError("profile directory " + dir + ": " + std::to_string(missing.size()) + " layer(s) of " + has +
+                     " have no time in " + lacks + " (" + names + "; it names " + std::to_string(lacks_count) +
+                     " layers): both files must time the same layers");
+  };
+  const auto bp_only = only_in(bp, comm), comm_only = only_in(comm, bp);
+  if (!bp_only.empty()) refuse_missing(bp_only, bp_file, comm_file, comm.size());
+  if (!comm_only.empty()) refuse_missing(comm_only, comm_file, bp_file, bp.size());
+
   LayerProfile p;
   std::unordered_map<std::string, size_t> index;
   for (auto& [name, t] : bp) {
@@ -103,24 +129,7 @@ LayerProfile read_profile(const std::string& dir) {
     p.bp.push_back(t);
   }
   p.comm.assign(p.names.size(), 0.0);
-  // Layers only in comm.json go right after the layer that precedes them in comm.json, so forward order holds
-  // as far as both files agree on it.
-  size_t insert_at = 0;
-  for (auto& [name, t] : comm) {
-    auto it = index.find(name);
-    if (it != index.end()) {
-      p.comm[it->second] = t;
-      insert_at = it->second + 1;
-      continue;
-    }
-    p.names.insert(p.names.begin() + insert_at, name);
-    p.bp.insert(p.bp.begin() + insert_at, 0.0);
-    p.comm.insert(p.comm.begin() + insert_at, t);
-    for (auto& [n, i] : index)
-      if (i >= insert_at) ++i;
-    index[name] = insert_at;
-    ++insert_at;
-  }
+  for (auto& [name, t] : comm) p.comm[index.at(name)] = t;
   const auto overlap = fs::path(dir) / "overlap.json";
   if (fs::exists(overlap)) {
     const std::string file = overlap.string();

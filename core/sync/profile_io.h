@@ -18,12 +18,12 @@ struct LayerProfile {
   Contention contention;
 };
 
-// Reads DIR/bp.json, DIR/comm.json and, if present, DIR/overlap.json. Layer order is bp.json's key order; layers only in comm.json are merged
-// in after their predecessor in comm.json. Missing, null or NaN values count as 0. Throws dd::UsageError naming
-// the file for a missing directory/file, invalid JSON, a non-object, a non-numeric, infinite or negative value.
+// Reads DIR/bp.json, DIR/comm.json and, if present, DIR/overlap.json. Layer order is bp.json's key order. Throws
+// dd::UsageError naming the file for a missing directory/file, invalid JSON, a non-object, a null/NaN,
+// non-numeric, infinite or negative value, and naming the layers when the two files do not time the same layers.
 LayerProfile read_profile(const std::string& dir);
 
-// Reads one layer -> seconds JSON object (same rules as read_profile); names keep the file's key order.
+// Reads one layer -> seconds JSON object (same value rules as read_profile); names keep the file's key order.
 std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file);
 
 // Writes DIR/bp.json, DIR/comm.json and DIR/overlap.json (creating DIR). Refuses to replace existing files unless overwrite.

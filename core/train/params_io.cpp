@@ -8,13 +8,8 @@
 namespace dd::train {
 
 void save_params(models::Model& m, const std::string& path, int rank) {
-  std::string p = path;
-  bool per_rank = false;
-  for (size_t pos; (pos = p.find("%r")) != std::string::npos;) {
-    p.replace(pos, 2, std::to_string(rank));
-    per_rank = true;
-  }
-  if (!per_rank && rank != 0) return;
+  const std::string p = save_params_path(path, rank);
+  if (p.empty()) return;
   std::string bytes;
   for (auto* l : m.layers()) {
     bytes.append(reinterpret_cast<const char*>(l->params()), sizeof(float) * size_t(l->num_params()));

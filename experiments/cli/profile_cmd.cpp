@@ -5,6 +5,7 @@
 
 #include "backends/backend.h"
 #include "core/common/error.h"
+#include "core/train/run_dir.h"
 #include "core/data/dataset.h"
 #include "core/data/sharder.h"
 #include "core/models/model.h"
@@ -31,6 +32,7 @@ int cmd_profile(int argc, char** argv) {
     }
   if (!parse_train_options(argc, argv, cfg)) return 0;
   if (cfg.out.empty()) throw UsageError("profile: --out DIR is required (bp.json and comm.json go there)");
+  train::check_output_dir("--out", cfg.out);  // before the measurement, not after it
   place_rank(cfg);
   train::resolve_and_validate(cfg);
   auto backend = connect(cfg);

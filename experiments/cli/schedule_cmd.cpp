@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
+#include "core/train/run_dir.h"
 #include "core/sync/profile_io.h"
 #include "core/sync/schedule_choice.h"
 #include "core/sync/schedule_io.h"
@@ -72,6 +73,7 @@ int cmd_schedule(int argc, char** argv) {
   const std::string out = vm.count("out") ? vm["out"].as<std::string>() : "";
   if (!out.empty() && std::filesystem::exists(out))
     throw UsageError("schedule: refusing to overwrite existing file " + out);
+  if (!out.empty()) train::check_output_file("--out", out);  // before the solve prints anything
 
   const int delay = vm.count("delay") ? vm["delay"].as<int>() : -1;
   if (vm.count("delay") && (delay < 0 || delay >= H))

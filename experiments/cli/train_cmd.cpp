@@ -25,6 +25,13 @@ int cmd_train(int argc, char** argv) {
   check_rendezvous_scheme(cfg.rendezvous);  // also where one process never opens the store
   if (!cfg.resume.empty()) train::choose_checkpoint(cfg.resume, cfg.rank, nullptr);  // this rank has an intact one
   const bool continuing = !cfg.resume.empty() && cfg.out == cfg.resume;
+  // Every output target is checked before the run dir is made and before the first step: a run must not train
+  // to the end and then find its parameters unwritable.
+  if (!cfg.out.empty()) train::check_output_dir("--out", cfg.out);
+  if (!cfg.save_params.empty()) {
+    const std::string mine = train::save_params_path(cfg.save_params, cfg.rank);
+    if (!mine.empty()) train::check_output_file("--save-params", mine, cfg.out);
+  }
   if (!cfg.out.empty()) train::prepare_run_dir(cfg.out, cfg.overwrite, cfg.rank == 0 && !continuing);
   auto backend = connect(cfg);
   if (cfg.rank == 0)

@@ -1,7 +1,10 @@
 // Boost.Program_options description of the train options; INI files use the same names (key = value).
 #include "experiments/cli/train_options.h"
 
+#include <boost/lexical_cast.hpp>
 #include <boost/program_options.hpp>
+#include <charconv>
+#include <type_traits>
 #include <cstdlib>
 #include <cerrno>
 #include <cmath>
@@ -16,6 +19,28 @@ namespace po = boost::program_options;
 
 namespace dd::cli {
 
+namespace {
+
+// A default as the user would write it: floating-point values in their shortest round-trip form ("0.9" for the
+// float 0.9f, which Boost's lexical_cast prints as 0.899999976).
+template <typename T>
+std::string as_written(const T& v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+  } else {
+    return boost::lexical_cast<std::string>(v);
+  }
+}
+
+template <typename T>
+po::typed_value<T>* with_default(T* v) {
+  return po::value(v)->default_value(*v, as_written(*v));
+}
+
+}  // namespace
+
 bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
   std::string seed;
   po::options_description d("dreamddp train options");
@@ -23,47 +48,47 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
   d.add_options()
     ("help,h", "show this help")
     ("config", po::value(&c.config_file), "INI file with the same options (key = value)")
-    ("model", po::value(&c.model)->default_value(c.model), "mlp | cnn | resnet20 | gpt-mini")
-    ("data", po::value(&c.data)->default_value(c.data), "fashion-mnist | text | synthetic")
+    ("model", with_default(&c.model), "mlp | cnn | resnet20 | gpt-mini")
+    ("data", with_default(&c.data), "fashion-mnist | text | synthetic")
     ("data-dir", po::value(&c.data_dir), "dataset location (default: the Debian package's)")
-    ("policy", po::value(&c.policy)->default_value(c.policy), "ddp | localsgd:k=8 | plsgd:h=8 | dreamddp:h=8[,profile=DIR][,fillin=1] | fixed:... | threshold:... | autothreshold | staleness:t=T | hybrid | hier:nodes=AxB | A+staleness:t=T (core/sync/POLICIES.md)")
+    ("policy", with_default(&c.policy), "ddp | localsgd:k=8 | plsgd:h=8 | dreamddp:h=8[,profile=DIR][,fillin=1] | fixed:... | threshold:... | autothreshold | staleness:t=T | hybrid | hier:nodes=AxB | A+staleness:t=T (core/sync/POLICIES.md)")
     ("switch", po::value(&c.switches)->composing(), "STEP:SPEC, change policy at STEP (repeatable)")
-    ("backend", po::value(&c.backend)->default_value(c.backend), "gloo | mpi | nccl")
-    ("device", po::value(&c.device)->default_value(c.device), "cpu | cuda")
-    ("batch", po::value(&c.batch)->default_value(c.batch), "per-rank batch size")
-    ("steps", po::value(&c.steps)->default_value(c.steps), "training steps")
+    ("backend", with_default(&c.backend), "gloo | mpi | nccl")
+    ("device", with_default(&c.device), "cpu | cuda")
+    ("batch", with_default(&c.batch), "per-rank batch size")
+    ("steps", with_default(&c.steps), "training steps")
     ("lr", po::value(&c.lr), "learning rate (default: sgd 0.05, adamw 0.001)")
-    ("momentum", po::value(&c.momentum)->default_value(c.momentum), "SGD momentum")
+    ("momentum", with_default(&c.momentum), "SGD momentum")
     ("nesterov", po::bool_switch(&c.nesterov), "Nesterov momentum")
-    ("weight-decay", po::value(&c.weight_decay)->default_value(c.weight_decay), "weight decay (AdamW: decoupled)")
+    ("weight-decay", with_default(&c.weight_decay), "weight decay (AdamW: decoupled)")
     ("optimizer", po::value(&c.optimizer), "sgd | adamw (default: sgd; adamw for gpt-mini)")
-    ("lr-schedule", po::value(&c.lr_schedule)->default_value(c.lr_schedule), "const | cosine | step")
+    ("lr-schedule", with_default(&c.lr_schedule), "const | cosine | step")
     ("warmup", po::value(&c.warmup), "linear warm-up steps (default 2% of --steps)")
     ("seed", po::value(&seed)->default_value("0"), "seed of initialization and data order (0 .. 2^64-1)")
-    ("eval-every", po::value(&c.eval_every)->default_value(c.eval_every), "test-set evaluation every N steps (and at the end)")
-    ("eval-samples", po::value(&c.eval_samples)->default_value(c.eval_samples), "test samples per evaluation (0: all; text: 512)")
+    ("eval-every", with_default(&c.eval_every), "test-set evaluation every N steps (and at the end)")
+    ("eval-samples", with_default(&c.eval_samples), "test samples per evaluation (0: all; text: 512)")
     ("out", po::value(&c.out), "run directory: metrics.h5, summary.json")
     ("overwrite", po::bool_switch(&c.overwrite), "allow a non-empty --out")
-    ("checkpoint-every", po::value(&c.checkpoint_every)->default_value(c.checkpoint_every), "checkpoint every N steps")
+    ("checkpoint-every", with_default(&c.checkpoint_every), "checkpoint every N steps")
     ("resume", po::value(&c.resume), "resume from a run directory's checkpoint")
     ("sensitivity", po::value(&c.sensitivity)->implicit_value("on"), "layer sensitivity probe [delays=1,2,4,8][,every=N]")
     ("save-params", po::value(&c.save_params), "write final parameters (raw float32; %r = rank)")
     ("rendezvous", po::value(&c.rendezvous), "file:///path | redis://host:port")
     ("iface", po::value(&c.iface), "network interface for Gloo (also GLOO_SOCKET_IFNAME)")
-    ("timeout", po::value(&c.timeout_s)->default_value(c.timeout_s), "collective timeout, seconds")
-    ("threads", po::value(&c.threads)->default_value(c.threads), "compute threads per rank (0: auto)")
-    ("log-every", po::value(&c.log_every)->default_value(c.log_every), "progress line every N steps (0: auto)")
+    ("timeout", with_default(&c.timeout_s), "collective timeout, seconds")
+    ("threads", with_default(&c.threads), "compute threads per rank (0: auto)")
+    ("log-every", with_default(&c.log_every), "progress line every N steps (0: auto)")
     ("check-collectives", po::bool_switch(&c.check_collectives), "fingerprint every collective across ranks")
-    ("staleness-lr", po::value(&c.staleness_gamma)->implicit_value(0.9), "scale lr_l by GAMMA^stale_l (default 0.9)")
+    ("staleness-lr", po::value(&c.staleness_gamma)->implicit_value(0.9, as_written(0.9)), "scale lr_l by GAMMA^stale_l (default 0.9)")
     ("immediate-update", po::bool_switch(&c.immediate_update), "update each layer as soon as its sync is done")
-    ("anomaly", po::value(&c.anomaly)->default_value(c.anomaly), "off | fallback | stop: on NaN/Inf or a loss spike")
-    ("anomaly-spike", po::value(&c.anomaly_spike)->default_value(c.anomaly_spike), "loss spike factor over its EMA (0: off)")
-    ("anomaly-window", po::value(&c.anomaly_window)->default_value(c.anomaly_window), "fallback: lock-step steps")
-    ("inject-nan", po::value(&c.inject_nan)->default_value(c.inject_nan), "testing: poison a gradient on rank 0 at STEP")
+    ("anomaly", with_default(&c.anomaly), "off | fallback | stop: on NaN/Inf or a loss spike")
+    ("anomaly-spike", with_default(&c.anomaly_spike), "loss spike factor over its EMA (0: off)")
+    ("anomaly-window", with_default(&c.anomaly_window), "fallback: lock-step steps")
+    ("inject-nan", with_default(&c.inject_nan), "testing: poison a gradient on rank 0 at STEP")
     ("control-file", po::value(&c.control_file), "rank 0 watches FILE; a policy spec written there is switched to")
     ("avg-optimizer-state", po::bool_switch(&c.average_optimizer_state), "average optimizer state with parameters")
-    ("bucket-cap-mb", po::value(&c.bucket_cap_mb)->default_value(c.bucket_cap_mb), "bucket cap, MiB")
-    ("first-bucket-mb", po::value(&c.first_bucket_mb)->default_value(c.first_bucket_mb), "first bucket cap, MiB");
+    ("bucket-cap-mb", with_default(&c.bucket_cap_mb), "bucket cap, MiB")
+    ("first-bucket-mb", with_default(&c.first_bucket_mb), "first bucket cap, MiB");
   // clang-format on
   po::variables_map vm;
   auto parsed = po::command_line_parser(argc, argv).options(d).run();

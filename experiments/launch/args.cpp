@@ -150,7 +150,7 @@ const char* usage() {
          "\n"
          "Starts N local ranks of COMMAND. COMMAND is a dreamddp sub-command (train, bench, profile, schedule),\n"
          "run with this binary, or any other program (found on PATH, or a path containing '/'), e.g.\n"
-         "/usr/bin/python3 shared/peers/torch_ddp.py. Each rank gets RANK, WORLD_SIZE, LOCAL_RANK,\n"
+         "/usr/bin/python3 peers/torch_ddp.py. Each rank gets RANK, WORLD_SIZE, LOCAL_RANK,\n"
          "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and DREAMDDP_RENDEZVOUS (default: a fresh file:// directory,\n"
          "removed at the end). SIGINT/SIGTERM are forwarded; a rank that fails takes the job down and the\n"
          "launcher exits with its status (128+signal when it was killed by a signal).\n"

@@ -71,3 +71,34 @@ _need_int() {
     die "$name must be a $kind integer"
   done
 }
+
+# Provenance (experiments/lib/provenance.py, the one module every results writer uses):
+#   prov_command [VAR...] -- "$@"   at the top, before the options are shifted: PROV_COMMAND = the command line
+#                                   as typed (VAR=value for each set VAR the script reads, the script's path from
+#                                   the repository root, its arguments shell-quoted)
+#   prov_start                      at the start of the measurement: PROV_START = the machine block (JSON text)
+#   (both are exported: a script's embedded python calls provenance.stamp_from_env(doc, ...) instead)
+#   prov_stamp FILE [PEER_JSON [PEER_SCRIPT]]
+#                                   after FILE (a JSON object) is written: adds "command", "machine" (with
+#                                   load_1m_end) and "peer" (null without PEER_JSON: a line or a file holding it)
+PROV_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export PROV_LIB
+PROV_REPO=$(dirname "$(dirname "$PROV_LIB")")
+prov_command() {
+  local envs=() a
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  PROV_COMMAND=""
+  for a in "${envs[@]}"; do
+    [ -n "${!a-}" ] && PROV_COMMAND+="$a=$(printf '%q' "${!a}") "
+  done
+  PROV_COMMAND+="${SCRIPT_PATH#"$PROV_REPO"/}"
+  for a in "$@"; do PROV_COMMAND+=" $(printf '%q' "$a")"; done
+  export PROV_COMMAND
+}
+prov_start() { PROV_START=$(/usr/bin/python3 "$PROV_LIB/provenance.py" start "$PROV_REPO"); export PROV_START; }
+prov_stamp() {
+  [ -n "${PROV_START-}" ] || prov_start
+  /usr/bin/python3 "$PROV_LIB/provenance.py" stamp "$1" --start "$PROV_START" --command "${PROV_COMMAND:-?}" \
+    ${2:+--peer-json "$2"} ${3:+--peer-script "$3"}
+}

@@ -8,40 +8,20 @@ or of its own one-thread rate alone, whichever is higher (a faster one ran on mo
 GEMM is behind on this CPU: either way the two steps are not like for like); a run whose 1-minute load average was
 above the number of cores is marked noisy.
 """
-import datetime
 import json
 import os
-import platform
-import socket
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import provenance  # noqa: E402
 
 PEER_MIN_GEMM_FRACTION = 0.7
 PEER_MAX_GEMM_FRACTION = 1.5
 
 
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def cpu_flags():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("flags"):
-                have = set(line.split(":", 1)[1].split())
-                return [f for f in ("avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "amx_tile") if f in have]
-    except OSError:
-        pass
-    return []
-
-
-def load1():
-    return float(open("/proc/loadavg").read().split()[0])
+# The machine facts live in provenance.py, the one module every results writer uses.
+cpu_model, cpu_flags, load1 = provenance.cpu_model, provenance.cpu_flags, provenance.load_1m
 
 
 def noisy(load):
@@ -50,18 +30,12 @@ def noisy(load):
 
 
 def git_commit(repo):
-    try:
-        return subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              timeout=10).stdout.strip() or "unknown"
-    except Exception:
-        return "unknown"
+    return provenance.commit(repo)
 
 
 def machine(repo=None):
-    """The block every results file carries."""
-    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "host": socket.gethostname(), "cpu": cpu_model(), "cpu_flags": cpu_flags(), "cores": os.cpu_count(),
-            "load_1m": load1(), "commit": git_commit(repo) if repo else "unknown"}
+    """The block every results file carries (provenance.start: load_1m_end is set when the file is stamped)."""
+    return provenance.start(repo)
 
 
 def our_gemm_gflops(binary, threads=1):

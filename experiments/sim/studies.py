@@ -22,6 +22,8 @@ import h5py
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "experiments", "lib"))
+import provenance  # noqa: E402
 PROFILES = os.path.join(ROOT, "data", "dreamddp-profiles")
 GPT2_BYTES = os.path.join(ROOT, "experiments", "sim", "gpt2_bytes.json")
 BATCH = 8  # per-rank sequences (samples/s); the artifact's per-worker batch is not in its profiles
@@ -197,13 +199,16 @@ def main():
     if not a.bin:
         ap.error("--bin is required")
     os.makedirs(a.results, exist_ok=True)
+    command = os.environ.get("SIM_STUDIES_COMMAND") or provenance.shell_command(
+        ["experiments/sim/studies.py"] + sys.argv[1:])
     for name in STUDIES if a.study == "all" else [a.study]:
         t0 = time.time()
+        start = provenance.start(ROOT)
         rows = STUDIES[name](a.bin, a.quick)
         path = os.path.join(a.results, f"simulate_{name}.json")
-        with open(path, "w") as f:
-            json.dump({"study": name, "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "wall_s": round(time.time() - t0, 1), "rows": rows}, f, indent=1)
+        provenance.write_json_atomic(path, provenance.stamp(
+            {"study": name, "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             "wall_s": round(time.time() - t0, 1), "rows": rows}, command, start))
         print(f"{name}: {len(rows)} rows -> {path} ({time.time() - t0:.0f} s)")
     return 0
 

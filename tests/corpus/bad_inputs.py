@@ -586,9 +586,22 @@ def profile_cases(tmp):
         add(name, bp, comm, must, via="train")
     cases.append(Case("profile", "profile dir missing [train]", ["train", "--policy", "dreamddp:h=8,profile=" + tmp +
                       "/nope"] + QUICK, "nope"))
-    # Controls: a good profile, and NaN (Python's "no measurement") read as 0.
+    # A layer without a time: null, NaN (Python's "no measurement"), or named by one file only. Each would cost 0 in
+    # every model built on the profile, so each is refused naming the layer.
+    three = '{"fc1": 0.004, "fc2": 0.004, "fc3": 0.004}'
+    for via in ("schedule", "train"):
+        add("bp NaN time", '{"fc1": NaN, "fc2": 0.1, "fc3": 0.1, "fc4": 0.1}', good_comm, '"fc1" has no time', via=via)
+        add("comm -NaN time", good_bp, '{"fc1": 0.2, "fc2": -NaN, "fc3": 0.1, "fc4": 0.1}', '"fc2" has no time', via=via)
+        add("bp null time", '{"fc1": 0.1, "fc2": 0.1, "fc3": null, "fc4": 0.1}', good_comm, '"fc3" has no time', via=via)
+        add("comm names 3 of 4 layers", good_bp, three, '"fc4"', via=via)
+        add("bp names 3 of 4 layers", three, good_comm, '"fc4"', via=via)
+        add("comm names another layer", good_bp, good_comm[:-1] + ', "fc5": 0.1}', '"fc5"', via=via)
+        add("comm Infinity via NaN-like token", good_bp, '{"fc1": -Infinity}', "not valid JSON", via=via)
+    # Controls: a good profile, and the same layers in another order in comm.json.
     add("control: good profile", good_bp, good_comm, "", expect=0)
-    add("control: NaN entries", '{"fc1": NaN, "fc2": 0.1}', '{"fc1": 0.2, "fc2": -NaN}', "", expect=0)
+    add("control: good profile", good_bp, good_comm, "", via="train", expect=0)
+    add("control: comm.json in another order", good_bp,
+        '{"fc4": 0.0001, "fc3": 0.004, "fc2": 0.004, "fc1": 0.004}', "", expect=0)
     return cases
 
 

@@ -1,4 +1,4 @@
-// Profile files: forward order kept, NaN/null/missing as 0, bad files refused naming the file, write round-trip.
+// Profile files: bp.json order kept, a layer without a time refused, bad files refused naming the file, write round-trip.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -37,25 +37,50 @@ void expect_usage_error_naming(F fn, const std::string& file) {
 
 }  // namespace
 
-TEST(ProfileIo, KeepsForwardOrderAndZeroesMissingValues) {
+TEST(ProfileIo, KeepsBpOrderAndTakesCommByName) {
   auto d = fresh_dir("order");
-  put(d / "bp.json", R"({"zeta": 0.5, "alpha": NaN, "mid": null, "beta": 1e-3})");
-  put(d / "comm.json", R"({"zeta": 2, "alpha": 0.25, "extra": 0.125, "beta": -NaN})");
+  put(d / "bp.json", R"({"zeta": 0.5, "alpha": 0, "beta": 1e-3})");
+  put(d / "comm.json", R"({"beta": 0.125, "zeta": 2, "alpha": 0.25})");
   const auto p = read_profile(d.string());
-  EXPECT_EQ(p.names, (std::vector<std::string>{"zeta", "alpha", "extra", "mid", "beta"}));
-  EXPECT_EQ(p.bp, (std::vector<double>{0.5, 0.0, 0.0, 0.0, 1e-3}));
-  EXPECT_EQ(p.comm, (std::vector<double>{2.0, 0.25, 0.125, 0.0, 0.0}));
+  EXPECT_EQ(p.names, (std::vector<std::string>{"zeta", "alpha", "beta"}));
+  EXPECT_EQ(p.bp, (std::vector<double>{0.5, 0.0, 1e-3}));
+  EXPECT_EQ(p.comm, (std::vector<double>{2.0, 0.25, 0.125}));
+  fs::remove_all(d);
+}
+
+// A layer without a time (null, NaN, or absent from one of the two files) would cost 0 in every model: refused,
+// naming the file and the layer.
+TEST(ProfileIo, RefusesLayersWithoutATime) {
+  auto d = fresh_dir("missing");
+  const std::string bp = (d / "bp.json").string(), comm = (d / "comm.json").string();
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"a": 1, "mid": NaN})", R"({"a": 1, "mid": 1})"}, {R"({"a": 1, "mid": -NaN})", R"({"a": 1, "mid": 1})"},
+      {R"({"a": 1, "mid": null})", R"({"a": 1, "mid": 1})"}, {R"({"a": 1, "mid": 2})", R"({"a": 1})"},
+      {R"({"a": 1})", R"({"a": 1, "mid": 2})"}};
+  for (const auto& [b, c] : cases) {
+    put(bp, b);
+    put(comm, c);
+    try {
+      read_profile(d.string());
+      ADD_FAILURE() << "accepted bp " << b << " comm " << c;
+    } catch (const dd::UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("\"mid\""), std::string::npos) << what;
+      EXPECT_TRUE(what.find("bp.json") != std::string::npos || what.find("comm.json") != std::string::npos) << what;
+    }
+  }
   fs::remove_all(d);
 }
 
 TEST(ProfileIo, NanInsideNamesIsNotTouched) {
   auto d = fresh_dir("nanname");
   put(d / "bp.json", R"({"NaN\"NaN": 1})");
-  put(d / "comm.json", R"({})");
+  put(d / "comm.json", R"({"NaN\"NaN": 2})");
   const auto p = read_profile(d.string());
   ASSERT_EQ(p.names.size(), 1u);
   EXPECT_EQ(p.names[0], "NaN\"NaN");
   EXPECT_EQ(p.bp[0], 1.0);
+  EXPECT_EQ(p.comm[0], 2.0);
   fs::remove_all(d);
 }
 

@@ -23,7 +23,7 @@ using dd::cli::test::TmpDir;
 namespace {
 
 const std::string kScript = std::string(DREAMDDP_SOURCE_DIR) + "/experiments/throughput.sh";
-const std::string kPeer = std::string(DREAMDDP_SOURCE_DIR) + "/../shared/peers/torch_ddp.py";
+const std::string kPeer = std::string(DREAMDDP_SOURCE_DIR) + "/peers/torch_ddp.py";
 
 Result run_script(std::vector<std::string> args, double timeout_s = 200) {
   args.insert(args.begin(), kScript);
@@ -54,7 +54,11 @@ TEST(ThroughputScript, TinySittingWritesResultsAndKeepsEarlierRuns) {
   ASSERT_EQ(r.status, 0) << r.describe();
   EXPECT_NE(r.out.find("LOOPBACK"), std::string::npos) << "the header must say the network is loopback\n" << r.out;
 
-  const auto res = read_json(out + "/throughput.json");
+  const auto doc = read_json(out + "/throughput.json");
+  for (const char* k : {"command", "machine", "peer"}) EXPECT_TRUE(doc.contains(k)) << k << " missing: " << doc.dump(1);
+  EXPECT_EQ(doc.at("peer").at("script"), "peers/torch_ddp.py") << doc.dump(1);
+  EXPECT_TRUE(doc.at("machine").contains("load_1m_end")) << doc.dump(1);
+  const auto res = doc.at("results");
   ASSERT_TRUE(res.is_array());
   ASSERT_EQ(res.size(), 3u) << res.dump(1);
   std::set<std::string> seen;
@@ -76,7 +80,7 @@ TEST(ThroughputScript, TinySittingWritesResultsAndKeepsEarlierRuns) {
     EXPECT_TRUE(fs::exists(out + "/loopback/" + run + "/metrics.h5")) << run;
     EXPECT_EQ(read_json(out + "/loopback/" + run + "/summary.json").at("world"), 2) << run;
   }
-  EXPECT_EQ(read_json(out + "/loopback/throughput.json").size(), 3u);
+  EXPECT_EQ(read_json(out + "/loopback/throughput.json").at("results").size(), 3u);
   EXPECT_TRUE(fs::exists(out + "/loopback/torch-ddp/result.json"));
   ASSERT_TRUE(fs::exists(out + "/figures/throughput.png"));
   EXPECT_GT(fs::file_size(out + "/figures/throughput.png"), 1000u);
@@ -122,5 +126,6 @@ TEST(ThroughputScript, TinySittingWritesResultsAndKeepsEarlierRuns) {
   }
   EXPECT_EQ(kept, 1) << "the first sitting's ddp run must be kept under " << out << "/previous-*/";
   EXPECT_TRUE(fs::exists(out + "/loopback/ddp/metrics.h5"));
-  EXPECT_EQ(read_json(out + "/throughput.json").size(), 1u);
+  EXPECT_EQ(read_json(out + "/throughput.json").at("results").size(), 1u);
+  EXPECT_TRUE(read_json(out + "/throughput.json").at("peer").is_null()) << "no peer ran in the second run";
 }

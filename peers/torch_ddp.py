@@ -1,0 +1,481 @@
+#!/usr/bin/python3
+"""The PyTorch peer: data-parallel training of dreamddp's reference models with PyTorch on CPU over Gloo.
+
+Usage (one process per rank; RANK and WORLD_SIZE in the environment, THREADS = torch threads per rank):
+
+    RANK=0 WORLD_SIZE=1 /usr/bin/python3 peers/torch_ddp.py --model mlp --algo ddp --store /tmp/peer-store
+
+Models are the spec strings of `dreamddp train --model` (docs/cli.md): mlp, cnn, resnet20, gpt-mini,
+gpt2[:layers=,d=,heads=,ctx=,vocab=,positions=], llama[:layers=,d=,heads=,ffn=,ctx=,vocab=],
+resnet18[:image=,classes=] and resnet50[:image=,classes=] (the ResNets come from torchvision).
+
+Algorithms (--algo):
+  ddp       DistributedDataParallel: bucketed gradient all-reduce overlapped with backward, every step.
+  localsgd  no gradient all-reduce; parameters averaged every --k steps (PeriodicModelAverager).
+  partial   layer-wise partial parameter averaging as the DreamDDP artifact does it in PyTorch: a hook on each
+            parameter's gradient accumulator starts an async all-reduce of that parameter's values when its
+            layer's phase equals step mod --k; every handle is waited for after backward, then the optimizer
+            steps. --phases gives each layer's phase (layers: the modules that own parameters, in registration
+            order, which is the order of dreamddp's /layers); without it the layers are cut into --k contiguous
+            groups of about equal size (plsgd).
+
+Rank 0 prints one JSON line: peer, model, algo, k, world, batch, params, optimizer, samples_per_s, step_ms,
+threads, blas, gemm_gflops (one-thread 64x1024 . 1024x1024, measured at start-up), openblas_coretype.
+
+The peer runs at its best or not at all: it exits 2 on netlib's reference BLAS, and where OPENBLAS_CORETYPE or
+OPENBLAS_L2_SIZE are set it starts itself again without them when a float32 GEMM agrees with a float64 one
+without them (PEER_KEEP_CORETYPE=1 keeps them). Importing this file has no side effects (no re-exec, no process
+group): scripts may import its model builders.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+PROG = 'torch_ddp.py'
+TUNING_VARS = ('OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE')
+
+# A float32 product checked against float64 on shapes that no kernel tiles evenly: a wrong core type gives wrong
+# results or crashes, a right one agrees to float32 rounding (relative error far below 1e-4 at these sizes).
+GEMM_SELF_CHECK = '\n'.join([
+    'import torch',
+    'g = torch.Generator().manual_seed(7)',
+    'a = torch.randn(301, 517, dtype=torch.float64, generator=g)',
+    'b = torch.randn(517, 131, dtype=torch.float64, generator=g)',
+    'exact = a @ b',
+    'err = ((a.float() @ b.float()).double() - exact).abs().max() / exact.abs().max()',
+    'raise SystemExit(0 if err < 1e-4 else 1)',
+])
+
+
+def fail(msg):
+    sys.stderr.write('%s: %s\n' % (PROG, msg))
+    sys.exit(2)
+
+
+def restart_without_tuning_vars():
+    """exec this script again without OPENBLAS_CORETYPE/L2_SIZE when OpenBLAS computes correctly without them."""
+    if os.environ.get('PEER_KEEP_CORETYPE') or not any(v in os.environ for v in TUNING_VARS):
+        return
+    env = {k: v for k, v in os.environ.items() if k not in TUNING_VARS}
+    try:
+        ok = subprocess.run([sys.executable, '-c', GEMM_SELF_CHECK], env=env, timeout=120).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    if ok:
+        env['PEER_KEEP_CORETYPE'] = '1'
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:], env)
+
+
+def blas_libraries():
+    """The BLAS libraries mapped into this process, netlib's reference BLAS marked as such."""
+    seen = set()
+    with open('/proc/self/maps') as maps:
+        for line in maps:
+            path = line.split()[-1] if len(line.split()) >= 6 else ''
+            if re.search(r'blas|blis|mkl_rt', os.path.basename(path)):
+                seen.add(path)
+    names = []
+    for path in sorted(seen):
+        netlib = '/blas/libblas' in path
+        names.append(os.path.basename(path) + (' (netlib reference)' if netlib else ''))
+    return ', '.join(names) if names else 'none'
+
+
+def one_thread_gemm_gflops(seconds=0.3):
+    """GFLOP/s of a 64x1024 by 1024x1024 float32 product at the current torch thread count."""
+    a, b = torch.randn(64, 1024), torch.randn(1024, 1024)
+    for _ in range(3):
+        torch.mm(a, b)
+    count, start = 0, time.perf_counter()
+    while True:
+        torch.mm(a, b)
+        count += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            break
+    return round(2.0 * 64 * 1024 * 1024 * count / elapsed / 1e9, 1)
+
+
+# ---- models (parameter counts as docs/cli.md lists them) -------------------------------------------------------
+
+def mlp():
+    """784-1024-1024-1024-10 with ReLU: 2,913,290 parameters."""
+    widths = [784, 1024, 1024, 1024, 10]
+    mods = [nn.Flatten()]
+    for i in range(len(widths) - 1):
+        mods.append(nn.Linear(widths[i], widths[i + 1]))
+        if i + 2 < len(widths):
+            mods.append(nn.ReLU())
+    return nn.Sequential(*mods)
+
+
+def _conv_bn_relu(cin, cout):
+    return [nn.Conv2d(cin, cout, kernel_size=3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
+
+
+def cnn():
+    """Three conv-BN-ReLU stages (32, 64, 128 channels, two 2x2 max-pools), fc 6272-256-10: 1,701,354 parameters."""
+    return nn.Sequential(*_conv_bn_relu(1, 32), *_conv_bn_relu(32, 64), nn.MaxPool2d(2),
+                         *_conv_bn_relu(64, 128), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(128 * 7 * 7, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+class ResidualBlock(nn.Module):
+    """Two 3x3 conv-BN with a 1x1 conv-BN projection on the shortcut where the shape changes."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(cout)
+        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(cout)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+        return F.relu(y + (x if self.short is None else self.short(x)))
+
+
+def resnet20():
+    """CIFAR-style ResNet-20 on 1x28x28 input (three stages of three blocks, 16/32/64 channels)."""
+    mods = [nn.Conv2d(1, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
+    cin = 16
+    for cout, first_stride in ((16, 1), (32, 2), (64, 2)):
+        for j in range(3):
+            mods.append(ResidualBlock(cin, cout, first_stride if j == 0 else 1))
+            cin = cout
+    mods += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
+    return nn.Sequential(*mods)
+
+
+def causal_attention(q, k, v):
+    """softmax(q k^T / sqrt(head_dim)) v over (B, heads, T, head_dim) with future positions masked out."""
+    T = q.shape[-2]
+    scores = torch.matmul(q, k.transpose(-2, -1)) / (q.shape[-1] ** 0.5)
+    future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+    return torch.matmul(scores.masked_fill(future, float('-inf')).softmax(dim=-1), v)
+
+
+def split_heads(t, heads):
+    B, T, D = t.shape
+    return t.view(B, T, heads, D // heads).transpose(1, 2)
+
+
+def merge_heads(t):
+    B, H, T, hd = t.shape
+    return t.transpose(1, 2).reshape(B, T, H * hd)
+
+
+class GPTBlock(nn.Module):
+    """Pre-LayerNorm transformer block: fused qkv projection, GELU MLP of width 4d."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.ln2 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        q, k, v = self.qkv(self.ln1(x)).chunk(3, dim=-1)
+        att = causal_attention(split_heads(q, self.heads), split_heads(k, self.heads), split_heads(v, self.heads))
+        x = x + self.proj(merge_heads(att))
+        return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    """Token and learned position embeddings, blocks, final LayerNorm, bias-free head (optionally tied)."""
+
+    def __init__(self, layers, d, heads, vocab, positions, tie):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(positions, d)
+        self.blocks = nn.Sequential(*(GPTBlock(d, heads) for _ in range(layers)))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        if tie:
+            self.head.weight = self.wte.weight
+
+    def forward(self, idx):
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        return self.head(self.ln(self.blocks(self.wte(idx) + self.wpe(pos))))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + self.eps))
+
+
+def apply_rope(x, base=10000.0):
+    """Rotary embedding on (B, heads, T, head_dim): each pair (2i, 2i+1) rotated by t * base^(-2i/head_dim)."""
+    T, hd = x.shape[-2], x.shape[-1]
+    inv_freq = torch.pow(base, -torch.arange(0, hd, 2, dtype=torch.float32, device=x.device) / hd)
+    angle = torch.outer(torch.arange(T, dtype=torch.float32, device=x.device), inv_freq)
+    cos, sin = angle.cos(), angle.sin()
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+
+
+class LlamaBlock(nn.Module):
+    """RMSNorm, bias-free q/k/v/o with RoPE on q and k, SwiGLU feed-forward."""
+
+    def __init__(self, d, heads, ffn):
+        super().__init__()
+        self.heads = heads
+        self.n1 = RMSNorm(d)
+        self.n2 = RMSNorm(d)
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, d, bias=False)
+        self.v = nn.Linear(d, d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.gate = nn.Linear(d, ffn, bias=False)
+        self.up = nn.Linear(d, ffn, bias=False)
+        self.down = nn.Linear(ffn, d, bias=False)
+
+    def forward(self, x):
+        y = self.n1(x)
+        q = apply_rope(split_heads(self.q(y), self.heads))
+        k = apply_rope(split_heads(self.k(y), self.heads))
+        x = x + self.o(merge_heads(causal_attention(q, k, split_heads(self.v(y), self.heads))))
+        y = self.n2(x)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+
+class Llama(nn.Module):
+    def __init__(self, layers, d, heads, ffn, vocab):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.blocks = nn.Sequential(*(LlamaBlock(d, heads, ffn) for _ in range(layers)))
+        self.norm = RMSNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        return self.head(self.norm(self.blocks(self.embed(idx))))
+
+
+# NAME -> the keys its spec takes and their defaults (the presets of docs/cli.md).
+MODEL_KEYS = {
+    'mlp': {}, 'cnn': {}, 'resnet20': {}, 'gpt-mini': {},
+    'gpt2': {'layers': 12, 'd': 768, 'heads': 12, 'ctx': 128, 'vocab': 50257, 'positions': 1024},
+    'llama': {'layers': 12, 'd': 768, 'heads': 12, 'ffn': 2048, 'ctx': 128, 'vocab': 32000},
+    'resnet18': {'image': 32, 'classes': 10},
+    'resnet50': {'image': 32, 'classes': 10},
+}
+
+
+def parse_spec(spec):
+    """'gpt2:layers=2,d=64' -> ('gpt2', {...defaults with layers=2, d=64}); ValueError on anything else."""
+    name, _, options = spec.partition(':')
+    if name not in MODEL_KEYS:
+        raise ValueError('unknown model %r (one of %s)' % (name, ', '.join(MODEL_KEYS)))
+    cfg = dict(MODEL_KEYS[name])
+    for item in options.split(','):
+        if not item:
+            continue
+        key, eq, value = item.partition('=')
+        if not eq or key not in cfg or not re.fullmatch(r'[0-9]+', value) or int(value) == 0:
+            raise ValueError('bad model option %r for %s (keys: %s; positive integers)'
+                             % (item, name, ', '.join(cfg) if cfg else 'none'))
+        cfg[key] = int(value)
+    if name in ('gpt2', 'llama') and cfg['d'] % cfg['heads']:
+        raise ValueError('%s: d=%d is not a multiple of heads=%d' % (name, cfg['d'], cfg['heads']))
+    return name, cfg
+
+
+def build(spec, batch):
+    """(model, input batch, loss of the model's output): a fixed synthetic batch of the model's input shape."""
+    name, c = parse_spec(spec)
+    if name in ('gpt-mini', 'gpt2', 'llama'):
+        if name == 'gpt-mini':
+            ctx, vocab = 128, 256
+            model = GPT(layers=4, d=256, heads=4, vocab=vocab, positions=ctx, tie=False)
+        elif name == 'gpt2':
+            ctx, vocab = c['ctx'], c['vocab']
+            model = GPT(c['layers'], c['d'], c['heads'], vocab, max(c['positions'], ctx), tie=True)
+        else:
+            ctx, vocab = c['ctx'], c['vocab']
+            model = Llama(c['layers'], c['d'], c['heads'], c['ffn'], vocab)
+        tokens = torch.randint(0, vocab, (batch, ctx))
+        targets = torch.randint(0, vocab, (batch, ctx))
+        return model, tokens, lambda logits: F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+    if name in ('resnet18', 'resnet50'):
+        try:
+            import torchvision
+        except ImportError:
+            raise ValueError('%s needs torchvision (apt-get install python3-torchvision)' % name)
+        model = getattr(torchvision.models, name)(num_classes=c['classes'])
+        images = torch.randn(batch, 3, c['image'], c['image'])
+        labels = torch.randint(0, c['classes'], (batch,))
+    else:
+        model = {'mlp': mlp, 'cnn': cnn, 'resnet20': resnet20}[name]()
+        images = torch.randn(batch, 1, 28, 28)
+        labels = torch.randint(0, 10, (batch,))
+    return model, images, lambda logits: F.cross_entropy(logits, labels)
+
+
+def param_count(model):
+    """Distinct parameters (a tied weight counted once)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+# ---- synchronisation -------------------------------------------------------------------------------------------
+
+def sync_layers(model):
+    """The modules that own parameters directly, in registration (forward) order: dreamddp's layers."""
+    return [m for m in model.modules() if len(list(m.parameters(recurse=False))) > 0]
+
+
+def plsgd_phases(layers, H):
+    """Phase of each layer when the layers are cut into H contiguous groups of about equal parameter count."""
+    sizes = [sum(p.numel() for p in m.parameters(recurse=False)) for m in layers]
+    total = float(sum(sizes))
+    phases, before = [], 0
+    for s in sizes:
+        phases.append(min(H - 1, int(before * H / total)))
+        before += s
+    return phases
+
+
+def broadcast_params(model):
+    for p in model.parameters():
+        dist.broadcast(p.data, src=0)
+
+
+class PartialAverager:
+    """Per-parameter gradient-accumulator hooks start async all-reduces of parameter values during backward."""
+
+    def __init__(self, model, H, phases, world):
+        layers = sync_layers(model)
+        if len(phases) != len(layers) or any(ph < 0 or ph >= H for ph in phases):
+            fail('--phases needs %d phases in [0, %d), got %r' % (len(layers), H, phases))
+        self.H, self.world, self.step = H, world, 0
+        self.pending = []
+        self.nodes = []  # the accumulator nodes; a hook lives only as long as its node is referenced
+        for layer, phase in zip(layers, phases):
+            for p in layer.parameters(recurse=False):
+                node = p.view_as(p).grad_fn.next_functions[0][0]
+                node.register_hook(self._make_hook(p, phase))
+                self.nodes.append(node)
+
+    def _make_hook(self, p, phase):
+        def hook(*_unused):
+            if self.step % self.H == phase:
+                self.pending.append((p, dist.all_reduce(p.data, async_op=True)))
+        return hook
+
+    def after_backward(self):
+        for p, work in self.pending:
+            work.wait()
+            p.data.div_(self.world)
+        self.pending = []
+        self.step += 1
+
+
+# ---- main ------------------------------------------------------------------------------------------------------
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog=PROG, description='PyTorch data-parallel peer of dreamddp (CPU, Gloo).')
+    ap.add_argument('--model', default='mlp',
+                    help='mlp | cnn | resnet20 | gpt-mini | gpt2[:layers=,d=,heads=,ctx=,vocab=,positions=] | '
+                         'llama[:layers=,d=,heads=,ffn=,ctx=,vocab=] | resnet18[:image=,classes=] | '
+                         'resnet50[:image=,classes=]')
+    ap.add_argument('--optimizer', default='sgd', choices=['sgd', 'adamw'],
+                    help='sgd: lr 0.01, momentum 0.9; adamw: lr 1e-3')
+    ap.add_argument('--algo', default='ddp', choices=['ddp', 'localsgd', 'partial'])
+    ap.add_argument('--k', type=int, default=8, help='localsgd: averaging period; partial: H')
+    ap.add_argument('--phases', default='', help='partial: every layer\'s phase, comma-separated (default plsgd)')
+    ap.add_argument('--batch', type=int, default=64, help='per-rank batch')
+    ap.add_argument('--steps', type=int, default=30, help='timed steps')
+    ap.add_argument('--warmup', type=int, default=5, help='untimed steps before them')
+    ap.add_argument('--store', required=True, help='file for the Gloo rendezvous (shared by all ranks)')
+    a = ap.parse_args(argv)
+    for name in ('k', 'batch', 'steps'):
+        if getattr(a, name) < 1:
+            fail('--%s must be a positive integer' % name)
+    if a.warmup < 0:
+        fail('--warmup must be a non-negative integer')
+    return a
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    restart_without_tuning_vars()
+    try:
+        rank, world = int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])
+    except (KeyError, ValueError):
+        fail('RANK and WORLD_SIZE must be set to integers')
+    torch.set_num_threads(int(os.environ.get('THREADS', '1')))
+    torch.manual_seed(0)
+    try:
+        model, inputs, loss_of = build(a.model, a.batch)
+        phases = [int(t) for t in a.phases.split(',')] if a.phases else None
+    except ValueError as e:
+        fail(str(e))
+    blas = blas_libraries()
+    if 'netlib' in blas:
+        fail('PyTorch runs on netlib\'s reference BLAS (%s); install libopenblas0-pthread so the peer runs at its '
+             'best' % blas)
+    gflops = one_thread_gemm_gflops()
+
+    dist.init_process_group('gloo', init_method='file://' + os.path.abspath(a.store), rank=rank, world_size=world)
+    net, averager, partial = model, None, None
+    if a.algo == 'ddp':
+        net = nn.parallel.DistributedDataParallel(model)
+    else:
+        broadcast_params(model)
+        if a.algo == 'localsgd':
+            from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+            averager = PeriodicModelAverager(period=a.k, warmup_steps=0)
+        else:
+            partial = PartialAverager(model, a.k, phases if phases is not None
+                                      else plsgd_phases(sync_layers(model), a.k), world)
+    if a.optimizer == 'sgd':
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    else:
+        opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
+
+    start = None
+    for step in range(a.warmup + a.steps):
+        if step == a.warmup:
+            dist.barrier()
+            start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss_of(net(inputs)).backward()
+        if partial is not None:
+            partial.after_backward()
+        opt.step()
+        if averager is not None:
+            averager.average_parameters(net.parameters())
+    dist.barrier()
+    elapsed = time.perf_counter() - start
+    if rank == 0:
+        print(json.dumps({
+            'peer': 'torch-' + torch.__version__, 'model': a.model, 'algo': a.algo, 'k': a.k, 'world': world,
+            'batch': a.batch, 'params': param_count(model), 'optimizer': a.optimizer,
+            'samples_per_s': round(a.steps * a.batch * world / elapsed, 1),
+            'step_ms': round(elapsed / a.steps * 1e3, 2), 'threads': torch.get_num_threads(), 'blas': blas,
+            'gemm_gflops': gflops, 'openblas_coretype': os.environ.get('OPENBLAS_CORETYPE', '')}), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == '__main__':
+    main()
