@@ -16,6 +16,8 @@ int64_t Dataset::sample_numel() const {
 
 void gather(const Dataset& d, const int64_t* idx, int64_t n, Batch* out) {
   const int64_t numel = d.sample_numel();
+  DD_CHECK(d.replicas >= 1 && numel % d.replicas == 0, "dataset '" + d.name + "' has a bad channel replication");
+  const int64_t stored = numel / d.replicas;  // numbers held per sample (one plane of a replicated image)
   const int64_t tl = d.target_len;
   out->n = n;
   if (d.tokens) {
@@ -33,7 +35,8 @@ void gather(const Dataset& d, const int64_t* idx, int64_t n, Batch* out) {
     if (d.tokens)
       std::copy_n(d.xi.data() + s * numel, numel, out->xi.data() + i * numel);
     else
-      std::copy_n(d.xf.data() + s * numel, numel, out->xf.data() + i * numel);
+      for (int64_t c = 0; c < d.replicas; ++c)
+        std::copy_n(d.xf.data() + s * stored, stored, out->xf.data() + i * numel + c * stored);
     std::copy_n(d.y.data() + s * tl, tl, out->y.data() + i * tl);
   }
 }

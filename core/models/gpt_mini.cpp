@@ -44,6 +44,7 @@ class GptMini : public Model {
   std::vector<int64_t> input_shape() const override { return {T}; }
   bool takes_tokens() const override { return true; }
   int num_classes() const override { return int(V); }
+  int64_t vocab() const override { return V; }
   int64_t targets_per_sample() const override { return T; }
 
   ForwardResult forward(const Input& in, bool) override {

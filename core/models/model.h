@@ -61,6 +61,8 @@ class Model : public optim::ParamTable {
   virtual bool takes_tokens() const { return false; }
   virtual int num_classes() const = 0;
   virtual int64_t targets_per_sample() const { return 1; }
+  // Token models: the vocabulary (token ids and targets lie in [0, vocab)); 0 for image models.
+  virtual int64_t vocab() const { return takes_tokens() ? num_classes() : 0; }
 
   // Forward with loss. train=true uses batch statistics and keeps what backward needs.
   virtual ForwardResult forward(const Input& in, bool train) = 0;

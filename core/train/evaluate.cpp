@@ -8,10 +8,11 @@
 namespace dd::train {
 
 void check_dataset_fits_model(const data::Dataset& d, const models::Model& m) {
-  if (d.tokens != m.takes_tokens() || d.x_shape != m.input_shape())
-    throw UsageError("--data " + d.name + " does not fit --model " + m.name() +
-                     (m.takes_tokens() ? " (it needs token data: --data text or synthetic)"
-                                       : " (it needs 1x28x28 images: --data fashion-mnist or synthetic)"));
+  const int64_t classes = m.takes_tokens() ? m.vocab() : m.num_classes();
+  if (d.tokens != m.takes_tokens() || d.x_shape != m.input_shape() || d.target_len != m.targets_per_sample() ||
+      d.num_classes > classes)
+    throw UsageError("--data " + d.name + " does not fit --model " + m.name() + " (its samples have another shape, " +
+                     "or labels beyond the model's " + std::to_string(classes) + " classes)");
 }
 
 models::Input make_input(const data::Batch& b) {

@@ -46,7 +46,23 @@ static void validate_cuda(const TrainConfig& c) {
   for (auto& spec : specs) sync::check_policy_fits_device(*sync::make_policy(sync::PolicySpec::parse(spec)), spec, true);
 }
 
-void resolve_and_validate(TrainConfig& c) {
+data::InputSpec input_spec_of(const models::Model& m, const std::string& spec) {
+  data::InputSpec s;
+  s.model = spec;
+  s.x_shape = m.input_shape();
+  s.tokens = m.takes_tokens();
+  s.classes = s.tokens ? m.vocab() : m.num_classes();
+  return s;
+}
+
+RunData load_run_data(const TrainConfig& cfg, const data::InputSpec& input) {
+  RunData d;
+  d.train = data::open_dataset(cfg.data, cfg.data_dir, true, input, cfg.seed);
+  d.test = data::open_dataset(cfg.data, cfg.data_dir, false, input, cfg.seed);
+  return d;
+}
+
+data::InputSpec resolve_and_validate(TrainConfig& c) {
   bool known = false;
   for (auto& m : models::model_names()) known |= (m == c.model);
   if (!known) throw UsageError("--model: unknown model '" + c.model + "' (expected mlp, cnn, resnet20 or gpt-mini)");
@@ -99,6 +115,9 @@ void resolve_and_validate(TrainConfig& c) {
   const auto probe = models::make_model(c.model, c.seed);
   sync::check_policy_fits_model(c.policy, probe->layers(), c.world);
   for (auto& sw : sync::parse_switches(c.switches)) sync::check_policy_fits_model(sw.spec, probe->layers(), c.world);
+  data::InputSpec input = input_spec_of(*probe, c.model);
+  data::check_fits(c.data, input);
+  return input;
 }
 
 struct Trainer::Impl {
@@ -122,16 +141,17 @@ struct Trainer::Impl {
   nlohmann::json evaluate_now(int64_t step);  // the consensus model; the last step first finalizes the engine
 };
 
-Trainer::Trainer(const TrainConfig& cfg, Backend* backend) : impl_(std::make_unique<Impl>()) {
+Trainer::Trainer(const TrainConfig& cfg, Backend* backend, RunData* data) : impl_(std::make_unique<Impl>()) {
   auto& I = *impl_;
   I.cfg = cfg;
   I.backend = backend;
   ops::set_threads(cfg.threads);
   I.model = models::make_model(cfg.model, cfg.seed);
-  const int64_t T = I.model->takes_tokens() ? I.model->input_shape()[0] : 0;
-  I.train = data::open_dataset(cfg.data, cfg.data_dir, true, I.model->takes_tokens(), T, cfg.seed);
-  I.test = data::open_dataset(cfg.data, cfg.data_dir, false, I.model->takes_tokens(), T, cfg.seed);
+  RunData loaded = data ? std::move(*data) : load_run_data(cfg, input_spec_of(*I.model, cfg.model));
+  I.train = std::move(loaded.train);
+  I.test = std::move(loaded.test);
   check_dataset_fits_model(I.train, *I.model);
+  check_dataset_fits_model(I.test, *I.model);
   I.sharder = std::make_unique<data::Sharder>(I.train.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
   optim::OptimConfig oc;
   oc.kind = cfg.optimizer;

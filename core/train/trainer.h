@@ -4,18 +4,35 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/data/dataset.h"
 #include "core/train/config.h"
 
 namespace dd {
 class Backend;
 }
+namespace dd::models {
+class Model;
+}
 
 namespace dd::train {
 
+// The training and test sets of a run.
+struct RunData {
+  data::Dataset train, test;
+};
+
+// What the model reads, for the data side (shape, tokens, classes or vocabulary).
+data::InputSpec input_spec_of(const models::Model& m, const std::string& spec);
+
+// Loads --data for a model that reads `input` (dd::UsageError for a missing or corrupt dataset). `dreamddp train`
+// calls it before the run directory is made, so that bad data leaves nothing behind.
+RunData load_run_data(const TrainConfig& cfg, const data::InputSpec& input);
+
 class Trainer {
  public:
-  // `backend` may be null for a single process. The trainer does not own it.
-  Trainer(const TrainConfig& cfg, Backend* backend);
+  // `backend` may be null for a single process. The trainer does not own it. `data`: the sets load_run_data()
+  // returned (moved from); null: the trainer loads them.
+  Trainer(const TrainConfig& cfg, Backend* backend, RunData* data = nullptr);
   ~Trainer();
   // Runs the configured steps; returns summary.json's content (also written to --out by rank 0).
   nlohmann::json run();
@@ -25,8 +42,9 @@ class Trainer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Fills defaults that depend on other fields (optimizer, lr, warm-up, threads) and validates ranges.
-// Throws dd::UsageError naming the option.
-void resolve_and_validate(TrainConfig& cfg);
+// Fills defaults that depend on other fields (optimizer, lr, warm-up, threads) and validates ranges, and that
+// --data fits --model (data::check_fits; nothing is read). Throws dd::UsageError naming the option. Returns what
+// the model reads, for load_run_data().
+data::InputSpec resolve_and_validate(TrainConfig& cfg);
 
 }  // namespace dd::train

@@ -34,12 +34,11 @@ int cmd_profile(int argc, char** argv) {
   if (cfg.out.empty()) throw UsageError("profile: --out DIR is required (bp.json and comm.json go there)");
   train::check_output_dir("--out", cfg.out);  // before the measurement, not after it
   place_rank(cfg);
-  train::resolve_and_validate(cfg);
+  const data::InputSpec input = train::resolve_and_validate(cfg);
   auto backend = connect(cfg);
   ops::set_threads(cfg.threads);
   auto model = models::make_model(cfg.model, cfg.seed);
-  const int64_t T = model->takes_tokens() ? model->input_shape()[0] : 0;
-  auto ds = data::open_dataset(cfg.data, cfg.data_dir, true, model->takes_tokens(), T, cfg.seed);
+  auto ds = data::open_dataset(cfg.data, cfg.data_dir, true, input, cfg.seed);
   data::Sharder sharder(ds.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
   data::Batch b;
   std::vector<int64_t> idx(cfg.batch);

@@ -21,7 +21,7 @@ int cmd_train(int argc, char** argv) {
   place_rank(cfg);
   // Resuming continues the run in its own directory unless --out says otherwise.
   if (!cfg.resume.empty() && cfg.out.empty()) cfg.out = cfg.resume;
-  train::resolve_and_validate(cfg);
+  const data::InputSpec input = train::resolve_and_validate(cfg);
   check_rendezvous_scheme(cfg.rendezvous);  // also where one process never opens the store
   if (!cfg.resume.empty()) train::choose_checkpoint(cfg.resume, cfg.rank, nullptr);  // this rank has an intact one
   const bool continuing = !cfg.resume.empty() && cfg.out == cfg.resume;
@@ -32,6 +32,8 @@ int cmd_train(int argc, char** argv) {
     const std::string mine = train::save_params_path(cfg.save_params, cfg.rank);
     if (!mine.empty()) train::check_output_file("--save-params", mine, cfg.out);
   }
+  // The data is read before the run directory is made: a missing or corrupt dataset leaves nothing behind.
+  train::RunData data = train::load_run_data(cfg, input);
   if (!cfg.out.empty()) train::prepare_run_dir(cfg.out, cfg.overwrite, cfg.rank == 0 && !continuing);
   auto backend = connect(cfg);
   if (cfg.rank == 0)
@@ -43,7 +45,7 @@ int cmd_train(int argc, char** argv) {
       if (sw.step >= cfg.steps)
         std::fprintf(stderr, "train: note: --switch %lld:%s is not before the last step (%lld steps): it will not "
                      "apply in this run\n", (long long)sw.step, sw.spec.c_str(), (long long)cfg.steps);
-  train::Trainer t(cfg, backend.get());
+  train::Trainer t(cfg, backend.get(), &data);
   auto summary = t.run();
   if (backend) backend->barrier();
   if (cfg.rank == 0) std::printf("%s\n", summary.dump().c_str());

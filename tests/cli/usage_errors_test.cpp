@@ -101,6 +101,8 @@ const UsageCase kCases[] = {
     {"config_unknown_key", {"train", "--config", "@T/unknown_key.ini"}, "no_such_key"},
     {"missing_dataset", {"train", "--data-dir", "@T/empty_data"}, "@T/empty_data"},
     {"corrupt_dataset", {"train", "--data-dir", "@T/corrupt_data"}, "@T/corrupt_data"},
+    {"token_model_on_images", {"train", "--model", "gpt-mini", "--data", "fashion-mnist"}, "--model gpt-mini"},
+    {"image_model_on_text", {"train", "--model", "cnn", "--data", "text"}, "--model cnn"},
     {"out_parent_is_a_file", {"train", "--out", "@T/a_file/sub"}, "@T/a_file/sub"},
     {"out_is_a_file", {"train", "--out", "@T/a_file"}, "@T/a_file"},
     {"switch_without_colon", {"train", "--switch", "garbage"}, "garbage"},
@@ -145,6 +147,34 @@ TEST(UsageErrors, EverySubcommandsHelpExitsZero) {
   }
   auto r = run_dreamddp({"bench", "--help"}, 10);
   for (auto b : {"bench allreduce", "bench gemm"}) EXPECT_NE(r.out.find(b), std::string::npos) << r.describe();
+}
+
+// A model and data that do not fit, a missing and a corrupt dataset: refused before the run directory is made
+// (the data is checked and loaded first), so no empty --out is left behind.
+TEST(UsageErrors, BadDataLeavesNoRunDirectory) {
+  TmpDir tmp;
+  std::filesystem::create_directory(tmp / "empty_data");
+  std::filesystem::create_directory(tmp / "corrupt_data");
+  const std::string fm = "/usr/share/datasets/fashion-mnist/";
+  for (auto f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz"})
+    std::filesystem::create_symlink(fm + f, tmp / "corrupt_data" + "/" + f);
+  write_file(tmp / "corrupt_data/t10k-labels-idx1-ubyte.gz", "\x1f\x8b\x08 not really gzip");  // the test split
+  write_file(tmp / "short.txt", "too short for one window\n");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--model", "gpt-mini", "--data", "fashion-mnist"}, "--model gpt-mini"},
+      {{"--model", "mlp", "--data", "text"}, "--model mlp"},
+      {{"--data-dir", tmp / "empty_data"}, tmp / "empty_data"},
+      {{"--data-dir", tmp / "corrupt_data"}, "t10k-labels"},
+      {{"--model", "gpt-mini", "--data", "text", "--data-dir", tmp / "short.txt"}, "window"}};
+  int n = 0;
+  for (const auto& [extra, must] : cases) {
+    const std::string out = tmp / ("run" + std::to_string(n++));
+    std::vector<std::string> args{"train", "--out", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run_dreamddp(with_quick_defaults(args), 30);
+    expect_one_line_error(r, must);
+    EXPECT_FALSE(std::filesystem::exists(out)) << "the refused run made its --out " << out << "\n" << r.describe();
+  }
 }
 
 // A run directory with earlier results is refused and left byte for byte as it was; --overwrite is the way out.

@@ -292,9 +292,27 @@ def cli_cases(tmp):
                           sim + ["--cluster", "%dx1" % over, "--out", out], "vm.max_map_count", fresh_out=out))
     cases.append(Case("cli", "simulate profile without sizes", ["simulate", "--profile", gpt2, "--cluster", "4x2"],
                       "sizes"))
-    # Controls: the quick settings themselves are accepted.
+    # A model and data that do not fit (core/data/open_dataset.cpp check_fits): refused before --out exists.
+    for model, data in [("gpt-mini", "fashion-mnist"), ("mlp", "text"), ("cnn", "text"), ("resnet20", "text")]:
+        add("--model %s --data %s" % (model, data), ["--model", model, "--data", data], "--model " + model)
+    add("--model gpt-mini --data fashion-mnist (profile)", [], "--model gpt-mini", quick=False)
+    cases[-1].args = ["profile", "--model", "gpt-mini", "--data", "fashion-mnist", "--threads", "1",
+                      "--out", cases[-1].fresh_out]
+    text_file = os.path.join(tmp, "cli_text")
+    with open(text_file, "w") as f:
+        f.write("The quick brown fox jumps over the lazy dog.\n" * 40)
+    add("text corpus missing", ["--model", "gpt-mini", "--data", "text", "--data-dir", tmp + "/no_such_corpus"],
+        "no_such_corpus")
+    add("text corpus too short for the context", ["--model", "gpt-mini", "--data", "text", "--data-dir", a_file],
+        "window")
+    # Controls: the quick settings themselves are accepted, and a token model reads text and synthetic tokens.
     out = fresh()
     cases.append(Case("cli", "control: quick run", ["train"] + QUICK + ["--out", out], expect=0))
+    for data in [["--data", "text", "--data-dir", text_file], ["--data", "synthetic"]]:
+        out = fresh()
+        cases.append(Case("cli", "control: gpt-mini on %s" % data[1], ["train", "--model", "gpt-mini"] + data +
+                          ["--threads", "1", "--steps", "1", "--batch", "2", "--eval-samples", "2", "--out", out],
+                          expect=0))
     return cases
 
 
@@ -409,7 +427,7 @@ def idx_cases(tmp):
         out = os.path.join(tmp, "idx_out_%d" % len(cases))
         args = ["train", "--data", "fashion-mnist", "--data-dir", d, "--threads", "1", "--steps", "2", "--batch",
                 "4", "--eval-samples", "8", "--out", out]
-        cases.append(Case("idx", name, args, must, expect=expect, keep=[d], empty_out=out))
+        cases.append(Case("idx", name, args, must, expect=expect, keep=[d], fresh_out=out if expect == 2 else None))
 
     # Wrong magic: type code, number of dimensions, leading bytes, labels where images belong.
     add("magic: float type code", IMG, replace={IMG: gz(idx_bytes([64, 28, 28], img[16:], type_code=0x0D))})
@@ -478,23 +496,23 @@ def idx_cases(tmp):
     os.makedirs(os.path.join(d, IMG + ".gz"))
     out = os.path.join(tmp, "idx_out_%d" % len(cases))
     cases.append(Case("idx", "images are a directory", ["train", "--data", "fashion-mnist", "--data-dir", d] +
-                      QUICK[2:] + ["--out", out], IMG, keep=[d], empty_out=out))
+                      QUICK[2:] + ["--out", out], IMG, keep=[d], fresh_out=out))
     d = dataset("images are /dev/zero", drop={IMG})
     os.symlink("/dev/zero", os.path.join(d, IMG + ".gz"))
     out = os.path.join(tmp, "idx_out_%d" % len(cases))
     cases.append(Case("idx", "images link to /dev/zero", ["train", "--data", "fashion-mnist", "--data-dir", d] +
-                      QUICK[2:] + ["--out", out], IMG, keep=[d], empty_out=out))
+                      QUICK[2:] + ["--out", out], IMG, keep=[d], fresh_out=out))
     d = dataset("dangling link", drop={LBL})
     os.symlink(os.path.join(d, "nowhere"), os.path.join(d, LBL + ".gz"))
     out = os.path.join(tmp, "idx_out_%d" % len(cases))
     cases.append(Case("idx", "labels are a dangling link", ["train", "--data", "fashion-mnist", "--data-dir", d] +
-                      QUICK[2:] + ["--out", out], LBL, keep=[d], empty_out=out))
+                      QUICK[2:] + ["--out", out], LBL, keep=[d], fresh_out=out))
     for name, ddir, must in [("data dir missing", tmp + "/no_such_data", "no_such_data"),
                              ("data dir is a file", __file__, IMG), ("data dir empty", tmp + "/idx_empty", IMG)]:
         os.makedirs(tmp + "/idx_empty", exist_ok=True)
         out = os.path.join(tmp, "idx_out_%d" % len(cases))
         cases.append(Case("idx", name, ["train", "--data", "fashion-mnist", "--data-dir", ddir] + QUICK[2:] +
-                          ["--out", out], must, empty_out=out))
+                          ["--out", out], must, fresh_out=out))
     # Controls: the tiny set trains, gzip or plain, and a plain file named .gz is read transparently.
     add("control: tiny gzip set", "", expect=0)
     add("control: plain files", "", expect=0, replace={IMG: img, LBL: lbl}, plain={IMG, LBL})

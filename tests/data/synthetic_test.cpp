@@ -5,6 +5,7 @@
 
 #include "core/common/error.h"
 #include "core/data/dataset.h"
+#include "core/data/shuffle.h"
 
 namespace dd::data {
 namespace {
@@ -56,19 +57,23 @@ TEST(Synthetic, Tokens) {
 }
 
 TEST(OpenDataset, DispatchAndRefusals) {
-  const Dataset img = open_dataset("synthetic", "", true, false, 0, 1);
+  const InputSpec mlp{"mlp", {1, 28, 28}, false, 10}, gpt{"gpt-mini", {128}, true, 256};
+  const Dataset img = open_dataset("synthetic", "", true, mlp, 1);
   EXPECT_EQ(img.x_shape, (std::vector<int64_t>{1, 28, 28}));
   EXPECT_EQ(img.num_classes, 10);
-  const Dataset tok = open_dataset("synthetic", "", false, true, 128, 1);
+  const Dataset tok = open_dataset("synthetic", "", false, gpt, 1);
   EXPECT_EQ(tok.x_shape, (std::vector<int64_t>{128}));
   EXPECT_EQ(tok.num_classes, 256);
   // Train and test synthetic sets differ.
-  const Dataset img_test = open_dataset("synthetic", "", false, false, 0, 1);
+  const Dataset img_test = open_dataset("synthetic", "", false, mlp, 1);
   EXPECT_NE(std::vector<float>(img.xf.begin(), img.xf.begin() + 784),
             std::vector<float>(img_test.xf.begin(), img_test.xf.begin() + 784));
-  EXPECT_THROW(open_dataset("imagenet", "", true, false, 0, 1), dd::UsageError);
-  EXPECT_THROW(open_dataset("fashion-mnist", "", true, true, 128, 1), dd::UsageError);
-  EXPECT_THROW(open_dataset("text", "", true, false, 128, 1), dd::UsageError);
+  // The reference models' synthetic sets are those of make_synthetic with derived seeds (unchanged data).
+  EXPECT_EQ(img.xf, make_synthetic({1, 28, 28}, false, 10, 10000, derive_seed(1, 1)).xf);
+  EXPECT_EQ(tok.xi, make_synthetic({128}, true, 256, 2000, derive_seed(1, 2)).xi);
+  EXPECT_THROW(open_dataset("imagenet", "", true, mlp, 1), dd::UsageError);
+  EXPECT_THROW(open_dataset("fashion-mnist", "", true, gpt, 1), dd::UsageError);
+  EXPECT_THROW(open_dataset("text", "", true, mlp, 1), dd::UsageError);
 }
 
 TEST(Gather, CopiesTheIndexedSamples) {
