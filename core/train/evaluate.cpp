@@ -1,6 +1,7 @@
 // Test-set evaluation and the helpers that adapt dataset batches to model inputs.
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "core/common/error.h"
 #include "core/train/trainer_parts.h"
@@ -8,10 +9,13 @@
 namespace dd::train {
 
 void check_dataset_fits_model(const data::Dataset& d, const models::Model& m) {
-  if (d.tokens != m.takes_tokens() || d.x_shape != m.input_shape())
+  if (d.tokens != m.takes_tokens() || d.x_shape != m.input_shape()) {
+    std::string shape;  // the model's own input shape (resnet18/50 read 3 x image x image)
+    for (int64_t s : m.input_shape()) shape += (shape.empty() ? "" : "x") + std::to_string(s);
     throw UsageError("--data " + d.name + " does not fit --model " + m.name() +
                      (m.takes_tokens() ? " (it needs token data: --data text or synthetic)"
-                                       : " (it needs 1x28x28 images: --data fashion-mnist or synthetic)"));
+                                       : " (it needs " + shape + " images: --data fashion-mnist or synthetic)"));
+  }
 }
 
 models::Input make_input(const data::Batch& b) {
