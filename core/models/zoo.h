@@ -9,4 +9,7 @@ std::unique_ptr<Model> make_mlp(uint64_t seed, ops::Device& dev);
 std::unique_ptr<Model> make_cnn(uint64_t seed, ops::Device& dev);
 std::unique_ptr<Model> make_resnet20(uint64_t seed, ops::Device& dev);
 std::unique_ptr<Model> make_gpt_mini(uint64_t seed, ops::Device& dev);
+// resnet18 / resnet50 with their options (image, classes); calls spec.finish() before allocating.
+class ModelSpec;
+std::unique_ptr<Model> make_resnet(ModelSpec& spec, uint64_t seed, ops::Device& dev);
 }  // namespace dd::models

@@ -94,6 +94,10 @@ class Device {
                                  int64_t W) = 0;
   virtual void avgpool_global_forward(float* y, const float* x, int64_t N, int64_t C, int64_t HW) = 0;
   virtual void avgpool_global_backward(float* dx, const float* dy, int64_t N, int64_t C, int64_t HW) = 0;
+  virtual void maxpool_forward(float* y, int32_t* idx, const float* x, int64_t N, int64_t C, int64_t H, int64_t W,
+                               int64_t k, int64_t s, int64_t p) = 0;
+  virtual void maxpool_backward(float* dx, const float* dy, const int32_t* idx, int64_t N, int64_t C, int64_t H,
+                                int64_t W, int64_t k, int64_t s, int64_t p) = 0;
   virtual void embedding_forward(float* y, const int32_t* idx, const float* W, int64_t N, int64_t C) = 0;
   virtual void embedding_backward(float* dW, const float* dy, const int32_t* idx, int64_t N, int64_t C) = 0;
   virtual void attention_forward(float* out, float* att, const float* qkv, int64_t B, int64_t T, int64_t C,

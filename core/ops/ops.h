@@ -74,6 +74,16 @@ void maxpool2_backward(float* dx, const float* dy, const uint8_t* idx, int64_t N
 // Global average pool: x[N,C,HW] -> y[N,C]
 void avgpool_global_forward(float* y, const float* x, int64_t N, int64_t C, int64_t HW);
 void avgpool_global_backward(float* dx, const float* dy, int64_t N, int64_t C, int64_t HW);
+// k x k max pool with stride s and padding p (ResNet's stem: 3, 2, 1): x[N,C,H,W] -> y[N,C,Ho,Wo], Ho =
+// (H + 2p - k) / s + 1 (floor, as PyTorch without ceil_mode). Padding never wins (windows are clipped to the
+// input); the first maximum in row-major window order wins ties and a NaN wins, as in PyTorch. idx stores the
+// argmax as a flat index h*W + w into its input plane. Needs k >= 1, s >= 1, 0 <= p <= k/2 (PyTorch's range).
+void maxpool_forward(float* y, int32_t* idx, const float* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t k,
+                     int64_t s, int64_t p);
+// dx overwritten: each input position receives the sum of dy over the windows whose argmax it is.
+void maxpool_backward(float* dx, const float* dy, const int32_t* idx, int64_t N, int64_t C, int64_t H, int64_t W,
+                      int64_t k, int64_t s, int64_t p);
+inline int64_t maxpool_out(int64_t H, int64_t k, int64_t s, int64_t p) { return (H + 2 * p - k) / s + 1; }
 
 // ---- LayerNorm over the last dim: x[N,C]; saves mean and rstd [N] ----
 void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b,

@@ -1,7 +1,13 @@
-// 2x2/stride-2 max pooling (argmax saved as 0..3) and global average pooling over NCHW planes.
+// 2x2/stride-2 max pooling (argmax saved as 0..3), k x k / stride / padding max pooling (flat argmax) and
+// global average pooling over NCHW planes.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <string>
 #include <vector>
 
+#include "core/common/error.h"
 #include "core/ops/ops.h"
 
 namespace dd::ops {
@@ -86,6 +92,65 @@ void avgpool_global_backward(float* dx, const float* dy, int64_t N, int64_t C, i
     float* xp = dx + p * HW;
 #pragma omp simd
     for (int64_t i = 0; i < HW; ++i) xp[i] = g;
+  }
+}
+
+}  // namespace dd::ops
+
+// ---- k x k / stride s / padding p max pool (ResNet stem) ----
+namespace dd::ops {
+
+namespace {
+void check_maxpool(int64_t H, int64_t W, int64_t k, int64_t s, int64_t p) {
+  if (k < 1 || s < 1 || p < 0 || 2 * p > k)
+    throw UsageError("maxpool: need k >= 1, stride >= 1 and 0 <= pad <= k/2 (got k=" + std::to_string(k) +
+                     " stride=" + std::to_string(s) + " pad=" + std::to_string(p) + ")");
+  if (maxpool_out(H, k, s, p) < 1 || maxpool_out(W, k, s, p) < 1)
+    throw UsageError("maxpool: input " + std::to_string(H) + "x" + std::to_string(W) + " too small for k=" +
+                     std::to_string(k) + " pad=" + std::to_string(p));
+}
+}  // namespace
+
+void maxpool_forward(float* y, int32_t* idx, const float* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t k,
+                     int64_t s, int64_t p) {
+  check_maxpool(H, W, k, s, p);
+  const int64_t Ho = maxpool_out(H, k, s, p), Wo = maxpool_out(W, k, s, p), planes = N * C;
+#pragma omp parallel for schedule(static) if (planes * H * W >= (1 << 16))
+  for (int64_t q = 0; q < planes; ++q) {
+    const float* xp = x + q * H * W;
+    float* yp = y + q * Ho * Wo;
+    int32_t* ip = idx + q * Ho * Wo;
+    for (int64_t oh = 0; oh < Ho; ++oh) {
+      const int64_t h0 = std::max<int64_t>(oh * s - p, 0), h1 = std::min(oh * s - p + k, H);
+      for (int64_t ow = 0; ow < Wo; ++ow) {
+        const int64_t w0 = std::max<int64_t>(ow * s - p, 0), w1 = std::min(ow * s - p + k, W);
+        // p <= k/2 keeps every window at least one input element wide.
+        int64_t best = h0 * W + w0;
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t w = w0; w < w1; ++w) {
+            const float v = xp[h * W + w];
+            if (v > m || std::isnan(v)) m = v, best = h * W + w;
+          }
+        yp[oh * Wo + ow] = m;
+        ip[oh * Wo + ow] = int32_t(best);
+      }
+    }
+  }
+}
+
+void maxpool_backward(float* dx, const float* dy, const int32_t* idx, int64_t N, int64_t C, int64_t H, int64_t W,
+                      int64_t k, int64_t s, int64_t p) {
+  check_maxpool(H, W, k, s, p);
+  const int64_t no = maxpool_out(H, k, s, p) * maxpool_out(W, k, s, p), planes = N * C;
+#pragma omp parallel for schedule(static) if (planes * H * W >= (1 << 16))
+  for (int64_t q = 0; q < planes; ++q) {
+    float* xp = dx + q * H * W;
+    const float* dp = dy + q * no;
+    const int32_t* ip = idx + q * no;
+    std::memset(xp, 0, sizeof(float) * size_t(H * W));
+    // Overlapping windows (s < k) may share an argmax: accumulate, in output order (deterministic).
+    for (int64_t o = 0; o < no; ++o) xp[ip[o]] += dp[o];
   }
 }
 

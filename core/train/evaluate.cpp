@@ -1,6 +1,7 @@
 // Test-set evaluation and the helpers that adapt dataset batches to model inputs.
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "core/common/error.h"
 #include "core/train/trainer_parts.h"

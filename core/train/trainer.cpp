@@ -16,6 +16,7 @@
 #include "core/data/dataset.h"
 #include "core/data/sharder.h"
 #include "core/models/model.h"
+#include "core/models/model_spec.h"
 #include "core/ops/ops.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
@@ -64,8 +65,11 @@ RunData load_run_data(const TrainConfig& cfg, const data::InputSpec& input) {
 
 data::InputSpec resolve_and_validate(TrainConfig& c) {
   bool known = false;
-  for (auto& m : models::model_names()) known |= (m == c.model);
-  if (!known) throw UsageError("--model: unknown model '" + c.model + "' (expected mlp, cnn, resnet20 or gpt-mini)");
+  const std::string family = models::ModelSpec::parse(c.model).family();  // NAME[:key=value,...]
+  for (auto& m : models::model_names()) known |= (m == family);
+  if (!known)
+    throw UsageError("--model: unknown model '" + family + "' (expected mlp, cnn, resnet20, gpt-mini, resnet18 or "
+                     "resnet50)");
   if (c.data != "fashion-mnist" && c.data != "text" && c.data != "synthetic")
     throw UsageError("--data: unknown dataset '" + c.data + "' (expected fashion-mnist, text or synthetic)");
   if (c.device != "cpu" && c.device != "cuda")

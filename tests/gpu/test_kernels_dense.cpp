@@ -118,9 +118,11 @@ struct ConvCase {
 
 TEST(CudaKernels, Conv2dForwardBackwardMatchCpu) {
   DD_REQUIRE_GPU();
-  // The cnn/resnet20 shapes: 1->32 on 28x28, 32->64, stride-2 3x3 and the 1x1 stride-2 projection; odd sizes.
+  // The cnn/resnet20 shapes: 1->32 on 28x28, 32->64, stride-2 3x3 and the 1x1 stride-2 projection; odd sizes;
+  // the resnet18/50 stem (7x7, stride 2, padding 3, 3 -> 64 channels).
   for (const ConvCase& c : {ConvCase{4, 1, 32, 3, 1, 1, 28, 28}, ConvCase{2, 32, 64, 3, 1, 1, 14, 14},
-                            ConvCase{3, 16, 32, 3, 2, 1, 15, 13}, ConvCase{2, 16, 32, 1, 2, 0, 28, 28}}) {
+                            ConvCase{3, 16, 32, 3, 2, 1, 15, 13}, ConvCase{2, 16, 32, 1, 2, 0, 28, 28},
+                            ConvCase{2, 3, 64, 7, 2, 3, 32, 32}, ConvCase{2, 3, 8, 7, 2, 3, 9, 7}}) {
     dd::ops::Conv2d cpu(c.C, c.OC, c.k, c.stride, c.pad);
     Conv2d gpu(c.C, c.OC, c.k, c.stride, c.pad);
     const int64_t Ho = cpu.out_h(c.H), Wo = cpu.out_w(c.W);

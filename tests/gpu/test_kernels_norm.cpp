@@ -78,6 +78,35 @@ TEST(CudaKernels, MaxPoolMatchesCpuIncludingTiesAndOddSizes) {
   }
 }
 
+// The ResNet stem's 3x3 stride-2 pad-1 pool (and two other geometries): same values, argmax and gradient as the
+// CPU kernel, with ties on a coarse grid, all-negative planes (padding must not win) and overlapping windows
+// sharing an argmax (their gradients add).
+TEST(CudaKernels, MaxPoolKMatchesCpuIncludingTiesAndPadding) {
+  DD_REQUIRE_GPU();
+  struct G { int64_t N, C, H, W, k, s, p; };
+  for (const G& g : {G{2, 64, 16, 16, 3, 2, 1}, G{1, 3, 7, 9, 3, 2, 1}, G{2, 2, 1, 2, 3, 2, 1}, G{1, 4, 6, 5, 3, 1, 0}}) {
+    const int64_t Ho = (g.H + 2 * g.p - g.k) / g.s + 1, Wo = (g.W + 2 * g.p - g.k) / g.s + 1;
+    const size_t n = static_cast<size_t>(g.N * g.C * g.H * g.W), no = static_cast<size_t>(g.N * g.C * Ho * Wo);
+    auto x = randu(n, 13, -2.f, 1.f);
+    for (auto& v : x) v = std::round(v * 2.f) / 2.f;  // ties, and planes that are mostly negative
+    const auto dy = randu(no, 14);
+    std::vector<float> y(no), dx(n);
+    std::vector<int32_t> idx(no);
+    Dev<float> gx(x), gdy(dy), gy(no);
+    Dev<int32_t> gidx(no);
+    Dev<float> poison(std::vector<float>(n, 7.f));  // the backward overwrites every element
+    maxpool_forward(gy, gidx, gx, g.N, g.C, g.H, g.W, g.k, g.s, g.p);
+    maxpool_backward(poison, gdy, gidx, g.N, g.C, g.H, g.W, g.k, g.s, g.p);
+    dd::ops::maxpool_forward(y.data(), idx.data(), x.data(), g.N, g.C, g.H, g.W, g.k, g.s, g.p);
+    dd::ops::maxpool_backward(dx.data(), dy.data(), idx.data(), g.N, g.C, g.H, g.W, g.k, g.s, g.p);
+    const std::string what = "H=" + std::to_string(g.H) + " W=" + std::to_string(g.W) + " k=" + std::to_string(g.k);
+    EXPECT_EQ(gy.host(), y) << what;
+    EXPECT_EQ(gidx.host(), idx) << what << " argmax";
+    // Sums of at most four dy values in a different order: within a few float roundings.
+    EXPECT_TRUE(near(poison.host(), dx, 1e-6)) << what << " backward";
+  }
+}
+
 TEST(CudaKernels, GlobalAvgPoolMatchesCpu) {
   DD_REQUIRE_GPU();
   for (auto [N, C, HW] : {std::tuple<int64_t, int64_t, int64_t>{4, 64, 49}, {3, 5, 1}}) {

@@ -36,7 +36,8 @@ struct Batch {
 
   Batch(const models::Model& m, int64_t n, uint64_t seed) {
     Rng rng(seed);
-    const int64_t per = m.takes_tokens() ? m.input_shape()[0] : 784;
+    int64_t per = 1;
+    for (int64_t d : m.input_shape()) per *= d;
     const uint64_t classes = uint64_t(m.num_classes());
     y.resize(size_t(n * m.targets_per_sample()));
     for (auto& v : y) v = int32_t(rng.next() % classes);
@@ -159,11 +160,12 @@ TEST_P(GpuModelTest, MatchesCpuStepAndUpdates) {
 INSTANTIATE_TEST_SUITE_P(Models, GpuModelTest,
                          ::testing::Values(Case{"mlp", 32, "sgd"}, Case{"gpt-mini", 4, "sgd"}, Case{"cnn", 16, "sgd"},
                                            Case{"resnet20", 16, "sgd"}, Case{"mlp", 32, "adamw"},
-                                           Case{"gpt-mini", 2, "adamw"}),
+                                           Case{"gpt-mini", 2, "adamw"}, Case{"resnet18", 8, "sgd"},
+                                           Case{"resnet50:image=16", 8, "sgd"}),
                          [](const ::testing::TestParamInfo<Case>& i) {
                            std::string s = i.param.model + "_" + i.param.optimizer;
                            for (auto& ch : s)
-                             if (ch == '-') ch = '_';
+                             if (ch == '-' || ch == ':' || ch == '=' || ch == ',') ch = '_';
                            return s;
                          });
 

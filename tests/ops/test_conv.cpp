@@ -72,6 +72,12 @@ TEST(Conv2d, K1Stride2) { conv_case({2, 6, 4, 7, 7, 1, 2, 0}); }
 TEST(Conv2d, SingleInputChannelBlockSizedOutput) { conv_case({2, 1, 16, 6, 6, 3, 1, 1}); }
 TEST(Conv2d, BlockSizedChannels) { conv_case({2, 16, 32, 5, 5, 3, 1, 1}); }
 
+// The ResNet-18/50 stem: 7x7, stride 2, padding 3, on 3 channels (odd and even sizes, windows past both edges).
+TEST(Conv2d, K7Stride2Pad3Stem) {
+  conv_case({2, 3, 4, 9, 9, 7, 2, 3});
+  conv_case({2, 3, 5, 8, 6, 7, 2, 3});
+}
+
 TEST(Conv2d, OneObjectServesSeveralShapes) {
   // Primitives are cached per (N,H,W): switching shapes back and forth must not mix them up.
   ConvCase a{2, 3, 4, 7, 7, 3, 1, 1}, b{3, 3, 4, 5, 6, 3, 1, 1};

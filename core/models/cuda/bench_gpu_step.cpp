@@ -53,7 +53,8 @@ int run(const Args& a) {
 
   // One fixed synthetic batch on the device (the peer also reuses one batch).
   Rng rng(7);
-  const int64_t per = cpu->takes_tokens() ? cpu->input_shape()[0] : 784;
+  int64_t per = 1;  // per-sample input: {T} tokens or a C x H x W image
+  for (int64_t d : cpu->input_shape()) per *= d;
   const int64_t ny = a.batch * cpu->targets_per_sample();
   std::vector<float> hx(size_t(a.batch * per));
   std::vector<int32_t> htok(static_cast<size_t>(a.batch * per)), hy(static_cast<size_t>(ny));

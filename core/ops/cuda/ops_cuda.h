@@ -83,6 +83,14 @@ void maxpool2_backward(float* dx, const float* dy, const uint8_t* idx, int64_t N
 // Global average pool: x[N,C,HW] -> y[N,C]
 void avgpool_global_forward(float* y, const float* x, int64_t N, int64_t C, int64_t HW);
 void avgpool_global_backward(float* dx, const float* dy, int64_t N, int64_t C, int64_t HW);
+// k x k / stride s / padding p max pool, as dd::ops::maxpool_forward (padding never wins, first maximum in
+// row-major window order wins ties, NaN wins; idx = flat argmax h*W + w in the input plane).
+void maxpool_forward(float* y, int32_t* idx, const float* x, int64_t N, int64_t C, int64_t H, int64_t W, int64_t k,
+                     int64_t s, int64_t p);
+// dx overwritten with the sum of dy over the windows whose argmax each input is (a gather per input element:
+// deterministic, no atomics).
+void maxpool_backward(float* dx, const float* dy, const int32_t* idx, int64_t N, int64_t C, int64_t H, int64_t W,
+                      int64_t k, int64_t s, int64_t p);
 
 // ---- LayerNorm over the last dim: x[N,C]; saves mean and rstd [N] ----
 void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int64_t N,
