@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -334,6 +335,9 @@ nlohmann::json Trainer::run() {
   if (I.dev && resume_after >= 0) I.dev->from_host(model, *I.opt);
   RunRecorder rec(cfg, model, I.backend, resume_after);  // metrics.h5 rows (continued when resuming)
   if (probe) probe->attach(rec.metrics());
+  // A restart by `dreamddp launch --max-restarts` (docs/elastic.md): why and from where, in /events.
+  if (const char* why = std::getenv("DREAMDDP_RESTART"); why && *why)
+    if (auto* w = rec.metrics()) w->append_event(resume_after, "restart", why);
   if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get());
   rec.set_hosts(I.engine ? I.engine->hosts() : std::vector<std::string>{});
   Throughput tp;
