@@ -1,7 +1,8 @@
-// dd::launch::run: resolves the command, prepares the rendezvous directory and (with --netem) the emulated
-// cluster of one namespace per node, starts the ranks with their torchrun-style environment and supervises
-// them. Resources are owned by RAII objects declared in set-up order, so they go in reverse order on every exit
-// path: ranks first, then the namespaces, then the rendezvous directory, and last the launcher's signal mask.
+// dd::launch::run: resolves the command, prepares (with --netem) the emulated cluster of one namespace per node,
+// then per attempt (one, or up to 1 + --max-restarts) a rendezvous directory, starts the ranks with their
+// torchrun-style environment and supervises them. Resources are owned by RAII objects declared in set-up order,
+// so they go in reverse order on every exit path: ranks first, then the attempt's rendezvous directory, then the
+// namespaces, and last the launcher's signal mask.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sched.h>
