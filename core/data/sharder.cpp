@@ -57,8 +57,18 @@ void Sharder::copy_positions(int64_t first, int64_t n, int64_t* out) const {
   }
 }
 
+void Sharder::continue_at(int64_t step, int64_t position) {
+  DD_CHECK(step >= 0 && position >= 0, "negative data origin");
+  origin_step_ = step;
+  origin_position_ = position;
+}
+
+int64_t Sharder::position_of(int64_t step) const {
+  return origin_position_ + (step - origin_step_) * global_batch();
+}
+
 void Sharder::indices(int64_t step, int64_t* out) const {
-  copy_positions(step * global_batch() + (fault_rank0_ ? 0 : int64_t(rank_) * batch_), batch_, out);
+  copy_positions(position_of(step) + (fault_rank0_ ? 0 : int64_t(rank_) * batch_), batch_, out);
 }
 
 std::vector<int64_t> Sharder::batch(int64_t step) const {
@@ -68,7 +78,7 @@ std::vector<int64_t> Sharder::batch(int64_t step) const {
 }
 
 void Sharder::global_indices(int64_t step, int64_t* out) const {
-  copy_positions(step * global_batch(), global_batch(), out);
+  copy_positions(position_of(step), global_batch(), out);
 }
 
 int64_t Sharder::sample_at(int64_t position) const {

@@ -22,6 +22,14 @@ class Sharder {
   Sharder(Sharder&&) noexcept;
   Sharder& operator=(Sharder&&) noexcept;
 
+  // Resuming on another world size (docs/elastic.md): step `step` and later continue the data order at global
+  // position `position` (the samples the earlier world consumed), N*b positions per step from there. Without it
+  // the origin is (0, 0): step t starts at t*N*b.
+  void continue_at(int64_t step, int64_t position);
+  // The first global position of step `step` (>= the origin step); position_of(s + 1) is the sample count
+  // consumed after step s.
+  int64_t position_of(int64_t step) const;
+
   // This rank's b sample indices of step `step` (>= 0).
   void indices(int64_t step, int64_t* out) const;
   std::vector<int64_t> batch(int64_t step) const;
@@ -49,6 +57,7 @@ class Sharder {
   int rank_;
   int64_t batch_;
   bool fault_rank0_ = false;
+  int64_t origin_step_ = 0, origin_position_ = 0;
   std::unique_ptr<Cache> cache_;
 };
 

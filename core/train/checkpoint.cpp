@@ -5,6 +5,7 @@
 
 #include <zlib.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -68,8 +69,123 @@ std::string checkpoint_fingerprint(const TrainConfig& c, const models::Model& m)
   return s.str();
 }
 
+namespace {
+
+// The fingerprint and step of an intact checkpoint file. Throws dd::UsageError.
+std::pair<std::string, int64_t> checkpoint_header(const std::string& path);
+
+// The value of the first "key=value" line of a fingerprint ("" when absent).
+std::string fingerprint_field(const std::string& fp, const std::string& key) {
+  std::istringstream in(fp);
+  for (std::string line; std::getline(in, line);)
+    if (line.compare(0, key.size() + 1, key + "=") == 0) return line.substr(key.size() + 1);
+  return "";
+}
+
+// Rank q's intact checkpoints in `dir`: {step, path}, newest file first.
+std::vector<std::pair<int64_t, std::string>> intact_checkpoints(const std::string& dir, int q) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  for (const auto& p : {checkpoint_path(dir, q), previous_checkpoint_path(dir, q)}) {
+    try {
+      out.push_back({checkpoint_step(p), p});
+    } catch (const UsageError&) {
+    }
+  }
+  return out;
+}
+
+// Why a policy's saved state cannot be carried to another world size ("" when it can). Parameters, optimizer
+// state, schedules, delayed averages in flight and outer-optimizer anchors are rank 0's and identical on every new
+// rank; what is refused keeps state that is per old rank or laid out over the old ranks.
+std::string unmappable(const std::string& spec) {
+  std::istringstream parts(spec);
+  for (std::string part; std::getline(parts, part, '+');) {
+    const std::string name = part.substr(0, part.find(':'));
+    if (name == "threshold" || name == "autothreshold" || name == "hybrid")
+      return "policy " + spec + " decides from per-rank statistics summed over the old ranks";
+    if (name == "hier") return "policy " + spec + " lays its groups over the old ranks";
+    const auto c = part.find("compress=");
+    if (c != std::string::npos && part.compare(c, 14, "compress=none") != 0)
+      return "policy " + spec + " keeps error-feedback residuals per rank and per shard of the old world";
+  }
+  return "";
+}
+
+}  // namespace
+
+ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
+  ResumePlan plan;
+  plan.from_world = cfg.world;
+  plan.from_rank = cfg.rank;
+  // The writer's world size, from rank 0's newest intact file: every rank reads the same one, so all decide alike.
+  const auto zero = intact_checkpoints(dir, 0);
+  std::string fp;
+  if (!zero.empty()) {
+    fp = checkpoint_header(zero.front().second).first;
+  } else {
+    plan.path = choose_checkpoint(dir, cfg.rank, nullptr);  // names what is wrong with this rank's own file
+    fp = checkpoint_header(plan.path).first;
+  }
+  const std::string w = fingerprint_field(fp, "world");
+  const int M = w.empty() ? 0 : std::atoi(w.c_str());
+  if (M < 1) throw UsageError("--resume " + dir + ": checkpoint names no world size");
+  if (M == cfg.world) {
+    if (plan.path.empty()) plan.path = choose_checkpoint(dir, cfg.rank, nullptr);  // this rank has an intact one
+    plan.step = checkpoint_step(plan.path);
+    return plan;
+  }
+  const std::string head = "--resume " + dir + ": cannot resume a " + std::to_string(M) + "-rank checkpoint on " +
+                           std::to_string(cfg.world) + " rank(s): ";
+  if (zero.empty()) throw UsageError(head + "rank 0's checkpoint, which every new rank loads, is not readable here");
+  if (M == 1) throw UsageError(head + "a single process's checkpoint holds no sync engine state to start the ranks from");
+  // Everything but the world size and the rank must match.
+  TrainConfig writer = cfg;
+  writer.world = M;
+  writer.rank = 0;
+  const std::string want = checkpoint_fingerprint(writer, *models::make_model(cfg.model, cfg.seed));
+  if (want != fp) {
+    std::istringstream a(want), b(fp);
+    std::string la, lb, diff;
+    while (std::getline(a, la)) {
+      if (!std::getline(b, lb)) lb.clear();
+      if (la != lb) diff += (diff.empty() ? "" : ", ") + la.substr(0, la.find('=')) + " (checkpoint: " + lb + ", now: " + la + ")";
+    }
+    throw UsageError(head + "it is from another run configuration: " + (diff.empty() ? "fields differ" : diff));
+  }
+  std::vector<std::string> specs{cfg.policy};
+  for (auto& sw : cfg.switches) specs.push_back(sw.substr(sw.find(':') + 1));
+  for (auto& spec : specs)
+    if (const std::string why = unmappable(spec); !why.empty()) throw UsageError(head + why);
+  if (!cfg.sensitivity.empty()) throw UsageError(head + "the sensitivity probe's open probe is per rank (drop --sensitivity)");
+  // The newest step every old rank holds when their files are here (a complete generation), else rank 0's newest.
+  std::vector<std::vector<std::pair<int64_t, std::string>>> others;
+  bool all_here = true;
+  for (int q = 1; q < M; ++q) {
+    others.push_back(intact_checkpoints(dir, q));
+    all_here &= !others.back().empty();
+  }
+  for (const auto& [step, path] : zero) {
+    bool everywhere = true;
+    for (const auto& o : others) {
+      bool has = false;
+      for (const auto& e : o) has |= e.first == step;
+      everywhere &= has || !all_here;
+    }
+    if (everywhere && step > plan.step) plan.step = step, plan.path = path;
+  }
+  if (plan.step < 0) throw UsageError(head + "the old ranks hold no checkpoint of a common step");
+  if (plan.step >= cfg.steps)
+    throw UsageError(head + "it was written after step " + std::to_string(plan.step) + ", outside this run's steps 0.." +
+                     std::to_string(cfg.steps - 1) + " (raise --steps?)");
+  plan.same_world = false;
+  plan.from_world = M;
+  plan.from_rank = 0;
+  return plan;
+}
+
 void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t step, models::Model& m,
-                      optim::Optimizer& opt, sync::SyncEngine* engine, const SensitivityProbe* probe) {
+                      optim::Optimizer& opt, sync::SyncEngine* engine, const SensitivityProbe* probe,
+                      int64_t data_position) {
   ByteWriter w;
   w.put_str(checkpoint_fingerprint(cfg, m));
   w.put<int64_t>(step);
@@ -79,6 +195,7 @@ void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t s
   w.put_vec(opt.layer_steps());
   w.put_str(engine ? engine->save_state() : std::string());
   w.put_str(probe ? probe->save_state() : std::string());
+  w.put<int64_t>(data_position >= 0 ? data_position : (step + 1) * cfg.world * cfg.batch);
   std::string body = w.bytes();
   uint32_t crc = uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(body.data()), uInt(body.size())));
   std::string file = std::string(kMagic) + body;
@@ -114,25 +231,33 @@ static std::string checkpoint_body(const std::string& path) {
   return body;
 }
 
-int64_t checkpoint_step(const std::string& path) {
+namespace {
+std::pair<std::string, int64_t> checkpoint_header(const std::string& path) {
   try {
     const std::string body = checkpoint_body(path);  // ByteReader points into it
     ByteReader r(body);
-    r.get_str();
-    return r.get<int64_t>();
+    std::string fp = r.get_str();
+    return {fp, r.get<int64_t>()};
   } catch (const UsageError&) {
     throw;
   } catch (const std::exception& e) {
     throw UsageError("--resume: " + path + ": " + e.what());
   }
 }
+}  // namespace
+
+int64_t checkpoint_step(const std::string& path) { return checkpoint_header(path).second; }
 
 int64_t read_checkpoint(const std::string& path, const TrainConfig& cfg, models::Model& m, optim::Optimizer& opt,
-                        sync::SyncEngine* engine, SensitivityProbe* probe) {
+                        sync::SyncEngine* engine, SensitivityProbe* probe, int from_world, int from_rank,
+                        int64_t* data_position) {
   const std::string body = checkpoint_body(path);
   try {
     ByteReader r(body);
-    const std::string want = checkpoint_fingerprint(cfg, m), got = r.get_str();
+    TrainConfig writer = cfg;  // the run that wrote the file, as far as the fingerprint names it
+    if (from_world > 0) writer.world = from_world;
+    if (from_rank >= 0) writer.rank = from_rank;
+    const std::string want = checkpoint_fingerprint(writer, m), got = r.get_str();
     if (got != want) {
       std::istringstream a(want), b(got);
       std::string la, lb, diff;
@@ -161,6 +286,11 @@ int64_t read_checkpoint(const std::string& path, const TrainConfig& cfg, models:
       const std::string ps = r.get_str();
       if (probe && !ps.empty()) probe->load_state(ps);
     }
+    // The data position (absent in files of earlier versions: they all follow the plain order).
+    int64_t position = (step + 1) * int64_t(writer.world) * cfg.batch;
+    if (!r.done()) position = r.get<int64_t>();
+    if (position < 0) throw UsageError("--resume: " + path + ": negative data position");
+    if (data_position) *data_position = position;
     if (!r.done()) throw UsageError("--resume: " + path + " has trailing bytes");
     return step;
   } catch (const UsageError&) {

@@ -30,12 +30,31 @@ std::string previous_checkpoint_path(const std::string& dir, int rank);
 // Throws dd::UsageError when there is none.
 std::string choose_checkpoint(const std::string& dir, int rank, Backend* b);
 
+// Where a resumed rank's state comes from (docs/elastic.md). Decided from the files alone, before the
+// rendezvous, so that every rank reaches the same verdict (they all read rank 0's header).
+struct ResumePlan {
+  int from_world = 0;  // the world size that wrote the checkpoint
+  int from_rank = 0;   // whose state this rank loads: its own on the same world size, rank 0's on another
+  std::string path;    // another world size: rank 0's file of the chosen step; same world: this rank's newest
+  int64_t step = -1;   // the step of `path`
+  bool same_world = true;
+};
+
+// Plans --resume DIR for this run (cfg.world ranks). Same world size: this rank's own intact file (the common step
+// is agreed later, choose_checkpoint). Another world size: the newest step every old rank holds (rank 0's newest
+// when the other ranks' files are not visible here), rank 0's state for every new rank. Throws dd::UsageError
+// with one line naming both world sizes when the checkpoint cannot be resumed on this world size (another model
+// or configuration, a policy whose state does not map, --sensitivity).
+ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg);
+
 // The fields a checkpoint must agree on with the run that loads it, as "key=value" lines.
 std::string checkpoint_fingerprint(const TrainConfig& cfg, const models::Model& m);
 
-// Writes the state after completed step `step` (with the sensitivity probe's open probe when `probe` is given).
+// Writes the state after completed step `step` (with the sensitivity probe's open probe when `probe` is given)
+// and the global data position the next step starts at (-1: (step + 1) * world * batch, the plain order).
 void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t step, models::Model& m,
-                      optim::Optimizer& opt, sync::SyncEngine* engine, const SensitivityProbe* probe = nullptr);
+                      optim::Optimizer& opt, sync::SyncEngine* engine, const SensitivityProbe* probe = nullptr,
+                      int64_t data_position = -1);
 
 // The last completed step recorded in a checkpoint (validates magic and CRC). Throws dd::UsageError.
 int64_t checkpoint_step(const std::string& path);
@@ -43,7 +62,10 @@ int64_t checkpoint_step(const std::string& path);
 // Loads a checkpoint into model, optimizer, engine and (when given) the sensitivity probe; returns the last
 // completed step. Throws dd::UsageError for a missing, truncated or corrupt file, or one from another model or
 // configuration (naming the fields).
+// `from_world`/`from_rank` (> 0 / >= 0): the file was written by that rank of a run of that world size
+// (plan_resume); `data_position` (when given) receives the global data position the next step starts at.
 int64_t read_checkpoint(const std::string& path, const TrainConfig& cfg, models::Model& m, optim::Optimizer& opt,
-                        sync::SyncEngine* engine, SensitivityProbe* probe = nullptr);
+                        sync::SyncEngine* engine, SensitivityProbe* probe = nullptr, int from_world = 0,
+                        int from_rank = -1, int64_t* data_position = nullptr);
 
 }  // namespace dd::train

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -294,7 +295,8 @@ void Trainer::Impl::on_agreed_anomaly(int64_t step, int anomalies, int64_t seen_
       if (dev) dev->to_host(*model, *opt);
       // Without the probe: it has already run this step's before_step, so its state is not "after step - 1";
       // a resume re-measures nothing of the open probe, which the metrics import drops.
-      write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step - 1, *model, *opt, engine.get());
+      write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step - 1, *model, *opt, engine.get(), nullptr,
+                       sharder->position_of(step));
       where = "checkpoint " + checkpoint_path(cfg.out, cfg.rank);
     }
     if (auto* w = rec.metrics()) w->append_event(seen_at, "anomaly", what + "; stop (" + where + ")");
@@ -309,7 +311,8 @@ void Trainer::Impl::on_agreed_anomaly(int64_t step, int anomalies, int64_t seen_
 
 void Trainer::Impl::checkpoint(int64_t step, RunRecorder& rec, const SensitivityProbe* probe) {
   if (dev) dev->to_host(*model, *opt);
-  write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step, *model, *opt, engine.get(), probe);
+  write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step, *model, *opt, engine.get(), probe,
+                   sharder->position_of(step + 1));
   // Publish the metrics up to this step too: a resume from this checkpoint continues them.
   if (auto* w = rec.metrics()) {
     w->append_event(step, "checkpoint", checkpoint_path(cfg.out, cfg.rank));
@@ -341,21 +344,43 @@ nlohmann::json Trainer::run() {
     probe = std::make_unique<SensitivityProbe>(parse_sensitivity(cfg.sensitivity, cfg.steps), model, I.train,
                                                cfg.seed, cfg.steps, I.backend);
   // A checkpoint is checked in full (and loaded) before anything is written: a refused one changes nothing.
-  const std::string resume_file = cfg.resume.empty() ? "" : choose_checkpoint(cfg.resume, cfg.rank, I.backend);
+  // Same world size: each rank its own file of the newest common step (agreed, collective). Another world size
+  // (docs/elastic.md): every rank rank 0's file, and the data order continues at the samples consumed so far.
+  const ResumePlan plan = cfg.resume.empty() ? ResumePlan{} : plan_resume(cfg.resume, cfg);
+  const std::string resume_file = cfg.resume.empty() ? ""
+                                  : plan.same_world ? choose_checkpoint(cfg.resume, cfg.rank, I.backend)
+                                                    : plan.path;
+  int64_t data_position = 0;
   const int64_t resume_after =
-      cfg.resume.empty() ? -1 : read_checkpoint(resume_file, cfg, model, *I.opt, nullptr, probe.get());
+      cfg.resume.empty() ? -1
+                         : read_checkpoint(resume_file, cfg, model, *I.opt, nullptr, probe.get(), plan.from_world,
+                                           plan.from_rank, &data_position);
+  if (resume_after >= 0) I.sharder->continue_at(resume_after + 1, data_position);
   if (I.dev && resume_after >= 0) I.dev->from_host(model, *I.opt);
   RunRecorder rec(cfg, model, I.backend, resume_after);  // metrics.h5 rows (continued when resuming)
   if (probe) probe->attach(rec.metrics());
+  // A restart by `dreamddp launch --max-restarts` (docs/elastic.md): why and from where, in /events.
+  if (const char* why = std::getenv("DREAMDDP_RESTART"); why && *why)
+    if (auto* w = rec.metrics()) w->append_event(resume_after, "restart", why);
   if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get());
   rec.set_hosts(I.engine ? I.engine->hosts() : std::vector<std::string>{});
   Throughput tp;
   if (!cfg.resume.empty()) {
     // Again, now with the engine (its construction broadcast rank 0's parameters over the loaded ones); the
     // probe's state is loaded already.
-    tp.start = read_checkpoint(resume_file, cfg, model, *I.opt, I.engine.get()) + 1;
+    tp.start = read_checkpoint(resume_file, cfg, model, *I.opt, I.engine.get(), nullptr, plan.from_world,
+                               plan.from_rank) + 1;
     if (I.dev) I.dev->from_host(model, *I.opt);
     if (I.rank0()) progress.message("resumed from " + resume_file + " after step " + std::to_string(tp.start - 1));
+    if (!plan.same_world) {
+      const std::string what = std::to_string(plan.from_world) + " -> " + std::to_string(cfg.world) +
+                               " ranks, every rank from rank 0's state; data continues at sample position " +
+                               std::to_string(data_position) + ", global batch " +
+                               std::to_string(int64_t(plan.from_world) * cfg.batch) + " -> " +
+                               std::to_string(int64_t(cfg.world) * cfg.batch);
+      if (auto* w = rec.metrics()) w->append_event(tp.start - 1, "resume-world", what);
+      if (I.rank0()) progress.message("resume on another world size: " + what);
+    }
   }
   sync::SyncEngine* engine = I.engine.get();
   GuardWatch guard(cfg, model, I.dev != nullptr, engine, rec.metrics(), progress);

@@ -23,7 +23,9 @@ int cmd_train(int argc, char** argv) {
   if (!cfg.resume.empty() && cfg.out.empty()) cfg.out = cfg.resume;
   const data::InputSpec input = train::resolve_and_validate(cfg);
   check_rendezvous_scheme(cfg.rendezvous);  // also where one process never opens the store
-  if (!cfg.resume.empty()) train::choose_checkpoint(cfg.resume, cfg.rank, nullptr);  // this rank has an intact one
+  // This rank has an intact checkpoint, or one this world size can resume (decided from the files alone, so every
+  // rank refuses an impossible resume at once, before the rendezvous).
+  if (!cfg.resume.empty()) train::plan_resume(cfg.resume, cfg);
   const bool continuing = !cfg.resume.empty() && cfg.out == cfg.resume;
   // Every output target is checked before the run dir is made and before the first step: a run must not train
   // to the end and then find its parameters unwritable.

@@ -146,7 +146,8 @@ void parse_nodes(const std::string& spec, int* nodes, int* ranks_per_node) {
 
 const char* usage() {
   return "usage: dreamddp launch (-n N | --nodes AxB) [--netem RATE[,delay=D][,loss=P]] [--rendezvous URL]\n"
-         "                        [--iface-prefix P] [--grace SECONDS] [--master-port PORT] -- COMMAND ARGS...\n"
+         "                        [--iface-prefix P] [--grace SECONDS] [--master-port PORT] [--max-restarts R]\n"
+         "                        -- COMMAND ARGS...\n"
          "\n"
          "Starts N local ranks of COMMAND. COMMAND is a dreamddp sub-command (train, bench, profile, schedule),\n"
          "run with this binary, or any other program (found on PATH, or a path containing '/'), e.g.\n"
@@ -170,7 +171,11 @@ const char* usage() {
          "  --rendezvous URL        DREAMDDP_RENDEZVOUS given to the ranks (file:///dir or redis://host:port)\n"
          "  --iface-prefix P        prefix of the bridge, veth and namespace names created (default dd)\n"
          "  --grace SECONDS         wait between SIGTERM and SIGKILL when stopping ranks (default 10)\n"
-         "  --master-port PORT      MASTER_PORT for the ranks (default: a free port)\n";
+         "  --master-port PORT      MASTER_PORT for the ranks (default: a free port)\n"
+         "  --max-restarts R        COMMAND is `train ... --out DIR --checkpoint-every K`: when a rank dies or the\n"
+         "                          job exits 3, end the rest and restart all ranks from the newest checkpoint\n"
+         "                          that every rank holds intact (--resume DIR), up to R times; then exit 3\n"
+         "                          naming the rank and the cause (docs/elastic.md). Default 0\n";
 }
 
 ParsedArgs parse_args(int argc, char** argv) {
@@ -234,6 +239,8 @@ ParsedArgs parse_args(int argc, char** argv) {
       out.options.iface_prefix = p;
     } else if (arg == "--grace") {
       out.options.grace_s = parse_seconds(arg, take());
+    } else if (arg == "--max-restarts") {
+      out.options.max_restarts = parse_int(arg, take(), 0, 1000);
     } else if (arg == "--master-port") {
       out.options.master_port = parse_int(arg, take(), 1, 65535);
     } else {

@@ -1,6 +1,7 @@
 // `dreamddp launch`: starts N local ranks (torchrun-style), optionally each in its own network namespace with
 // tc-shaped links, forwards signals, and takes the whole job down when one rank dies.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,7 +22,26 @@ struct LaunchOptions {
   double grace_s = 10;               // SIGTERM -> SIGKILL grace period when taking the job down
   int master_port = 0;               // MASTER_PORT; 0 = a free loopback port (29500 inside namespaces)
   std::string self_exe;              // binary that runs dreamddp sub-commands; empty = /proc/self/exe
+  int max_restarts = 0;              // --max-restarts R: restart `train` from its newest complete checkpoint
 };
+
+// --max-restarts (restart.cpp, docs/elastic.md): the run directory and the command of a restart.
+struct RestartPlan {
+  std::string dir;                 // the train command's --out (or its --resume when there is no --out)
+  std::vector<std::string> argv;   // the original command, argv[0] included
+};
+
+// Checks that `cmd` (after `--`) is a `train` with --checkpoint-every K > 0 and --out (or --resume). Throws
+// dd::UsageError naming what is missing.
+RestartPlan plan_restarts(const std::vector<std::string>& cmd, const std::vector<std::string>& argv);
+
+// The newest step of which all `world` ranks' checkpoint files in `dir` are present and intact (-1: none).
+int64_t newest_complete_checkpoint(const std::string& dir, int world);
+
+// The command of a restart: the original with any --resume/--overwrite replaced by --resume DIR when a complete
+// checkpoint exists (step >= 0); else the original, with --overwrite unless it resumes (a fresh start over the
+// failed attempt's own output).
+std::vector<std::string> restart_argv(const RestartPlan& plan, int64_t step);
 
 // Parsed command line: options plus the command after `--`. help = true means -h/--help was given.
 struct ParsedArgs {

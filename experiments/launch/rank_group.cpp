@@ -181,6 +181,14 @@ int RankGroup::supervise(double grace_s) {
   return 0;
 }
 
+bool RankGroup::failed_by_signal() const {
+  return first_failure_ >= 0 && WIFSIGNALED(children_[first_failure_].status);
+}
+
+std::string RankGroup::failure_cause() const {
+  return first_failure_ >= 0 ? describe_status(children_[first_failure_].status) : std::string();
+}
+
 RankGroup::~RankGroup() {
   for (auto& c : children_) {
     if (!c.running) continue;

@@ -33,6 +33,13 @@ class RankGroup {
   // killed), or 128+signal when the launcher was signalled and every rank exited 0.
   int supervise(double grace_s);
 
+  // After supervise(): the first rank that failed (-1: none), whether a signal killed it, and what happened to it
+  // ("was killed by signal 9 (Killed)", "exited with status 3"); whether the launcher itself was signalled.
+  int failed_rank() const { return first_failure_; }
+  bool failed_by_signal() const;
+  std::string failure_cause() const;
+  bool interrupted() const { return launcher_signal_ != 0; }
+
  private:
   struct Child {
     pid_t pid = -1;

@@ -1,7 +1,8 @@
-// dd::launch::run: resolves the command, prepares the rendezvous directory and (with --netem) the emulated
-// cluster of one namespace per node, starts the ranks with their torchrun-style environment and supervises
-// them. Resources are owned by RAII objects declared in set-up order, so they go in reverse order on every exit
-// path: ranks first, then the namespaces, then the rendezvous directory, and last the launcher's signal mask.
+// dd::launch::run: resolves the command, prepares (with --netem) the emulated cluster of one namespace per node,
+// then per attempt (one, or up to 1 + --max-restarts) a rendezvous directory, starts the ranks with their
+// torchrun-style environment and supervises them. Resources are owned by RAII objects declared in set-up order,
+// so they go in reverse order on every exit path: ranks first, then the attempt's rendezvous directory, then the
+// namespaces, and last the launcher's signal mask.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -163,13 +165,16 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
     argv = cmd;
   }
 
-  SignalBlock signals;
-  std::unique_ptr<TempDir> rdzv_dir;
-  std::string rendezvous = o.rendezvous;
-  if (rendezvous.empty()) {
-    rdzv_dir = std::make_unique<TempDir>();
-    rendezvous = "file://" + rdzv_dir->path();
+  // --max-restarts: the run directory and the command of a restart, checked before anything starts.
+  std::optional<RestartPlan> restarts;
+  if (o.max_restarts > 0) {
+    restarts = plan_restarts(cmd, argv);
+    if (!o.rendezvous.empty() && o.rendezvous.rfind("file://", 0) != 0)
+      throw UsageError("--max-restarts needs a file:// --rendezvous (each attempt gets a fresh directory under it) "
+                       "or none, got " + o.rendezvous);
   }
+
+  SignalBlock signals;
   std::unique_ptr<netem::EmulatedCluster> cluster;
   if (o.netem) cluster = std::make_unique<netem::EmulatedCluster>(hosts, *o.netem, o.iface_prefix);
   if (const int sig = signals.take_pending_stop()) return 128 + sig;
@@ -182,41 +187,71 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
   }
 
   const std::string master_addr = cluster ? cluster->address(0) : "127.0.0.1";
-  const int master_port = o.master_port ? o.master_port : (cluster ? 29500 : free_loopback_port());
   const char* user_iface = std::getenv("GLOO_SOCKET_IFNAME");
 
-  RankGroup group(signals.old_mask());
-  for (int r = 0; r < o.nprocs; ++r) {
-    const int node = r / per_host;
-    // Without --nodes every rank counts as local: the ranks share this machine's cores, and LOCAL_WORLD_SIZE is
-    // what `train` sizes its default thread count by.
-    const bool by_node = o.nodes > 0;
-    std::vector<std::pair<std::string, std::string>> set = {
-        {"RANK", std::to_string(r)},
-        {"WORLD_SIZE", std::to_string(o.nprocs)},
-        {"LOCAL_RANK", std::to_string(by_node ? r % per_host : r)},
-        {"LOCAL_WORLD_SIZE", std::to_string(by_node ? per_host : o.nprocs)},
-        {"GROUP_RANK", std::to_string(node)},  // torchrun's name for the node index
-        {"DREAMDDP_NODE", std::to_string(node)},
-        {"MASTER_ADDR", master_addr},
-        {"MASTER_PORT", std::to_string(master_port)},
-        {"DREAMDDP_RENDEZVOUS", rendezvous},
-    };
-    RankSpec spec;
-    if (cluster) {
-      set.emplace_back("GLOO_SOCKET_IFNAME", cluster->iface());
-      set.emplace_back("DREAMDDP_NETNS", cluster->netns(node));
-      spec.netns_path = cluster->netns_path(node);
-    } else if (!user_iface || !*user_iface) {
-      set.emplace_back("GLOO_SOCKET_IFNAME", "lo");  // local ranks talk over loopback unless told otherwise
+  std::string restart_note;  // DREAMDDP_RESTART of a restarted attempt: what the trainer logs in /events
+  for (int attempt = 0;; ++attempt) {
+    // Every attempt its own rendezvous (a store keeps the failed attempt's keys) and port.
+    std::unique_ptr<TempDir> rdzv_dir;
+    std::string rendezvous = o.rendezvous;
+    if (rendezvous.empty()) {
+      rdzv_dir = std::make_unique<TempDir>();
+      rendezvous = "file://" + rdzv_dir->path();
+    } else if (attempt > 0) {
+      rendezvous += "/restart" + std::to_string(attempt);
     }
-    if (name_hosts) spec.hostname = "ddnode" + std::to_string(node);
-    spec.exe = exe;
-    spec.argv = argv;
-    spec.env = rank_env(set);
-    group.spawn(spec);
+    const int master_port = o.master_port ? o.master_port : (cluster ? 29500 : free_loopback_port());
+    RankGroup group(signals.old_mask());
+    for (int r = 0; r < o.nprocs; ++r) {
+      const int node = r / per_host;
+      // Without --nodes every rank counts as local: the ranks share this machine's cores, and LOCAL_WORLD_SIZE is
+      // what `train` sizes its default thread count by.
+      const bool by_node = o.nodes > 0;
+      std::vector<std::pair<std::string, std::string>> set = {
+          {"RANK", std::to_string(r)},
+          {"WORLD_SIZE", std::to_string(o.nprocs)},
+          {"LOCAL_RANK", std::to_string(by_node ? r % per_host : r)},
+          {"LOCAL_WORLD_SIZE", std::to_string(by_node ? per_host : o.nprocs)},
+          {"GROUP_RANK", std::to_string(node)},  // torchrun's name for the node index
+          {"DREAMDDP_NODE", std::to_string(node)},
+          {"MASTER_ADDR", master_addr},
+          {"MASTER_PORT", std::to_string(master_port)},
+          {"DREAMDDP_RENDEZVOUS", rendezvous},
+      };
+      RankSpec spec;
+      if (cluster) {
+        set.emplace_back("GLOO_SOCKET_IFNAME", cluster->iface());
+        set.emplace_back("DREAMDDP_NETNS", cluster->netns(node));
+        spec.netns_path = cluster->netns_path(node);
+      } else if (!user_iface || !*user_iface) {
+        set.emplace_back("GLOO_SOCKET_IFNAME", "lo");  // local ranks talk over loopback unless told otherwise
+      }
+      if (!restart_note.empty()) set.emplace_back("DREAMDDP_RESTART", restart_note);
+      if (name_hosts) spec.hostname = "ddnode" + std::to_string(node);
+      spec.exe = exe;
+      spec.argv = argv;
+      spec.env = rank_env(set);
+      group.spawn(spec);
+    }
+    const int rc = group.supervise(o.grace_s);
+    // A restart follows a rank that died (a signal, not our stop) or a job that lost a peer (exit 3); a usage
+    // error, a crash with another status or an interrupted launcher ends the job as before.
+    if (!restarts || rc == 0 || group.interrupted() || group.failed_rank() < 0) return rc;
+    if (!group.failed_by_signal() && rc != 3) return rc;
+    const std::string cause = "rank " + std::to_string(group.failed_rank()) + " " + group.failure_cause();
+    if (attempt >= o.max_restarts) {
+      std::fprintf(stderr, "dreamddp launch: %s; no restarts left (%d of %d used): giving up\n", cause.c_str(),
+                   attempt, o.max_restarts);
+      return 3;
+    }
+    const int64_t step = newest_complete_checkpoint(restarts->dir, o.nprocs);
+    const std::string from = step >= 0 ? "the checkpoint after step " + std::to_string(step)
+                                       : std::string("the start (no checkpoint that every rank holds intact)");
+    restart_note = "restart " + std::to_string(attempt + 1) + " of " + std::to_string(o.max_restarts) + ": " + cause +
+                   "; all " + std::to_string(o.nprocs) + " ranks from " + from;
+    std::fprintf(stderr, "dreamddp launch: %s\n", restart_note.c_str());
+    argv = restart_argv(*restarts, step);
   }
-  return group.supervise(o.grace_s);
 }
 
 }  // namespace dd::launch

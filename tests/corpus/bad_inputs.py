@@ -626,7 +626,7 @@ def profile_cases(tmp):
 # ---------------------------------------------------------------------------------------------------------------
 # Checkpoints (core/train/checkpoint.cpp): "DDCKPT1\n" + body + CRC32(body), body = fingerprint string, step,
 # params, buffers, optimizer state, layer steps, engine blob, sensitivity probe blob (core/common/bytes.h: u64
-# length prefixes). The source run probes at steps 0 and 4, so its last checkpoint (after step 5) holds an open probe.
+# length prefixes), data position (int64; absent in files of earlier versions). The source run probes at steps 0 and 4, so its last checkpoint (after step 5) holds an open probe.
 
 CK_ARGS = ["--model", "mlp", "--data", "synthetic", "--batch", "8", "--threads", "1",
            "--sensitivity", "delays=1/3,every=4,batch=8"]
@@ -665,6 +665,8 @@ def parse_body(body):
         n = u64()
         fields.append((name, body[pos:pos + n]))
         pos += n
+    fields.append(("data_position", body[pos:pos + 8]))  # the global sample position the next step starts at
+    pos += 8
     assert pos == len(body), "checkpoint layout changed (core/train/checkpoint.cpp)"
     return fields
 
@@ -701,7 +703,7 @@ def build_probe(ident, t0, ref, measured, tail=b""):
 def build_body(fields):
     out = b""
     for name, data in fields:
-        if name == "step":
+        if name in ("step", "data_position"):
             out += data
         else:
             width = {"params": 4, "buffers": 4, "opt_state": 4, "layer_steps": 8}.get(name, 1)
@@ -771,6 +773,8 @@ def checkpoint_cases(binary, tmp):
     for step in [-1, -100, 2 ** 63 - 1, 8, 1000]:
         f2 = [(n, struct.pack("<q", step) if n == "step" else d) for n, d in fields]
         add("sealed step %d" % step, seal(build_body(f2)), "step")
+    f2 = [(n, struct.pack("<q", -8) if n == "data_position" else d) for n, d in fields]
+    add("sealed negative data position", seal(build_body(f2)), "data position")
     f2 = [(n, d.replace(b"model=mlp", b"model=cnn") if n == "fingerprint" else d) for n, d in fields]
     add("sealed fingerprint of cnn", seal(build_body(f2)), "model")
     # The sensitivity probe's open probe (t0 = 4, delay 1 measured at step 5).
@@ -801,7 +805,8 @@ def checkpoint_cases(binary, tmp):
         base = [x for i in range(0, len(CK_ARGS), 2) if CK_ARGS[i] not in given for x in CK_ARGS[i:i + 2]]
         cases.append(Case("checkpoint", "control: " + name, ["train"] + base + ["--steps", "8", "--resume", d] +
                           list(args), expect=0))
-    control("checkpoint without a probe section", seal(build_body([f for f in fields if f[0] != "probe"])))
+    control("checkpoint without a probe section", seal(build_body([f for f in fields if f[0] not in ("probe", "data_position")])))
+    control("checkpoint without a data position", seal(build_body([f for f in fields if f[0] != "data_position"])))
     control("another probe configuration", good, ["--sensitivity", "delays=1/3,every=5,batch=8"])
     # Whole files of other runs: another model, seed, batch, policy, optimizer (the fingerprint names each).
     for what, args, must in [("model cnn", ["--model", "cnn"], "model"), ("model resnet20", ["--model", "resnet20"], "model"),
