@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/common/error.h"
 #include "core/models/model.h"
 #include "core/models/model_spec.h"
 #include "core/tensor/rng.h"
