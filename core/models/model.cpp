@@ -62,7 +62,7 @@ void Model::copy_grads_to(Model& dst) const {
 }
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names{"mlp", "cnn", "resnet20", "gpt-mini"};
+  static const std::vector<std::string> names{"mlp", "cnn", "resnet20", "gpt-mini", "gpt2", "llama"};
   return names;
 }
 
@@ -74,7 +74,9 @@ std::unique_ptr<Model> make_model(const std::string& name, uint64_t seed, ops::D
   else if (f == "cnn") m = make_cnn(seed, dev);
   else if (f == "resnet20") m = make_resnet20(seed, dev);
   else if (f == "gpt-mini") m = make_gpt_mini(seed, dev);
-  else throw UsageError("unknown model '" + f + "' (expected mlp, cnn, resnet20 or gpt-mini)");
+  else if (f == "gpt2") m = make_gpt2(spec, seed, dev);
+  else if (f == "llama") m = make_llama(spec, seed, dev);
+  else throw UsageError("unknown model '" + f + "' (expected mlp, cnn, resnet20, gpt-mini, gpt2 or llama)");
   spec.finish();  // the fixed models take no options
   return m;
 }

@@ -9,4 +9,8 @@ std::unique_ptr<Model> make_mlp(uint64_t seed, ops::Device& dev);
 std::unique_ptr<Model> make_cnn(uint64_t seed, ops::Device& dev);
 std::unique_ptr<Model> make_resnet20(uint64_t seed, ops::Device& dev);
 std::unique_ptr<Model> make_gpt_mini(uint64_t seed, ops::Device& dev);
+// The decoder families parse their options from the spec (docs/models.md) and call spec.finish().
+class ModelSpec;
+std::unique_ptr<Model> make_gpt2(ModelSpec& spec, uint64_t seed, ops::Device& dev);
+std::unique_ptr<Model> make_llama(ModelSpec& spec, uint64_t seed, ops::Device& dev);
 }  // namespace dd::models
