@@ -2,7 +2,7 @@
 # experiments/bench_step.sh: single-process step time of `dreamddp train` against the PyTorch peer
 # (shared/peers/torch_ddp.py) on the same model, batch and thread count, alternated in one sitting.
 #
-#   experiments/bench_step.sh [mlp cnn resnet20 gpt-mini]
+#   experiments/bench_step.sh [mlp cnn resnet20 gpt-mini gpt2 llama]
 #
 # Per model: ours = `dreamddp train --data synthetic --threads 1` (summary.json step_ms, timed after its
 # warm-up steps); peer = torch_ddp.py with WORLD_SIZE=1 RANK=0 THREADS=1 (its step_ms, after --warmup steps).
@@ -23,7 +23,8 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" bench_step
 case ${1-} in -h|--help) usage_from_header; exit 0 ;; esac
 for m in "$@"; do  # the arguments first: a mistyped model is named whatever else is missing
-  case $m in mlp|cnn|resnet20|gpt-mini) ;; *) die "unknown model '$m' (expected mlp, cnn, resnet20 or gpt-mini)" ;; esac
+  case $m in mlp|cnn|resnet20|gpt-mini|gpt2|llama) ;;
+    *) die "unknown model '$m' (expected mlp, cnn, resnet20, gpt-mini, gpt2 or llama)" ;; esac
 done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -50,10 +51,12 @@ models=("$@")
 
 # Per model: per-rank batch, our steps (the trainer times steps after min(5, steps/10) warm-up steps),
 # peer timed steps (after 2 warm-up steps; fewer for gpt-mini, whose PyTorch step can take seconds), target.
-declare -A batch=([mlp]=64 [cnn]=64 [resnet20]=64 [gpt-mini]=8)
-declare -A ours_steps=([mlp]=60 [cnn]=30 [resnet20]=30 [gpt-mini]=25)
-declare -A peer_steps=([mlp]=30 [cnn]=15 [resnet20]=15 [gpt-mini]=8)
-declare -A target=([mlp]=1.0 [cnn]=1.0 [resnet20]=1.0 [gpt-mini]=1.0)
+# gpt2 and llama (the presets, not in the default list): one 128-token sequence per step, AdamW on both sides.
+declare -A batch=([mlp]=64 [cnn]=64 [resnet20]=64 [gpt-mini]=8 [gpt2]=1 [llama]=1)
+declare -A ours_steps=([mlp]=60 [cnn]=30 [resnet20]=30 [gpt-mini]=25 [gpt2]=12 [llama]=12)
+declare -A peer_steps=([mlp]=30 [cnn]=15 [resnet20]=15 [gpt-mini]=8 [gpt2]=4 [llama]=4)
+declare -A target=([mlp]=1.0 [cnn]=1.0 [resnet20]=1.0 [gpt-mini]=1.0 [gpt2]=1.0 [llama]=1.0)
+declare -A peer_opt=([gpt2]=adamw [llama]=adamw)
 
 work=$(mktemp -d /tmp/dd-bench-step-XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -90,6 +93,7 @@ peer_once() {
   local m=$1 log=$work/peer-$1-$2-ob$3.log
   if ! WORLD_SIZE=1 RANK=0 THREADS=$threads OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$3 \
     $py "$peer" --model "$m" --batch "${batch[$m]}" --steps "${peer_steps[$m]}" \
+    --optimizer "${peer_opt[$m]:-sgd}" \
     --warmup 2 --store "$work/store-$m-$2-$3" >"$log" 2>&1; then
     echo "bench_step: torch_ddp.py --model $m did not run:" >&2; tail -3 "$log" >&2
     $py -c 'import json, sys; print(json.dumps({"refused": sys.argv[1]}))' "$(tail -n 1 "$log")"
@@ -140,8 +144,8 @@ import sitting
 rows_path, reps, threads, g0, g1, save, root, argv = sys.argv[2:]
 reps, threads, g0, g1 = int(reps), int(threads), float(g0), float(g1)
 ours_gemm = max(g0, g1)  # the stricter yardstick for the peer
-target = {"mlp": 1.0, "cnn": 1.0, "resnet20": 1.0, "gpt-mini": 1.0}
-batch = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8}
+target = {"mlp": 1.0, "cnn": 1.0, "resnet20": 1.0, "gpt-mini": 1.0, "gpt2": 1.0, "llama": 1.0}
+batch = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8, "gpt2": 1, "llama": 1}
 by_model = {}
 for line in open(rows_path):
     r = json.loads(line)

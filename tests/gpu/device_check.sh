@@ -119,6 +119,13 @@ note[gpu_tests]="$(ctest_counts "$logs/gpu_tests.log") ${note[gpu_tests]:-}"
 if grep -q 'No tests were found' "$logs/gpu_tests.log"; then
   failed=1; result[gpu_tests]=FAIL; note[gpu_tests]+=" no gpu tests"
 fi
+# The decoder kernels and models (RMSNorm, RoPE, SwiGLU; gpt2, llama) must be among the tests that passed.
+for t in CudaKernels.RmsNormForwardBackwardMatchCpu CudaKernels.RopeForwardBackwardMatchCpu \
+         CudaKernels.SwiGluForwardBackwardMatchCpu 'GpuModelTest.MatchesCpuStepAndUpdates/gpt2' \
+         'GpuModelTest.MatchesCpuStepAndUpdates/llama'; do
+  grep -q "$t.* Passed" "$logs/gpu_tests.log" ||
+    { failed=1; result[gpu_tests]=FAIL; note[gpu_tests]+=" $t did not pass"; }
+done
 if (( $(grep -c '\*\*\*Skipped' "$logs/gpu_tests.log") > 0 )); then
   failed=1; result[gpu_tests]=FAIL; note[gpu_tests]+=" (a skip on a GPU machine checks nothing)"
 fi
