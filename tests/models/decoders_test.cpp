@@ -22,7 +22,9 @@ int64_t gpt2_params(int64_t L, int64_t D, int64_t V, int64_t P, int64_t T) {
   return V * D + std::max(P, T) * D + L * (12 * D * D + 13 * D) + 2 * D;
 }
 // Llama: embed V*D, per block 2 RMSNorms (2D), q/k/v/o 4D*D, gate/up/down 3*D*F, final norm D, head V*D.
-int64_t llama_params(int64_t L, int64_t D, int64_t F, int64_t V) { return 2 * V * D + L * (2 * D + 4 * D * D + 3 * D * F) + D; }
+int64_t llama_params(int64_t L, int64_t D, int64_t F, int64_t V) {
+  return 2 * V * D + L * (2 * D + 4 * D * D + 3 * D * F) + D;
+}
 
 std::vector<std::string> names_of(const models::Model& m) {
   std::vector<std::string> v;
