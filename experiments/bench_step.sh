@@ -66,7 +66,8 @@ echo "# bench_step: $(nproc) CPU(s), load average $(cut -d' ' -f1-3 /proc/loadav
 echo "# ours: $bin   peer: $peer (torch $($py -c 'import torch; print(torch.__version__)'))"
 gemm_start=$(gemm)
 echo "# our GEMM 64x1024.1024x1024 with $threads thread(s): $gemm_start GFLOP/s (start of the sitting)"
-echo "# batch per model: mlp/cnn/resnet20 64, gpt-mini 8; $threads thread(s); best of $reps alternating repetitions"
+echo "# batch per model: mlp/cnn/resnet20 64, gpt-mini 8, gpt2/llama 1; $threads thread(s);" \
+  "best of $reps alternating repetitions"
 
 # ours_run MODEL REP: prints "step_ms fwd_ms bwd_ms upd_ms" (the breakdown: means of metrics.h5 /steps after
 # the warm-up steps, as the trainer counts them).
