@@ -2,7 +2,7 @@
 # experiments/bench_step.sh: single-process step time of `dreamddp train` against the PyTorch peer
 # (peers/torch_ddp.py) on the same model, batch and thread count, alternated in one sitting.
 #
-#   experiments/bench_step.sh [mlp cnn resnet20 gpt-mini resnet18 resnet50]
+#   experiments/bench_step.sh [mlp cnn resnet20 gpt-mini resnet18 resnet50 gpt2 llama]
 #
 # Per model: ours = `dreamddp train --data synthetic --threads 1` (summary.json step_ms, timed after its
 # warm-up steps); peer = torch_ddp.py with WORLD_SIZE=1 RANK=0 THREADS=1 (its step_ms, after --warmup steps).
@@ -24,8 +24,8 @@ set -euo pipefail
 prov_command REPS THREADS DREAMDDP_PEER TORCH_PEER -- "$@"
 case ${1-} in -h|--help) usage_from_header; exit 0 ;; esac
 for m in "$@"; do  # the arguments first: a mistyped model is named whatever else is missing
-  case $m in mlp|cnn|resnet20|gpt-mini|resnet18|resnet50) ;;
-    *) die "unknown model '$m' (expected mlp, cnn, resnet20, gpt-mini, resnet18 or resnet50)" ;; esac
+  case $m in mlp|cnn|resnet20|gpt-mini|resnet18|resnet50|gpt2|llama) ;;
+    *) die "unknown model '$m' (expected mlp, cnn, resnet20, gpt-mini, resnet18, resnet50, gpt2 or llama)" ;; esac
 done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -48,10 +48,13 @@ models=("$@")
 
 # Per model: per-rank batch, our steps (the trainer times steps after min(5, steps/10) warm-up steps),
 # peer timed steps (after 2 warm-up steps; fewer for gpt-mini, whose PyTorch step can take seconds), target.
-declare -A batch=([mlp]=64 [cnn]=64 [resnet20]=64 [gpt-mini]=8 [resnet18]=32 [resnet50]=32)
-declare -A ours_steps=([mlp]=60 [cnn]=30 [resnet20]=30 [gpt-mini]=25 [resnet18]=12 [resnet50]=12)
-declare -A peer_steps=([mlp]=30 [cnn]=15 [resnet20]=15 [gpt-mini]=8 [resnet18]=6 [resnet50]=6)
-declare -A target=([mlp]=1.0 [cnn]=1.0 [resnet20]=1.0 [gpt-mini]=1.0 [resnet18]=1.0 [resnet50]=1.0)
+# resnet18/50 and gpt2/llama (the presets, not in the default list): resnet at batch 32 of 3x32x32 images;
+# gpt2/llama one 128-token sequence per step, AdamW on both sides.
+declare -A batch=([mlp]=64 [cnn]=64 [resnet20]=64 [gpt-mini]=8 [resnet18]=32 [resnet50]=32 [gpt2]=1 [llama]=1)
+declare -A ours_steps=([mlp]=60 [cnn]=30 [resnet20]=30 [gpt-mini]=25 [resnet18]=12 [resnet50]=12 [gpt2]=12 [llama]=12)
+declare -A peer_steps=([mlp]=30 [cnn]=15 [resnet20]=15 [gpt-mini]=8 [resnet18]=6 [resnet50]=6 [gpt2]=4 [llama]=4)
+declare -A target=([mlp]=1.0 [cnn]=1.0 [resnet20]=1.0 [gpt-mini]=1.0 [resnet18]=1.0 [resnet50]=1.0 [gpt2]=1.0 [llama]=1.0)
+declare -A peer_opt=([gpt2]=adamw [llama]=adamw)
 
 prov_start
 work=$(mktemp -d /tmp/dd-bench-step-XXXXXX)
@@ -62,7 +65,8 @@ echo "# bench_step: $(nproc) CPU(s), load average $(cut -d' ' -f1-3 /proc/loadav
 echo "# ours: $bin   peer: $peer (torch $($py -c 'import torch; print(torch.__version__)'))"
 gemm_start=$(gemm)
 echo "# our GEMM 64x1024.1024x1024 with $threads thread(s): $gemm_start GFLOP/s (start of the sitting)"
-echo "# batch per model: mlp/cnn/resnet20 64, gpt-mini 8, resnet18/resnet50 32 (3x32x32); $threads thread(s); best of $reps alternating repetitions"
+echo "# batch per model: mlp/cnn/resnet20 64, gpt-mini 8, resnet18/resnet50 32 (3x32x32), gpt2/llama 1;" \
+  "$threads thread(s); best of $reps alternating repetitions"
 
 # ours_run MODEL REP: prints "step_ms fwd_ms bwd_ms upd_ms" (the breakdown: means of metrics.h5 /steps after
 # the warm-up steps, as the trainer counts them).
@@ -89,6 +93,7 @@ peer_once() {
   local m=$1 log=$work/peer-$1-$2-ob$3.log
   if ! WORLD_SIZE=1 RANK=0 THREADS=$threads OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$3 \
     $py "$peer" --model "$m" --batch "${batch[$m]}" --steps "${peer_steps[$m]}" \
+    --optimizer "${peer_opt[$m]:-sgd}" \
     --warmup 2 --store "$work/store-$m-$2-$3" >"$log" 2>&1; then
     echo "bench_step: torch_ddp.py --model $m did not run:" >&2; tail -3 "$log" >&2
     $py -c 'import json, sys; print(json.dumps({"refused": sys.argv[1]}))' "$(tail -n 1 "$log")"
@@ -139,8 +144,9 @@ import provenance, sitting
 rows_path, reps, threads, g0, g1, save, root, peer_script = sys.argv[2:]
 reps, threads, g0, g1 = int(reps), int(threads), float(g0), float(g1)
 ours_gemm = max(g0, g1)  # the stricter yardstick for the peer
-target = {"mlp": 1.0, "cnn": 1.0, "resnet20": 1.0, "gpt-mini": 1.0, "resnet18": 1.0, "resnet50": 1.0}
-batch = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8, "resnet18": 32, "resnet50": 32}
+target = {"mlp": 1.0, "cnn": 1.0, "resnet20": 1.0, "gpt-mini": 1.0, "resnet18": 1.0, "resnet50": 1.0,
+          "gpt2": 1.0, "llama": 1.0}
+batch = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8, "resnet18": 32, "resnet50": 32, "gpt2": 1, "llama": 1}
 by_model = {}
 for line in open(rows_path):
     r = json.loads(line)

@@ -62,7 +62,8 @@ void Model::copy_grads_to(Model& dst) const {
 }
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names{"mlp", "cnn", "resnet20", "gpt-mini", "resnet18", "resnet50"};
+  static const std::vector<std::string> names{"mlp", "cnn", "resnet20", "gpt-mini", "gpt2", "llama", "resnet18",
+                                               "resnet50"};
   return names;
 }
 
@@ -74,8 +75,11 @@ std::unique_ptr<Model> make_model(const std::string& name, uint64_t seed, ops::D
   else if (f == "cnn") m = make_cnn(seed, dev);
   else if (f == "resnet20") m = make_resnet20(seed, dev);
   else if (f == "gpt-mini") m = make_gpt_mini(seed, dev);
+  else if (f == "gpt2") m = make_gpt2(spec, seed, dev);
+  else if (f == "llama") m = make_llama(spec, seed, dev);
   else if (f == "resnet18" || f == "resnet50") m = make_resnet(spec, seed, dev);
-  else throw UsageError("unknown model '" + f + "' (expected mlp, cnn, resnet20, gpt-mini, resnet18 or resnet50)");
+  else
+    throw UsageError("unknown model '" + f + "' (expected mlp, cnn, resnet20, gpt-mini, gpt2, llama, resnet18 or resnet50)");
   spec.finish();  // the fixed models take no options
   return m;
 }

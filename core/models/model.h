@@ -100,7 +100,8 @@ class Model : public optim::ParamTable {
   Arena params_, grads_, buffers_;
 };
 
-// "mlp", "cnn", "resnet20", "gpt-mini", built for `dev` (every model runs on every device); throws
+// "mlp", "cnn", "resnet20", "gpt-mini", "gpt2[:...]", "llama[:...]" (a spec, core/models/model_spec.h; the
+// model's name() is the spec as given), built for `dev` (every model runs on every device); throws
 // dd::UsageError for an unknown name.
 std::unique_ptr<Model> make_model(const std::string& name, uint64_t seed, ops::Device& dev = ops::host_device());
 const std::vector<std::string>& model_names();

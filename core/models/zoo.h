@@ -9,7 +9,10 @@ std::unique_ptr<Model> make_mlp(uint64_t seed, ops::Device& dev);
 std::unique_ptr<Model> make_cnn(uint64_t seed, ops::Device& dev);
 std::unique_ptr<Model> make_resnet20(uint64_t seed, ops::Device& dev);
 std::unique_ptr<Model> make_gpt_mini(uint64_t seed, ops::Device& dev);
-// resnet18 / resnet50 with their options (image, classes); calls spec.finish() before allocating.
+// The decoder families parse their options from the spec (docs/models.md) and call spec.finish().
 class ModelSpec;
+std::unique_ptr<Model> make_gpt2(ModelSpec& spec, uint64_t seed, ops::Device& dev);
+std::unique_ptr<Model> make_llama(ModelSpec& spec, uint64_t seed, ops::Device& dev);
+// resnet18 / resnet50 with their options (image, classes); calls spec.finish() before allocating.
 std::unique_ptr<Model> make_resnet(ModelSpec& spec, uint64_t seed, ops::Device& dev);
 }  // namespace dd::models

@@ -69,4 +69,17 @@ void Embedding::init(Rng& rng) {
   for (int64_t i = 0; i < V * C; ++i) p_[i] = rng.normal();
 }
 
+void RMSNorm::init(Rng&) {
+  for (int64_t c = 0; c < C; ++c) p_[c] = 1.0f;
+}
+
+void RMSNorm::forward(float* y, const float* x, int64_t N) {
+  rstd_.ensure(size_t(N));
+  dev_->rmsnorm_forward(y, rstd_.data(), x, p_, N, C, eps);
+}
+
+void RMSNorm::backward(float* dx, const float* dy, const float* x, int64_t N) const {
+  dev_->rmsnorm_backward(dx, g_, dy, x, p_, rstd_.data(), N, C);
+}
+
 }  // namespace dd::nn

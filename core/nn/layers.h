@@ -91,4 +91,21 @@ class Embedding : public Layer {
   int64_t V, C;
 };
 
+// RMSNorm over the last dim (Llama): weight only, eps 1e-5; keeps the saved 1/rms per row in device scratch.
+class RMSNorm : public Layer {
+ public:
+  explicit RMSNorm(int64_t C, float eps = 1e-5f) : C(C), eps(eps) {}
+  const char* kind() const override { return "rmsnorm"; }
+  std::vector<TensorSpec> param_specs() const override { return {{"weight", {C}}}; }
+  void init(Rng& rng) override;
+  void forward(float* y, const float* x, int64_t N);
+  void backward(float* dx, const float* dy, const float* x, int64_t N) const;
+  int64_t C;
+  float eps;
+
+ private:
+  void bound() override { rstd_ = ops::DeviceFloats(*dev_); }
+  ops::DeviceFloats rstd_;
+};
+
 }  // namespace dd::nn

@@ -119,6 +119,18 @@ class Device {
   // computed on the host in double by both entry sets).
   virtual void adamw_update(float* p, float* g, float* m, float* v, int64_t n, float lr, float b1, float b2,
                             float eps, float wd, int64_t step) = 0;
+
+  // ---- Llama decoder kernels (RMSNorm, RoPE, SwiGLU; ops.h) ----
+  virtual void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t N, int64_t C,
+                               float eps = 1e-5f) = 0;
+  virtual void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
+                                const float* rstd, int64_t N, int64_t C) = 0;
+  virtual void rope_forward(float* x, int64_t B, int64_t T, int64_t NH, int64_t hd, int64_t ld,
+                            float base = 10000.f) = 0;
+  virtual void rope_backward(float* dx, int64_t B, int64_t T, int64_t NH, int64_t hd, int64_t ld,
+                             float base = 10000.f) = 0;
+  virtual void swiglu_forward(float* y, const float* gu, int64_t N, int64_t F) = 0;
+  virtual void swiglu_backward(float* dgu, const float* dy, const float* gu, int64_t N, int64_t F) = 0;
 };
 
 // The CPU entry set (dd::ops).

@@ -122,4 +122,20 @@ void adamw_step(float* p, float* g, float* m, float* v, int64_t n, float b1, flo
 // p[i] - p[i] does not without -ffast-math and runs as one dependent add per element).
 bool all_finite(const float* p, int64_t n);
 
+// ---- Llama decoder kernels (docs/models.md) ----
+// RMSNorm over the last dim of x[N,C]: y = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps), weight only; saves
+// rstd [N] for backward. dw accumulated, dx overwritten (may be null).
+void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t N, int64_t C, float eps = 1e-5f);
+void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd,
+                      int64_t N, int64_t C);
+// Rotary position embedding, IN PLACE on rows x[b*T + t] (row stride ld floats) of B sequences of T tokens: the
+// first NH*hd columns of a row are NH heads of hd (even) columns; in each head the pair (2i, 2i+1) is rotated by
+// the angle t * base^(-2i/hd). Backward rotates the gradient back (by minus the angle), also in place.
+void rope_forward(float* x, int64_t B, int64_t T, int64_t NH, int64_t hd, int64_t ld, float base = 10000.f);
+void rope_backward(float* dx, int64_t B, int64_t T, int64_t NH, int64_t hd, int64_t ld, float base = 10000.f);
+// SwiGLU: each row of gu[N, 2F] is gate | up; y[N,F] = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
+// dgu[N, 2F] overwritten (d gate | d up); it may alias gu.
+void swiglu_forward(float* y, const float* gu, int64_t N, int64_t F);
+void swiglu_backward(float* dgu, const float* dy, const float* gu, int64_t N, int64_t F);
+
 }  // namespace dd::ops

@@ -20,7 +20,7 @@ struct TrainConfig {
   float momentum = 0.9f;
   bool nesterov = false;
   float weight_decay = 0.0f;
-  std::string optimizer;                // empty: sgd, adamw for gpt-mini
+  std::string optimizer;                // empty: sgd, adamw for gpt-mini, gpt2, llama
   std::string lr_schedule = "cosine";
   int64_t warmup = -1;                  // <0: 2% of steps
   uint64_t seed = 0;

@@ -69,8 +69,9 @@ data::InputSpec resolve_and_validate(TrainConfig& c) {
   const std::string family = models::ModelSpec::parse(c.model).family();  // NAME[:key=value,...]
   for (auto& m : models::model_names()) known |= (m == family);
   if (!known)
-    throw UsageError("--model: unknown model '" + family + "' (expected mlp, cnn, resnet20, gpt-mini, resnet18 or "
-                     "resnet50)");
+    throw UsageError("--model: unknown model '" + family + "' (expected mlp, cnn, resnet20, gpt-mini, gpt2, llama, "
+                     "resnet18 or resnet50)");
+  const bool language_model = family == "gpt-mini" || family == "gpt2" || family == "llama";
   if (c.data != "fashion-mnist" && c.data != "text" && c.data != "synthetic")
     throw UsageError("--data: unknown dataset '" + c.data + "' (expected fashion-mnist, text or synthetic)");
   if (c.device != "cpu" && c.device != "cuda")
@@ -79,7 +80,7 @@ data::InputSpec resolve_and_validate(TrainConfig& c) {
     throw UsageError("--backend: unknown backend '" + c.backend + "' (expected gloo, mpi or nccl)");
   if (c.batch < 1 || c.batch > 1 << 20) throw UsageError("--batch must be between 1 and 1048576");
   if (c.steps < 1) throw UsageError("--steps must be >= 1");
-  if (c.optimizer.empty()) c.optimizer = c.model == "gpt-mini" ? "adamw" : "sgd";
+  if (c.optimizer.empty()) c.optimizer = language_model ? "adamw" : "sgd";
   if (c.optimizer != "sgd" && c.optimizer != "adamw")
     throw UsageError("--optimizer: unknown optimizer '" + c.optimizer + "' (expected sgd or adamw)");
   if (c.lr < 0) c.lr = c.optimizer == "adamw" ? 1e-3f : 0.05f;
@@ -104,7 +105,8 @@ data::InputSpec resolve_and_validate(TrainConfig& c) {
     throw UsageError("--anomaly: '" + c.anomaly + "' (expected off, fallback or stop)");
   if (!(c.anomaly_spike >= 0)) throw UsageError("--anomaly-spike must be >= 0");
   if (c.anomaly_window < 1) throw UsageError("--anomaly-window must be >= 1");
-  if (c.inject_nan >= 0 && c.model == "gpt-mini") throw UsageError("--inject-nan poisons image inputs; gpt-mini takes tokens");
+  if (c.inject_nan >= 0 && language_model)
+    throw UsageError("--inject-nan poisons image inputs; " + family + " takes tokens");
   if (c.device == "cuda") validate_cuda(c);
   if (c.backend == "nccl" && c.device != "cuda" && c.world > 1)
     throw UsageError("--backend nccl reduces GPU memory: it needs --device cuda (or use --backend gloo or mpi)");

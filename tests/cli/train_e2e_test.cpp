@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <string>
+#include <utility>
 
 #include "tests/cli/cli_run.h"
 
@@ -121,6 +124,31 @@ TEST(TrainE2E, GptMiniOnTextLearns) {
   EXPECT_LT(loss, std::log(256.0)) << "below the loss of a uniform guess over bytes";
   auto t = steps_table_stats(tmp / "run/metrics.h5");
   EXPECT_EQ(t.at("rows"), 30);
+}
+
+// The decoder families through the CLI at tiny sizes: the spec's options reach the model (the count the peer
+// prints for gpt2:layers=1,d=32,heads=2,vocab=300 and its llama twin), and a
+// mistyped option is a usage error (exit 2) before anything is written.
+TEST(TrainE2E, DecoderSpecsTrainAndBadOptionsAreRefused) {
+  for (auto [spec, params] : {std::pair<std::string, int64_t>{"gpt2:layers=1,d=32,heads=2,vocab=300", 55136},
+                              {"llama:layers=1,d=32,heads=2,ffn=64,vocab=300", 29536}}) {
+    TmpDir tmp;
+    auto r = run_dreamddp({"train", "--model", spec, "--data", "synthetic", "--steps", "2", "--batch", "2",
+                           "--threads", "1", "--eval-samples", "4", "--out", tmp / "run"},
+                          60);
+    ASSERT_EQ(r.status, 0) << r.describe();
+    auto s = read_json(tmp / "run/summary.json");
+    EXPECT_EQ(s.at("model"), spec);
+    EXPECT_EQ(s.at("params"), params) << spec;
+    EXPECT_TRUE(std::isfinite(double(s.at("final_loss")))) << spec;
+  }
+  TmpDir tmp;
+  auto bad = run_dreamddp({"train", "--model", "gpt2:layers=1,dd=32", "--data", "synthetic", "--steps", "1",
+                           "--out", tmp / "run"},
+                          60);
+  EXPECT_EQ(bad.status, 2) << bad.describe();
+  EXPECT_NE(bad.err.find("no option 'dd'"), std::string::npos) << bad.describe();
+  EXPECT_FALSE(std::filesystem::exists(tmp / "run/summary.json")) << bad.describe();
 }
 
 }  // namespace

@@ -119,10 +119,15 @@ note[gpu_tests]="$(ctest_counts "$logs/gpu_tests.log") ${note[gpu_tests]:-}"
 if grep -q 'No tests were found' "$logs/gpu_tests.log"; then
   failed=1; result[gpu_tests]=FAIL; note[gpu_tests]+=" no gpu tests"
 fi
-# The ResNet kernels and models must have been among them (a stale build or a filtered list would drop them).
+# The new kernels and models (max-pool, the 7x7 stem conv, RMSNorm, RoPE, SwiGLU; resnet18/50, gpt2, llama) must
+# be among the tests that passed (a stale build or a filtered list would drop them).
 for t in CudaKernels.MaxPoolKMatchesCpuIncludingTiesAndPadding CudaKernels.Conv2dForwardBackwardMatchCpu \
-         GpuModelTest.MatchesCpuStepAndUpdates/resnet18_sgd GpuModelTest.MatchesCpuStepAndUpdates/resnet50_image_16_sgd; do
-  grep -q "$t .*Passed" "$logs/gpu_tests.log" || { failed=1; result[gpu_tests]=FAIL; note[gpu_tests]+=" $t did not pass"; }
+         CudaKernels.RmsNormForwardBackwardMatchCpu CudaKernels.RopeForwardBackwardMatchCpu \
+         CudaKernels.SwiGluForwardBackwardMatchCpu GpuModelTest.MatchesCpuStepAndUpdates/resnet18_sgd \
+         GpuModelTest.MatchesCpuStepAndUpdates/resnet50_image_16_sgd 'GpuModelTest.MatchesCpuStepAndUpdates/gpt2' \
+         'GpuModelTest.MatchesCpuStepAndUpdates/llama'; do
+  grep -q "$t.* Passed" "$logs/gpu_tests.log" ||
+    { failed=1; result[gpu_tests]=FAIL; note[gpu_tests]+=" $t did not pass"; }
 done
 if (( $(grep -c '\*\*\*Skipped' "$logs/gpu_tests.log") > 0 )); then
   failed=1; result[gpu_tests]=FAIL; note[gpu_tests]+=" (a skip on a GPU machine checks nothing)"

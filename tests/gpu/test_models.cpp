@@ -3,6 +3,7 @@
 // 5 steps of the one optim::Optimizer (state on each model's device) the same parameters.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <ostream>
 #include <string>
@@ -161,11 +162,13 @@ INSTANTIATE_TEST_SUITE_P(Models, GpuModelTest,
                          ::testing::Values(Case{"mlp", 32, "sgd"}, Case{"gpt-mini", 4, "sgd"}, Case{"cnn", 16, "sgd"},
                                            Case{"resnet20", 16, "sgd"}, Case{"mlp", 32, "adamw"},
                                            Case{"gpt-mini", 2, "adamw"}, Case{"resnet18", 8, "sgd"},
-                                           Case{"resnet50:image=16", 8, "sgd"}),
+                                           Case{"resnet50:image=16", 8, "sgd"},
+                                           Case{"gpt2:layers=2,d=64,heads=4,vocab=300,ctx=32", 2, "adamw"},
+                                           Case{"llama:layers=2,d=64,heads=4,ffn=96,vocab=300,ctx=32", 2, "adamw"}),
                          [](const ::testing::TestParamInfo<Case>& i) {
                            std::string s = i.param.model + "_" + i.param.optimizer;
                            for (auto& ch : s)
-                             if (ch == '-' || ch == ':' || ch == '=' || ch == ',') ch = '_';
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return s;
                          });
 

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "core/common/error.h"
 #include "core/models/model.h"
 #include "core/common/error.h"
 #include "core/models/model_spec.h"
@@ -351,9 +353,15 @@ TEST_P(ModelHook, FiniteDifferenceGradients) {
   EXPECT_EQ(bad, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, ModelHook, ::testing::Values("mlp", "cnn", "resnet20", "gpt-mini"),
+// The decoders at tiny sizes (ctx 16 keeps them quick): gpt2's tied head and llama's fused q|k|v, gate|up.
+INSTANTIATE_TEST_SUITE_P(All, ModelHook,
+                         ::testing::Values("mlp", "cnn", "resnet20", "gpt-mini",
+                                           "gpt2:layers=1,d=32,heads=2,vocab=300,ctx=16",
+                                           "gpt2:layers=2,d=16,heads=2,vocab=256,ctx=8,positions=4",
+                                           "llama:layers=1,d=32,heads=2,ffn=64,vocab=300,ctx=16",
+                                           "llama:layers=2,d=16,heads=2,ffn=24,vocab=256,ctx=8"),
                          [](const auto& info) {
                            std::string s = info.param;
-                           for (auto& c : s) if (c == '-') c = '_';
+                           for (auto& c : s) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            return s;
                          });

@@ -129,4 +129,13 @@ void sgd_update(float* p, float* g, float* mom, int64_t n, float lr, float momen
 void adamw_update(float* p, float* g, float* m, float* v, int64_t n, float lr, float b1, float b2, float eps, float wd,
                   int64_t step);
 
+// ---- Llama decoder kernels (same semantics as core/ops/ops.h) ----
+void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t N, int64_t C, float eps = 1e-5f);
+void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd,
+                      int64_t N, int64_t C);
+void rope_forward(float* x, int64_t B, int64_t T, int64_t NH, int64_t hd, int64_t ld, float base = 10000.f);
+void rope_backward(float* dx, int64_t B, int64_t T, int64_t NH, int64_t hd, int64_t ld, float base = 10000.f);
+void swiglu_forward(float* y, const float* gu, int64_t N, int64_t F);
+void swiglu_backward(float* dgu, const float* dy, const float* gu, int64_t N, int64_t F);  // dgu may alias gu
+
 }  // namespace dd::cuops
