@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/common/error.h"
 #include "core/sync/codec.h"
 
@@ -34,6 +36,15 @@ std::string AutoCodecs::describe(const std::vector<LayerMeta>& layers) const {
   for (size_t l = 0; l < codec_.size(); ++l)
     o << " " << layers[l].name << "=" << codec_name(codec_[l]) << "(" << sum_[l] / n_ << ")";
   return o.str();
+}
+
+std::string AutoCodecs::decisions(const std::vector<LayerMeta>& layers) const {
+  nlohmann::json codec = nlohmann::json::object(), cos = nlohmann::json::object();
+  for (size_t l = 0; l < codec_.size(); ++l) {
+    codec[layers[l].name] = codec_name(codec_[l]);
+    cos[layers[l].name] = n_ ? sum_[l] / n_ : 0.0;
+  }
+  return nlohmann::json{{"steps", n_}, {"codec", codec}, {"mean_cos", cos}}.dump();
 }
 
 void AutoCodecs::save(ByteWriter& w) const {

@@ -26,6 +26,9 @@ class AutoCodecs {
   bool add(int64_t step, const float* sums, int world);
   // What was decided, for the log: "compress=auto after 10 steps (...): fc1=int8(0.93) ...".
   std::string describe(const std::vector<LayerMeta>& layers) const;
+  // The same as one JSON object, for metrics.h5's /decisions: {"steps": n, "codec": {name: codec},
+  // "mean_cos": {name: cos}}.
+  std::string decisions(const std::vector<LayerMeta>& layers) const;
   // By layer; the vector object lives as long as this (CopyAverages keeps a reference).
   const std::vector<Codec>& codecs() const { return codec_; }
 

@@ -48,7 +48,7 @@ void LayerSync::begin_step(int64_t step) {
   apply_switches();
   policy_->on_step_begin(step);
   time_periods(step);
-  const bool lockstep_all = step < policy_->profile_steps() || step < fallback_until_;
+  const bool lockstep_all = policy_->profiling(step) || step < fallback_until_;
   std::vector<bool> was_lockstep;
   if (pm_.active()) was_lockstep = lockstep_;
   const auto entering = decide_step(*policy_, step, lockstep_all, actions_, lockstep_, stale_);
@@ -90,7 +90,7 @@ void LayerSync::begin_backward() { t_bwd_ = now_s(); }
 
 void LayerSync::on_layer_ready(int l) {
   // On a device the hook runs when the layer's kernels are queued: profiling steps wait for them to run.
-  if (dp_->on_device() && step_ < policy_->profile_steps()) dp_->wait_layer_ready(l);
+  if (dp_->on_device() && policy_->profiling(step_)) dp_->wait_layer_ready(l);
   ready_[l] = now_s();
   // compress=auto needs the signals only while it measures; the policy's own, every step.
   if (signals_.on() && (policy_->wants_signals() || auto_.measuring()))
@@ -166,7 +166,8 @@ void LayerSync::finish_backward_and_update(const std::function<void(int)>& updat
 
 void LayerSync::end_of_backward(double t1) {
   record_timeline(t1);
-  if (step_ < policy_->profile_steps()) profile_.add(step_, ready_, t_bwd_);
+  // The window's steps counted from the policy's first one (a switch into dreamddp profiles from there).
+  if (policy_->profiling(step_)) profile_.add(step_ - policy_->first_step(), ready_, t_bwd_);
 }
 
 float LayerSync::lr_factor(int l) const {
@@ -182,7 +183,7 @@ void LayerSync::after_update() {
     coll_.stats().exposed_ms += (now_s() - t0) * 1e3;
     std::fill(stale_.begin(), stale_.end(), 0);
   }
-  if (policy_->profile_steps() > 0 && step_ + 1 == policy_->profile_steps()) finish_profile();
+  if (policy_->profile_steps() > 0 && step_ + 1 == policy_->first_step() + policy_->profile_steps()) finish_profile();
 }
 
 std::vector<bool> LayerSync::local_layers() const {

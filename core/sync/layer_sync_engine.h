@@ -87,6 +87,7 @@ class LayerSync : public SyncEngine {
   void switch_policy(const std::string& spec, const std::string& why);
   void apply_switches();
   void print_plan_if_changed();
+  void record_decisions();  // the policy's decisions() into metrics.h5's /decisions (rank 0)
   void finish_profile();
   void time_periods(int64_t step);
   // layer_sync_votes.cpp

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/sync/layer_sync_engine.h"
@@ -16,6 +18,10 @@ void LayerSync::set_policy(const std::string& spec) {
   policy_ = make_policy(PolicySpec::parse(spec));
   policy_spec_ = spec;
   policy_->setup(meta_, b_.size());
+  // In force from this step (the constructor's 0, a switch's step; a resume restores the saved one): its
+  // profiling window starts here, with a profile of its own.
+  policy_->start_at(step_);
+  profile_ = SelfProfile(m_.num_layers());
   plan_version_ = policy_->plan_version();
   const int L = m_.num_layers();
   merge_ = policy_->merge();
@@ -55,6 +61,7 @@ void LayerSync::set_policy(const std::string& spec) {
     std::fprintf(stderr, "sync: policy %s on %d ranks, %d layers%s%s\n", policy_->describe().c_str(), b_.size(),
                  m_.num_layers(), plan.empty() ? "" : "\n", plan.c_str());
   }
+  record_decisions();
 }
 
 // A layer that changes regime is first averaged once: averaging everything local is that, in one go. Every layer
@@ -92,6 +99,17 @@ void LayerSync::print_plan_if_changed() {
   if (policy_->plan_version() == plan_version_) return;
   plan_version_ = policy_->plan_version();
   if (o_.verbose && b_.rank() == 0) std::fprintf(stderr, "%s\n", policy_->plan().c_str());
+  record_decisions();
+}
+
+// Keyed by the policy's first step: a run that switches into dreamddp twice keeps both records.
+void LayerSync::record_decisions() {
+  if (!o_.metrics) return;
+  const std::string d = policy_->decisions();
+  if (d.empty()) return;
+  auto j = nlohmann::json::parse(d);
+  j["decided_at"] = step_;
+  o_.metrics->set_decision("policy@" + std::to_string(policy_->first_step()), j.dump());
 }
 
 // Measured trials (Policy::timed_periods): every rank crosses the same boundaries at the same steps, so the one

@@ -25,6 +25,7 @@ std::string LayerSync::save_state() {
   w.put_str(policy_->save_state());
   pm_.save(w);
   auto_.save(w);
+  w.put<int64_t>(policy_->first_step());
   return w.bytes();
 }
 
@@ -49,7 +50,10 @@ void LayerSync::load_state(const std::string& blob) {
   policy_->load_state(r.get_str());
   pm_.load(r);
   auto_.load(r);
+  // The step the policy came into force (absent in checkpoints written before it was kept: 0, as they assumed).
+  policy_->start_at(r.done() ? 0 : r.get<int64_t>());
   plan_version_ = policy_->plan_version();
+  record_decisions();  // as restored (a resumed metrics.h5 keeps only what was decided by the checkpoint)
   if (!r.done()) throw UsageError("checkpoint: engine state has trailing bytes");
 }
 

@@ -3,6 +3,8 @@
 // applied by every rank at the same later step, so all decide from the same numbers.
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "core/sync/layer_sync_engine.h"
 #include "core/telemetry/metrics_writer.h"
 
@@ -38,7 +40,13 @@ void LayerSync::apply_votes(const ControlVector& c) {
   if (same_policy && c.layout.auto_votes && auto_.add(c.step, v + k, b_.size())) {
     const std::string what = auto_.describe(meta_);
     if (o_.verbose && b_.rank() == 0) std::fprintf(stderr, "sync: %s\n", what.c_str());
-    if (o_.metrics) o_.metrics->append_event(step_, "compress", what);
+    if (o_.metrics) {
+      o_.metrics->append_event(step_, "compress", what);
+      auto j = nlohmann::json::parse(auto_.decisions(meta_));
+      j["decided_at"] = step_;
+      j["policy"] = policy_spec_;
+      o_.metrics->set_decision("compress@" + std::to_string(policy_->first_step()), j.dump());
+    }
   }
   if (seen > 0 && agreed_anomalies_ == 0) agreed_anomaly_step_ = c.step;
   agreed_anomalies_ += seen;

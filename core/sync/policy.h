@@ -118,9 +118,16 @@ class Policy {
   virtual int64_t period() const { return 0; }
   // For a run starting at `start`, the step from which this policy's schedule no longer changes by itself (after
   // profiling and a measured trial), at worst: throughput is timed from there.
-  virtual int64_t settled_by(int64_t start) const { return std::max(start, profile_steps()); }
-  // Policies that schedule from a profile ask for one during their first steps (lock-step meanwhile).
+  virtual int64_t settled_by(int64_t start) const { return std::max(start, first_step_ + profile_steps()); }
+  // The first step this policy is in force: 0, or the step of a switch into it (--switch, the control file). Set by
+  // the engine before that step's on_step_begin; windows a policy counts over its own first steps (profiling,
+  // sensitivity measurement) count from here, never from step 0. A composite forwards it to the policy it wraps.
+  virtual void start_at(int64_t step) { first_step_ = step; }
+  int64_t first_step() const { return first_step_; }
+  // Policies that schedule from a profile ask for one during their first profile_steps() steps from first_step()
+  // (lock-step meanwhile); 0 once they have one.
   virtual int64_t profile_steps() const { return 0; }
+  bool profiling(int64_t step) const { return step - first_step_ < profile_steps(); }
   virtual void on_profile(const LayerTimes& t) { (void)t; }
   // Consensus (DESIGN.md, consistency rule). A policy that decides from local statistics publishes
   // votes_per_layer() floats per layer after each backward (cast_votes); the engine sums them over the ranks with
@@ -134,6 +141,10 @@ class Policy {
   // policy finished measuring and assigned its schedule).
   virtual std::string plan() const { return ""; }
   virtual int64_t plan_version() const { return 0; }
+  // What this policy decided from a measurement (a self-profile, a trial), as one JSON object, for metrics.h5's
+  // /decisions (docs/design.md, HDF5); "" when nothing it does depends on one. The engine records it when the
+  // policy comes into force and whenever plan_version() changes.
+  virtual std::string decisions() const { return ""; }
   // Everything decide() depends on beyond the spec and setup() (schedules, EMAs, counters), for checkpoints.
   // Restoring it must make the policy decide exactly as the saved one would have.
   virtual std::string save_state() const { return ""; }
@@ -142,6 +153,7 @@ class Policy {
  protected:
   std::vector<LayerMeta> layers_;
   int world_ = 1;
+  int64_t first_step_ = 0;
 };
 
 // ddp, localsgd:k=K, plsgd:h=H[,delay=T], dreamddp:h=H[,profile=DIR][,fillin=1][,profile_steps=N][,delay=T], and
@@ -170,5 +182,7 @@ const std::vector<std::string>& merge_keys();
 // The built-in policies (core/sync/policies/) register themselves exactly so. Registering a taken name throws.
 using PolicyFactory = std::unique_ptr<Policy> (*)(const PolicySpec&);
 bool register_policy(const std::string& name, PolicyFactory factory);
+// The registered names, sorted (tests that must cover every policy iterate over them).
+std::vector<std::string> registered_policies();
 
 }  // namespace dd::sync

@@ -28,6 +28,12 @@ bool register_policy(const std::string& name, PolicyFactory factory) {
   return true;
 }
 
+std::vector<std::string> registered_policies() {
+  std::vector<std::string> names;
+  for (auto& [n, f] : registry()) names.push_back(n);
+  return names;
+}
+
 std::unique_ptr<Policy> make_policy(const PolicySpec& s) {
   const std::string name = s.text.find('+') != std::string::npos ? kComposer : s.name;
   auto it = registry().find(name);

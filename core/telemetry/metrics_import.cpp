@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <variant>
+
+#include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
 #include "core/telemetry/hdf5_handle.h"
@@ -147,6 +150,16 @@ std::map<std::string, AttrValue> read_root_attributes(hid_t file, const std::str
   return out;
 }
 
+// The /decisions group's string attributes (absent group: none).
+std::map<std::string, std::string> read_decision_attrs(hid_t file, const std::string& path) {
+  std::map<std::string, std::string> out;
+  if (H5Lexists(file, "decisions", H5P_DEFAULT) <= 0) return out;
+  Hid g(h5check(H5Gopen2(file, "decisions", H5P_DEFAULT), "open /decisions"));
+  for (auto& [k, v] : read_root_attributes(g, path))
+    if (auto* s = std::get_if<std::string>(&v)) out[k] = *s;
+  return out;
+}
+
 // Keeps rows with step <= s, counting what was dropped.
 template <class Row>
 void keep_until(std::vector<Row>& rows, int64_t s, int64_t* dropped) {
@@ -230,6 +243,12 @@ ImportedRun read_file(hid_t file, const std::string& path, int64_t s) {
   keep_until(run.events, s, &run.dropped_rows);
   for (const StepRow& r : run.steps) run.last_step = std::max(run.last_step, r.step);
 
+  // A decision taken after S is taken again by the resumed run (or restored with the engine's checkpoint).
+  for (auto& [k, v] : read_decision_attrs(file, path)) {
+    const auto j = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.value("decided_at", int64_t(0)) > s) continue;
+    run.decisions[k] = v;
+  }
   run.probes[static_cast<int>(ProbeKind::kFixedBatch)] = read_probes(file, "", s);
   run.probes[static_cast<int>(ProbeKind::kMinibatch)] = read_probes(file, "_minibatch", s);
   return run;
@@ -249,6 +268,21 @@ ImportedRun import_metrics(const std::string& path, int64_t after_step) {
     throw dd::UsageError("cannot resume metrics file " + path + " (unreadable, corrupt or not a dreamddp "
                          "metrics.h5): " + e.what() + ". Move it away (its earlier metrics are then lost) or "
                          "resume with another --out");
+  }
+}
+
+}  // namespace dd::telemetry
+
+namespace dd::telemetry {
+
+std::map<std::string, std::string> read_decisions(const std::string& path) {
+  QuietHdf5Errors quiet;
+  try {
+    if (H5Fis_hdf5(path.c_str()) <= 0) throw std::runtime_error("not an HDF5 file");
+    Hid file(h5check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "H5Fopen"));
+    return read_decision_attrs(file, path);
+  } catch (const std::exception& e) {
+    throw dd::UsageError("cannot read the decisions of " + path + ": " + e.what());
   }
 }
 

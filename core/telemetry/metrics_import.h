@@ -28,6 +28,7 @@ struct ImportedRun {
   std::vector<EvalRow> evals;
   std::vector<LayerReadyRow> layer_ready;
   std::vector<EventRow> events;
+  std::map<std::string, std::string> decisions;  // /decisions attributes decided by step S (their "decided_at")
   ImportedProbes probes[2];  // indexed by ProbeKind
   int64_t last_step = -1;    // largest kept /steps.step (-1: none); < S means the old run never flushed S
   int64_t dropped_rows = 0;  // table rows with step > S (all tables together)
@@ -36,5 +37,9 @@ struct ImportedRun {
 // Opens PATH read-only and imports rows with step <= after_step (probes: t0 + max(delays) <= after_step).
 // Throws dd::UsageError naming PATH when it is not a readable metrics.h5 of this schema version.
 ImportedRun import_metrics(const std::string& path, int64_t after_step);
+
+// The /decisions attributes of a metrics.h5 (JSON text each; empty when the run recorded none). Throws
+// dd::UsageError naming PATH when it is not a readable metrics.h5.
+std::map<std::string, std::string> read_decisions(const std::string& path);
 
 }  // namespace dd::telemetry

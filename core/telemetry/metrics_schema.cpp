@@ -98,6 +98,9 @@ void MetricsFile::append_rows(Table& t, const void* data, size_t n) {
 
 void MetricsFile::write(const RowBatch& b) {
   for (const auto& [k, v] : b.attrs) write_attribute(file_, k, v);
+  if (!b.decisions.empty() && !g_dec_.valid())
+    g_dec_ = Hid(h5check(H5Gcreate2(file_, "decisions", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "H5Gcreate2 decisions"));
+  for (const auto& [k, v] : b.decisions) write_attribute(g_dec_, k, v);
   if (b.layers_dirty) {
     std::vector<LayerInfoC> c;
     c.reserve(b.layers.size());

@@ -53,6 +53,7 @@ class MetricsFile {
   Hid file_;
   Table layers_, steps_, sync_, eval_, ready_, events_;
   Hid g_sens_;
+  Hid g_dec_;  // /decisions, created by the first batch that has one
   Probes probes_[2];  // indexed by ProbeKind
   std::vector<char> image_;
 };

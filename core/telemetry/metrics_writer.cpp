@@ -78,6 +78,9 @@ void MetricsWriter::set_attributes(const std::map<std::string, std::string>& con
 void MetricsWriter::set_attribute(const std::string& key, AttrValue value) {
   impl_->buffers.set_attribute(key, std::move(value));
 }
+void MetricsWriter::set_decision(const std::string& key, std::string json) {
+  impl_->buffers.set_decision(key, std::move(json));
+}
 void MetricsWriter::write_layers(const std::vector<LayerInfo>& layers) { impl_->buffers.write_layers(layers); }
 void MetricsWriter::append_step(const StepRow& row) { impl_->buffers.append_step(row); }
 void MetricsWriter::append_sync_event(const SyncEventRow& row) { impl_->buffers.append_sync_event(row); }

@@ -66,6 +66,9 @@ class MetricsWriter {
   // Root attributes; a later value for the same key replaces the earlier one.
   void set_attributes(const std::map<std::string, std::string>& config);
   void set_attribute(const std::string& key, AttrValue value);
+  // An attribute of the /decisions group (docs/design.md, HDF5): what the engine decided from a measurement, as
+  // JSON text; a later value for the same key replaces the earlier one.
+  void set_decision(const std::string& key, std::string json);
 
   // The /layers table (replaces any earlier one).
   void write_layers(const std::vector<LayerInfo>& layers);

@@ -22,6 +22,7 @@ void RowBuffers::seed(ImportedRun&& run, const std::string& from) {
   std::lock_guard<std::mutex> lk(mutex_);
   RowBatch& m = pending_;
   for (auto& [k, v] : run.attrs) m.attrs[k] = std::move(v);
+  for (auto& [k, v] : run.decisions) m.decisions[k] = std::move(v);
   m.layers = std::move(run.layers);
   m.layers_dirty = !m.layers.empty();
   m.steps = std::move(run.steps);
@@ -51,6 +52,11 @@ void RowBuffers::set_attribute(const std::string& key, AttrValue value) {
   if (key.empty()) throw std::invalid_argument("metrics attribute key must not be empty");
   std::lock_guard<std::mutex> lk(mutex_);
   pending_.attrs[key] = std::move(value);
+}
+
+void RowBuffers::set_decision(const std::string& key, std::string json) {
+  std::lock_guard<std::mutex> lk(mutex_);
+  pending_.decisions[key] = std::move(json);
 }
 
 void RowBuffers::write_layers(const std::vector<LayerInfo>& layers) {
@@ -150,6 +156,7 @@ RowBatch RowBuffers::drain() {
   RowBatch b;
   std::lock_guard<std::mutex> lk(mutex_);
   b.attrs.swap(pending_.attrs);
+  b.decisions.swap(pending_.decisions);
   b.layers_dirty = pending_.layers_dirty;
   if (b.layers_dirty) b.layers = pending_.layers;  // kept: a later write_layers replaces the whole table
   pending_.layers_dirty = false;

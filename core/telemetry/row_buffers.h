@@ -20,6 +20,7 @@ class RowBuffers {
 
   void set_attributes(const std::map<std::string, std::string>& config);
   void set_attribute(const std::string& key, AttrValue value);
+  void set_decision(const std::string& key, std::string json);
   void write_layers(const std::vector<LayerInfo>& layers);
   void append_step(const StepRow& row);
   void append_sync_event(const SyncEventRow& row);

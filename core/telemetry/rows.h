@@ -95,6 +95,7 @@ struct ProbeBatch {
 // What one flush writes: everything appended since the previous flush (RowBuffers::drain, MetricsFile::write).
 struct RowBatch {
   std::map<std::string, AttrValue> attrs;
+  std::map<std::string, std::string> decisions;  // attributes of /decisions (JSON text), replacing earlier values
   bool layers_dirty = false;  // /layers is rewritten (with `layers`) only when set
   std::vector<LayerInfo> layers;
   std::vector<StepRow> steps;

@@ -20,9 +20,16 @@ json.dump({n: 0.001 * (i + 1) for i, n in enumerate(names)}, open(os.path.join(d
 json.dump({n: 0.002 * (len(names) - i) for i, n in enumerate(names)}, open(os.path.join(d, "comm.json"), "w"))
 PY
 POLICY=${POLICY//@PROFILE@/$W/prof}
-ARGS=(train --model "$MODEL" --data synthetic --batch 16 --steps $STEPS --threads 1 --policy "$POLICY"
-      --eval-every 10 --eval-samples 64 --log-every 1 --timeout 30
-      --sensitivity delays=1/2/4,every=5,first=2,batch=64)  # probes 2, 7, 12, ...: one is open at every checkpoint
+COMMON=(train --model "$MODEL" --data synthetic --batch 16 --threads 1
+        --eval-every 10 --eval-samples 64 --log-every 1 --timeout 30
+        --sensitivity delays=1/2/4,every=5,first=2,batch=64)  # probes 2, 7, 12, ...: one is open at every checkpoint
+# @RECORDED@: a self-profiled dreamddp run (its decisions measured) whose metrics.h5 a replay= policy replays.
+if [[ $POLICY == *@RECORDED@* ]]; then
+  # 60 steps: its trial (if the model calls one) ends at step 48, so the recording has the verdict to replay.
+  "$BIN" launch -n 2 -- "${COMMON[@]}" --steps 60 --policy "dreamddp:h=8" --out "$W/rec" > /dev/null 2>&1
+  POLICY=${POLICY//@RECORDED@/$W/rec}
+fi
+ARGS=("${COMMON[@]}" --steps $STEPS --policy "$POLICY")
 
 "$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/ref" --save-params "$W/ref/p%r.bin" > /dev/null 2>&1
 

@@ -11,6 +11,10 @@
 #include "core/ops/ops.h"
 #include "core/sync/policy.h"
 #include "core/sync/profile_io.h"
+#include "core/common/error.h"
+#include "core/telemetry/metrics_import.h"
+#include "core/telemetry/metrics_writer.h"
+#include <nlohmann/json.hpp>
 #include "tests/sync/ranks_harness.h"
 
 using namespace dd;
@@ -96,7 +100,7 @@ std::string contended_profile(const std::string& tag, double compute, double com
 
 TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   const auto dir = contended_profile("pick", 0.6, 1.0);
-  auto p = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,profile=" + dir));
+  auto p = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=1,profile=" + dir));
   p->setup(kMlpLayers, 2);
   EXPECT_NE(p->plan().find("measuring both"), std::string::npos) << p->plan();
   EXPECT_TRUE(p->timed_periods().empty());  // anchored at the first step it sees
@@ -134,13 +138,13 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
     EXPECT_EQ(p->full_average_after(s), (s + 1) % 4 == 0);
   }
   // The decision survives a checkpoint.
-  auto q = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,profile=" + dir));
+  auto q = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=1,profile=" + dir));
   q->setup(kMlpLayers, 2);
   q->load_state(p->save_state());
   EXPECT_TRUE(q->timed_periods().empty());
   for (int64_t s = 48; s < 56; ++s) EXPECT_EQ(q->full_average_after(s), (s + 1) % 4 == 0);
   // The layer-wise windows faster: the layer-wise schedule stays.
-  auto k = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,profile=" + dir));
+  auto k = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=1,profile=" + dir));
   k->setup(kMlpLayers, 2);
   k->on_step_begin(0);
   k->on_period_times(16, {0.8, 1.0, 1.1, 0.9});
@@ -151,7 +155,7 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   }
   EXPECT_EQ(n, 4);
   // Throughput is timed from where the schedule is settled, over whole periods (Policy::period, settled_by).
-  auto fresh = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,profile=" + dir));
+  auto fresh = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=1,profile=" + dir));
   fresh->setup(kMlpLayers, 2);
   EXPECT_EQ(fresh->period(), 4);
   EXPECT_EQ(fresh->settled_by(0), 20) << "one period, then the 4 periods of the trial";
@@ -162,8 +166,10 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("localsgd:k=8"))->period(), 8);
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("plsgd:h=3"))->period(), 3);
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("ddp"))->period(), 0);
-  // trial=0 and a profile without contention: no trial.
-  for (const std::string spec : {"dreamddp:h=4,trial=0,profile=" + dir, "dreamddp:h=4,profile=" + contended_profile("free", 0, 0)}) {
+  // trial=0, a profile without contention, and a profile file without trial=1 (a run from a file is a function of
+  // its inputs): no trial.
+  for (const std::string spec : {"dreamddp:h=4,trial=0,profile=" + dir, "dreamddp:h=4,profile=" + dir,
+                                 "dreamddp:h=4,trial=1,profile=" + contended_profile("free", 0, 0)}) {
     auto x = sync::make_policy(sync::PolicySpec::parse(spec));
     x->setup(kMlpLayers, 2);
     x->on_step_begin(0);
@@ -182,7 +188,7 @@ TEST(Trial, DreamDdpTrialOnRanksEndsBitwiseEqual) {
     auto m = models::make_model("mlp", 7);
     RankData data(*m, 4 * steps, 100 + r);
     optim::Optimizer opt({}, *m);
-    auto o = engine_options("dreamddp:h=4,profile=" + dir);
+    auto o = engine_options("dreamddp:h=4,trial=1,profile=" + dir);
     o.check_collectives = true;
     auto e = sync::make_layer_sync(o, *m, opt, be);
     for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.batch(4 * s, 4), s, 0.05f);
@@ -190,4 +196,80 @@ TEST(Trial, DreamDdpTrialOnRanksEndsBitwiseEqual) {
     models[r] = snapshot(*m);
   });
   EXPECT_EQ(0, std::memcmp(models[1].data(), models[0].data(), 4 * models[0].size()));
+}
+
+namespace {
+
+// Trains `spec` on 2 ranks for `steps`; rank 0 records metrics.h5 in `out` (when given). Returns rank 0's model
+// after finalize(), and checks the ranks agree.
+std::vector<float> train_recorded(const std::string& spec, int steps, const std::string& out) {
+  ops::set_threads(1);
+  std::vector<std::vector<float>> models(2);
+  std::unique_ptr<telemetry::MetricsWriter> w;
+  if (!out.empty()) {
+    fs::create_directories(out);
+    telemetry::MetricsWriterOptions wo;
+    wo.background = false;
+    w = std::make_unique<telemetry::MetricsWriter>(out + "/metrics.h5", wo);
+  }
+  run_ranks(2, [&](int r, Backend& be) {
+    auto m = models::make_model("mlp", 7);
+    RankData data(*m, 4 * steps, 100 + r);
+    optim::Optimizer opt({}, *m);
+    auto o = engine_options(spec);
+    o.check_collectives = true;
+    if (r == 0) o.metrics = w.get();
+    auto e = sync::make_layer_sync(o, *m, opt, be);
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.batch(4 * s, 4), s, 0.05f);
+    e->finalize();
+    models[size_t(r)] = snapshot(*m);
+  });
+  if (w) w->close();
+  EXPECT_EQ(0, std::memcmp(models[1].data(), models[0].data(), 4 * models[0].size())) << spec;
+  return models[0];
+}
+
+nlohmann::json recorded(const std::string& dir, const std::string& key) {
+  auto d = telemetry::read_decisions(dir + "/metrics.h5");
+  EXPECT_TRUE(d.count(key)) << "no /decisions attribute " << key << " in " << dir;
+  return d.count(key) ? nlohmann::json::parse(d[key]) : nlohmann::json();
+}
+
+}  // namespace
+
+// Every decision taken from a measurement lands in /decisions, and replay=RUN_DIR runs bitwise the same as the
+// recorded run: a trial's windows and verdict (measured on a contended profile), and a self-profile's lock-step
+// window and schedule.
+TEST(Replay, RecordedDecisionsReplayBitwise) {
+  const auto base = fs::temp_directory_path() / ("dd_replay_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  const auto dir = contended_profile("replay", 0.6, 1.0);
+  const int steps = 32;  // the trial: steps 4..20 (one period, then 4), its verdict at 20
+  const auto a = train_recorded("dreamddp:h=4,trial=1,profile=" + dir, steps, (base / "trial").string());
+  const auto j = recorded((base / "trial").string(), "policy@0");
+  ASSERT_TRUE(j.contains("trial") && j["trial"].is_object()) << j.dump();
+  EXPECT_EQ(j["trial"]["start"], 4);
+  ASSERT_TRUE(j["trial"].contains("verdict")) << j.dump();
+  EXPECT_EQ(j["decided_at"], 20);
+  EXPECT_EQ(j["profile"]["source"], "file");
+  EXPECT_EQ(j["schedule"]["phase"].size(), 4u);
+  const auto b = train_recorded("dreamddp:h=4,replay=" + (base / "trial").string(), steps, (base / "trial_replay").string());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), 4 * a.size())) << "the replay of a trial differs from its run";
+  const auto jr = recorded((base / "trial_replay").string(), "policy@0");
+  EXPECT_EQ(jr["trial"]["verdict"], j["trial"]["verdict"]);
+  EXPECT_EQ(jr["schedule"]["phase"], j["schedule"]["phase"]);
+
+  const auto c = train_recorded("dreamddp:h=4,profile_steps=3", 32, (base / "self").string());
+  const auto js = recorded((base / "self").string(), "policy@0");
+  EXPECT_EQ(js["profile"]["source"], "self-profile");
+  EXPECT_EQ(js["profile"]["backward_s"].size(), 4u);
+  const auto d = train_recorded("dreamddp:h=4,replay=" + (base / "self").string(), 32, "");
+  EXPECT_EQ(0, std::memcmp(c.data(), d.data(), 4 * c.size())) << "the replay of a self-profiled run differs";
+
+  // A replay that cannot be one is refused before any work.
+  EXPECT_THROW(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=8,replay=" + (base / "self").string())), UsageError);
+  EXPECT_THROW(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,replay=" + base.string())), UsageError);
+  EXPECT_THROW(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,replay=" + (base / "self").string() +
+                                                         ",profile=" + dir)), UsageError);
+  fs::remove_all(base);
 }

@@ -71,14 +71,17 @@ class HierPolicy : public Policy {
     for (size_t l = 0; l < s.cos_prev.size(); ++l) v[l] = float(s.cos_prev[l]);
   }
   void on_agreed(int64_t step, const float* sums, int world) override {
-    if (step < 1 || step >= profile_steps_) return;  // step 0 has no previous gradient
+    // Counted from the policy's first step; that step's cos_prev compares with no gradient of this policy's.
+    const int64_t rel = step - first_step_;
+    if (rel < 1 || rel >= profile_steps_) return;
     for (size_t l = 0; l < ema_.size(); ++l) ema_[l] = 0.7 * ema_[l] + 0.3 * double(sums[l]) / world;
-    if (step == profile_steps_ - 1) assign();
+    if (rel == profile_steps_ - 1) assign();
   }
 
   Action decide(int l, int64_t step) const override {
-    if (step < profile_steps_) return Action::AllreduceGrads;
-    const int64_t s = step - profile_steps_;
+    const int64_t rel = step - first_step_;
+    if (rel < profile_steps_) return Action::AllreduceGrads;
+    const int64_t s = rel - profile_steps_;
     if (fast_tier_[l]) {
       if ((s + offset_[l]) % inter_ == 0) return Action::AverageParams;
       return s % intra_ == 0 ? Action::AverageGroup : Action::None;

@@ -20,6 +20,10 @@ class StalenessCap : public Policy {
   void on_actions(int64_t step, const std::vector<Action>& actions) override;
   bool full_average_after(int64_t step) const override;
   int64_t profile_steps() const override;
+  void start_at(int64_t step) override {
+    Policy::start_at(step);
+    if (inner_) inner_->start_at(step);
+  }
   void on_profile(const LayerTimes& t) override;
   void on_step_begin(int64_t step) override {
     if (inner_) inner_->on_step_begin(step);
@@ -34,6 +38,7 @@ class StalenessCap : public Policy {
   void on_agreed(int64_t step, const float* vote_sums, int world) override;
   std::string plan() const override;
   int64_t plan_version() const override { return inner_ ? inner_->plan_version() : 0; }
+  std::string decisions() const override { return inner_ ? inner_->decisions() : std::string(); }
   std::string save_state() const override;
   void load_state(const std::string& s) override;
   Policy* inner() const { return inner_.get(); }
