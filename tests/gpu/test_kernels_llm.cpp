@@ -14,8 +14,8 @@ TEST(CudaKernels, RmsNormForwardBackwardMatchCpu) {
     const size_t n = size_t(N * C);
     const auto x = randu(n, 1, -2.f, 2.f), w = randu(size_t(C), 2, 0.5f, 1.5f), dy = randu(n, 3);
     auto dw = randu(size_t(C), 4);
-    std::vector<float> y(n), rstd(size_t(N)), dx(n);
-    Dev<float> gx(x), gw(w), gdy(dy), gdw(dw), gy(n), grstd(size_t(N)), gdx(n);
+    std::vector<float> y(n), rstd(static_cast<size_t>(N)), dx(n);
+    Dev<float> gx(x), gw(w), gdy(dy), gdw(dw), gy(n), grstd(static_cast<size_t>(N)), gdx(n);
     rmsnorm_forward(gy, grstd, gx, gw, N, C);
     rmsnorm_backward(gdx, gdw, gdy, gx, gw, grstd, N, C);
     dd::ops::rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), N, C);
