@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent PyTorch check of /sensitivity/cosine (DESIGN.md "Telemetry") for cnn on Fashion-MNIST.
+"""Independent PyTorch check of /sensitivity/cosine (docs/design.md "HDF5 schema") for cnn on Fashion-MNIST.
 
 Both modes first run `dreamddp train TRAIN_ARGS --out WORK/probed` (the probed run), then:
 
@@ -39,7 +39,7 @@ GOLDEN = 0x9E3779B97F4A7C15
 FASHION_MEAN, FASHION_STD = 0.2860, 0.3530   # core/data/dataset.h
 CHUNK = 256                                   # core/train/sensitivity.cpp: image models' probe chunk
 # Our layers in forward order -> the PyTorch peer's nn.Sequential index (peers/torch_ddp.py cnn()),
-# with the tensors each layer owns, in the --save-params layout (CONTRACT.md).
+# with the tensors each layer owns, in the --save-params layout (docs/cli.md).
 LAYERS = [("conv1", "0", ["weight"], []), ("bn1", "1", ["weight", "bias"], ["running_mean", "running_var"]),
           ("conv2", "3", ["weight"], []), ("bn2", "4", ["weight", "bias"], ["running_mean", "running_var"]),
           ("conv3", "7", ["weight"], []), ("bn3", "8", ["weight", "bias"], ["running_mean", "running_var"]),

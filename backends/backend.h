@@ -1,6 +1,6 @@
 // The one communication interface the sync engine uses; Gloo (TCP), MPI and NCCL implement it.
 // Operations are asynchronous and executed strictly in submission order on the backend's communication
-// thread (CPU) or stream (NCCL): launch order is the caller's contract (DESIGN.md, consistency rule).
+// thread (CPU) or stream (NCCL): launch order is the caller's contract (docs/design.md, consistency rule).
 #pragma once
 #include <cstddef>
 #include <functional>

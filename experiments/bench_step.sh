@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # experiments/bench_step.sh: single-process step time of `dreamddp train` against the PyTorch peer
-# (peers/torch_ddp.py) on the same model, batch and thread count, alternated in one sitting.
+# (peers/torch_ddp.py) on the same model, batch and thread count, alternated in one run.
 #
 #   experiments/bench_step.sh [mlp cnn resnet20 gpt-mini resnet18 resnet50 gpt2 llama]
 #
@@ -9,14 +9,14 @@
 # Runs alternate ours/peer/ours/peer (REPS repetitions each, default 2) and the best (lowest) of each is
 # compared, which damps the noise of a shared machine. Prints a table and, last, one JSON line.
 # Target: ours/peer <= 1.0 for every model.
-# The peer must run at its best (experiments/lib/sitting.py): our GEMM rate (`dreamddp bench gemm`, the peer's
-# shape and thread count) is measured at the start and the end of the sitting; a peer whose own `gemm_gflops` is
+# The peer must run at its best (experiments/lib/peer_rules.py): our GEMM rate (`dreamddp bench gemm`, the peer's
+# shape and thread count) is measured at the start and the end of the run; a peer whose own `gemm_gflops` is
 # below 0.7x ours, above 1.5x ours (more cores than it was given), that runs on netlib's BLAS, or that refuses to
 # run gets no ratio ("misconfigured"), and a model
 # measured while the load average exceeded the core count is marked noisy.
 # Environment: DREAMDDP_BIN (default <repo>/build/dreamddp), DREAMDDP_PEER (another peer file with the same
 # options and JSON line; default <repo>/peers/torch_ddp.py; TORCH_PEER is read too), REPS, THREADS (per process, both systems; default 1), SAVE=FILE (also write the
-# JSON with the sitting's machine block and command there), BENCH_STRICT=1 (exit 1 when a target is missed or no
+# JSON with the run's machine block and command there), BENCH_STRICT=1 (exit 1 when a target is missed or no
 # ratio could be given). OPENBLAS_CORETYPE and the BLAS PyTorch loads are left as the environment has them (the
 # peer drops OPENBLAS_CORETYPE itself when its GEMM is correct without it; both are reported).
 set -euo pipefail
@@ -60,11 +60,11 @@ prov_start
 work=$(mktemp -d /tmp/dd-bench-step-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-gemm() { $py -c 'import sys; sys.path.insert(0, sys.argv[1]); import sitting; print(sitting.our_gemm_gflops(sys.argv[2], int(sys.argv[3])))' "$here/lib" "$bin" "$threads"; }
+gemm() { $py -c 'import sys; sys.path.insert(0, sys.argv[1]); import peer_rules; print(peer_rules.our_gemm_gflops(sys.argv[2], int(sys.argv[3])))' "$here/lib" "$bin" "$threads"; }
 echo "# bench_step: $(nproc) CPU(s), load average $(cut -d' ' -f1-3 /proc/loadavg), OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-<unset>}"
 echo "# ours: $bin   peer: $peer (torch $($py -c 'import torch; print(torch.__version__)'))"
 gemm_start=$(gemm)
-echo "# our GEMM 64x1024.1024x1024 with $threads thread(s): $gemm_start GFLOP/s (start of the sitting)"
+echo "# our GEMM 64x1024.1024x1024 with $threads thread(s): $gemm_start GFLOP/s (start of the run)"
 echo "# batch per model: mlp/cnn/resnet20 64, gpt-mini 8, resnet18/resnet50 32 (3x32x32), gpt2/llama 1;" \
   "$threads thread(s); best of $reps alternating repetitions"
 
@@ -140,7 +140,7 @@ gemm_end=$(gemm)
 summary=$($py - "$here/lib" "$rows" "$reps" "$threads" "$gemm_start" "$gemm_end" "${SAVE:-}" "$root" "$peer" <<'EOF'
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-import provenance, sitting
+import provenance, peer_rules
 rows_path, reps, threads, g0, g1, save, root, peer_script = sys.argv[2:]
 reps, threads, g0, g1 = int(reps), int(threads), float(g0), float(g1)
 ours_gemm = max(g0, g1)  # the stricter yardstick for the peer
@@ -151,7 +151,7 @@ by_model = {}
 for line in open(rows_path):
     r = json.loads(line)
     by_model.setdefault(r["model"], []).append(r)
-print("# our GEMM at the end of the sitting: %.1f GFLOP/s" % g1)
+print("# our GEMM at the end of the run: %.1f GFLOP/s" % g1)
 print("%-9s %9s %9s %6s %7s %-7s %-16s %s" % ("model", "ours ms", "torch ms", "ratio", "target", "verdict",
                                              "ours fwd/bwd/upd", "peer BLAS | GEMM GFLOP/s | threads"))
 res, all_pass, first_peer = [], True, None
@@ -166,15 +166,15 @@ for m, rs in by_model.items():
     refused = [p["refused"] for p in peers if "refused" in p]
     ok, note = (True, "") if not refused else (False, "the peer refused to run (%s): no ratio" % refused[0])
     for p in ran if ok else []:
-        ok, note = sitting.judge_peer(p, ours_gemm)
+        ok, note = peer_rules.judge_peer(p, ours_gemm)
         if not ok:
             break
     if ok:
-        note = sitting.judge_peer(best_p, ours_gemm)[1]
+        note = peer_rules.judge_peer(best_p, ours_gemm)[1]
     ratio = best_o[0] / best_p["step_ms"] if ok else None
     verdict = "-" if ratio is None else ("PASS" if ratio <= target[m] else "FAIL")
     load = max(max(r["load"]) for r in rs)
-    noisy = sitting.noisy(load)
+    noisy = peer_rules.noisy(load)
     all_pass &= verdict == "PASS"
     peer_desc = ("%s | %.1f | %s" % (best_p["blas"], best_p["gemm_gflops"], best_p["threads"])) if best_p else "did not run"
     print("%-9s %9.2f %9s %6s %7s %-7s %-16s %s%s" % (
@@ -188,7 +188,7 @@ for m, rs in by_model.items():
                 "pass": verdict == "PASS", "peer_ok": ok, "peer_note": note, "noisy": noisy, "max_load": load,
                 "ours_breakdown_ms": {"forward": best_o[1], "backward": best_o[2], "update": best_o[3]},
                 "ours_runs_ms": [o[0] for o in ours], "torch_runs_ms": [p.get("step_ms") for p in peers],
-                "peer": sitting.peer_config(best_p) if best_p else {"refused": [p.get("refused") for p in peers]}})
+                "peer": peer_rules.peer_config(best_p) if best_p else {"refused": [p.get("refused") for p in peers]}})
 out = {"bench": "step_time", "threads": threads, "world": 1, "reps": reps,
        "ours_gemm_gflops": {"start": g0, "end": g1}, "results": res, "pass": all_pass}
 provenance.stamp_from_env(out, peer=first_peer, peer_script=provenance.rel_to_repo(peer_script, root))

@@ -2,7 +2,7 @@
 """Collects the issue-15 studies (past DreamDDP: delayed merge, outer optimizer, compression) into results files that
 analysis/render_results.py renders into the README.
 
-  beyond_results.py convergence OUT_DIR[,OUT_DIR2] RESULTS.json --command "..."   convergence.sh sittings (cnn or gpt-mini)
+  beyond_results.py convergence OUT_DIR[,OUT_DIR2] RESULTS.json --command "..."   convergence.sh runs (cnn or gpt-mini)
   beyond_results.py seeds RESULTS.json --seed S SRC[,SRC2] [--seed S2 ...] --command "..."
                                                      one table over seeds: each SRC a results file of the command
                                                      above or a convergence.sh directory, every seed with its ddp
@@ -51,9 +51,9 @@ def _runs_of(src):
             doc = json.load(open(src))
             if "runs" not in doc:
                 raise KeyError("runs")
-            return doc, doc.get("sitting", [])
+            return doc, doc.get("run_log", [])
         doc = json.load(open(os.path.join(src, "convergence.json")))
-        lines = open(os.path.join(src, "sitting.txt")).read().strip().splitlines()
+        lines = open(os.path.join(src, "run_log.txt")).read().strip().splitlines()
     except (OSError, ValueError, KeyError) as e:
         die("%s is neither a convergence results file nor a convergence.sh directory (%s)" % (src, e))
     extra = next((l.split(", train ", 1)[1] for l in lines if l.startswith("setup:") and ", train " in l), "")
@@ -85,7 +85,7 @@ def finish(res, command, docs):
 
 
 def convergence(outs, dest, command):
-    """`outs`: one or more convergence.sh directories of one sitting (same setup), rows concatenated."""
+    """`outs`: one or more convergence.sh directories of one run (same setup), rows concatenated."""
     rows, setup, doc, docs = [], [], None, []
     for out in outs.split(","):
         doc, lines = _runs_of(out)
@@ -106,7 +106,7 @@ def convergence(outs, dest, command):
             r["baseline"] = base["policy"]
             r["bytes_vs_baseline"] = r["comm_mb"] / base["comm_mb"] if base["comm_mb"] else None
             r["gap_to_baseline_points"] = 100 * (r["test_accuracy"] - base["test_accuracy"])
-    res = finish({"study": "beyond-convergence", "sitting": setup, "network": doc["network"], "runs": rows},
+    res = finish({"study": "beyond-convergence", "run_log": setup, "network": doc["network"], "runs": rows},
                  command, docs)
     provenance.write_json_atomic(dest, res)
     print("beyond_results: wrote %s (%d runs)" % (dest, len(rows)))
@@ -137,7 +137,7 @@ def seeds(dest, by_seed, command):
                      "seeds": common, "mean_accuracy": sum(per[s] for s in common) / len(common),
                      "mean_gap_points": sum(gaps) / len(gaps), "min_gap_points": min(gaps),
                      "max_gap_points": max(gaps), "comm_mb": sum(mb[policy].values()) / len(mb[policy])})
-    res = finish({"study": "beyond-convergence-seeds", "sitting": setup, "seeds": [s for s, _ in by_seed],
+    res = finish({"study": "beyond-convergence-seeds", "run_log": setup, "seeds": [s for s, _ in by_seed],
                   "rows": rows}, command, docs)
     provenance.write_json_atomic(dest, res)
     print("beyond_results: wrote %s (%d policies over seeds %s)" % (dest, len(rows), res["seeds"]))

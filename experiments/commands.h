@@ -1,4 +1,4 @@
-// Sub-commands of the `dreamddp` binary; each returns the process exit code (CONTRACT.md) or throws a
+// Sub-commands of the `dreamddp` binary; each returns the process exit code (docs/cli.md) or throws a
 // dd::UsageError / dd::PeerLost that main() maps to 2 / 3. argv[0] is the sub-command name.
 #pragma once
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # compare_builds.sh --base BIN --new BIN [--reps N] [--models "mlp cnn resnet20 gpt-mini"] [--net RATE] [--out DIR]
 #
-# Two dreamddp builds side by side in one sitting (a refactoring must not make the engine slower): for each model,
+# Two dreamddp builds side by side in one run (a refactoring must not make the engine slower): for each model,
 # the single-process step time (synthetic data, 1 thread, the batch of bench_step.sh), then the 4-rank throughput
 # of mlp with ddp and dreamddp:h=8 on the emulated cluster (`launch -n 4 --netem RATE`, as root; on loopback with a
 # note otherwise). Repetitions alternate base/new; the best of each is reported with new/base. Load average above
-# the core count before any run marks the sitting noisy. Results: DIR/compare.json (default runs/compare-builds-<time>);
+# the core count before any run marks the run noisy. Results: DIR/compare.json (default runs/compare-builds-<time>);
 # --results FILE also writes it there (experiments/results/compare_builds.json is what the README renders).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" compare_builds
@@ -72,7 +72,7 @@ $py - "$rows" "$out/compare.json" "$base" "$new" "$net" "$load_max" "$(nproc)" "
 import collections, json, os, sys, datetime
 rows, dst, base, new, net, load, cores, command, lib, results = sys.argv[1:11]
 sys.path.insert(0, lib)
-import provenance, sitting
+import provenance, peer_rules
 v = collections.defaultdict(list)
 for line in open(rows):
     kind, what, side, x = line.split()
@@ -80,7 +80,7 @@ for line in open(rows):
 def commit_of(binary):
     """The commit of the tree a binary was built in (<tree>/build/dreamddp), dirty or not; None elsewhere."""
     tree = os.path.dirname(os.path.dirname(os.path.abspath(binary)))
-    return sitting.git_commit(tree) if os.path.isdir(os.path.join(tree, ".git")) or os.path.isfile(os.path.join(tree, ".git")) else None
+    return peer_rules.git_commit(tree) if os.path.isdir(os.path.join(tree, ".git")) or os.path.isfile(os.path.join(tree, ".git")) else None
 res = {"study": "compare-builds", "date": datetime.datetime.utcnow().isoformat() + "Z", "base": base, "new": new, "base_commit": commit_of(base), "new_commit": commit_of(new), "net": net,
        "load_max": float(load), "cores": int(cores), "noisy": float(load) > int(cores), "rows": []}
 print("%-8s %-14s %12s %12s %9s" % ("what", "config", "base", "new", "new/base"))

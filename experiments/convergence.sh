@@ -68,7 +68,7 @@ prov_start
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "git: tree at $(git rev-parse --short HEAD 2>/dev/null || echo unknown); binary $BIN built $(date -Is -r "$BIN")"
   echo "setup: $MODEL on $DATA, $RANKS ranks x batch $BATCH, $STEPS steps, eval every $EVAL_EVERY on $EVAL_SAMPLES samples, seed $SEED, network $NETNAME${TRAIN_ARGS:+, train $TRAIN_ARGS}"
-} > "$OUT/sitting.txt"
+} > "$OUT/run_log.txt"
 echo "convergence: $MODEL on $DATA, $RANKS ranks x batch $BATCH, $STEPS steps ($((STEPS * RANKS * BATCH)) samples)," \
      "eval every $EVAL_EVERY steps, network $NETNAME"
 
@@ -86,12 +86,12 @@ for policy in $POLICIES; do
   set -e
   if [ $rc = 2 ] && grep -qi "policy" "$OUT/$name.log"; then
     echo "   skipped: the binary refuses '$policy': $(grep -i policy "$OUT/$name.log" | head -n 1)"
-    echo "$policy skipped (rc 2)" >> "$OUT/sitting.txt"
+    echo "$policy skipped (rc 2)" >> "$OUT/run_log.txt"
     continue
   fi
   [ $rc = 0 ] || { tail -n 20 "$OUT/$name.log" >&2; die "$policy failed (exit $rc); log: $OUT/$name.log"; }
   echo "   done in $((SECONDS - t0)) s; $(grep 'eval @' "$OUT/$name.log" | tail -n 1)"
-  echo "$policy: $((SECONDS - t0)) s, load after $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/sitting.txt"
+  echo "$policy: $((SECONDS - t0)) s, load after $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/run_log.txt"
   echo "$policy $name" >> "$OUT/runs.txt"
 done
 
@@ -131,7 +131,7 @@ for r in rows:
 dream = next((r for r in rows if r["policy"].startswith("dreamddp")), None)
 if base and dream:
     ok = abs(dream["gap_to_ddp_points"]) <= 1.0 or dream["gap_to_ddp_points"] > 0
-    print(f"\nissue 4 acceptance ({dream['policy']} within 1 point of ddp after {dream['samples']} samples): "
+    print(f"\nacceptance ({dream['policy']} within 1 point of ddp after {dream['samples']} samples): "
           f"{'PASS' if ok else 'FAIL'} ({dream['gap_to_ddp_points']:+.2f} points)")
 provenance.write_json_atomic(os.path.join(out, "convergence.json"),
                              provenance.stamp_from_env({"network": net, "runs": rows}))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Two-level topology study (issue 5): `hier` against the flat `dreamddp:h=8` on an emulated 2-node cluster.
+# Two-level topology study: `hier` against the flat `dreamddp:h=8` on an emulated 2-node cluster.
 #   speed:    launch --nodes 2x2 --netem RATE, mlp, synthetic data, batch 64/rank, 1 thread/rank; the two policies
-#             alternated REPEATS times in one sitting; median samples/s and the ratio hier / dreamddp.
+#             alternated REPEATS times in one run; median samples/s and the ratio hier / dreamddp.
 #   accuracy: the same policies (nodes 2x2 on loopback: accuracy does not depend on the link) on Fashion-MNIST.
 #
 #   experiments/hier_study.sh [--nets "1gbit 100mbit"] [--steps 150] [--repeats 2] [--acc-steps 1000]

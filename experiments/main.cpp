@@ -1,4 +1,4 @@
-// dreamddp: one binary, sub-commands (CONTRACT.md). Maps errors to exit codes: usage 2, peer lost 3, else 1.
+// dreamddp: one binary, sub-commands (docs/cli.md). Maps errors to exit codes: usage 2, peer lost 3, else 1.
 #include <cstdio>
 #include <cstring>
 #include <string>

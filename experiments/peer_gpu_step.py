@@ -8,12 +8,12 @@ warm-up; the median over --iters steps is reported. Prints a table and, last, on
 Model definitions: mlp and cnn are imported from peers/torch_ddp.py (importlib; importing it has no side effects)
 when found. gpt-mini is declared here with the same modules, shapes and op order as torch_ddp.GPT, because that
 class builds its position ids and causal mask on the CPU (torch.arange / torch.ones without a device), which
-cannot be combined with CUDA tensors. Both are checked against the parameter counts of CONTRACT.md.
+cannot be combined with CUDA tensors. Both are checked against the parameter counts of docs/cli.md.
 Exit codes: 0 ok, 2 bad usage, 3 torch with CUDA not available (one line on stderr says so).
 """
 import argparse, importlib.util, json, os, sys
 
-PARAMS = {'mlp': 2913290, 'cnn': 1701354, 'gpt-mini': 3323392}  # CONTRACT.md reference models
+PARAMS = {'mlp': 2913290, 'cnn': 1701354, 'gpt-mini': 3323392}  # docs/cli.md reference models
 
 
 def load_peer_module():
@@ -104,7 +104,7 @@ def main():
         model = models[name]().to(dev)
         n_params = sum(q.numel() for q in model.parameters())
         if n_params != PARAMS[name]:
-            print('peer: %s has %d parameters, CONTRACT.md says %d' % (name, n_params, PARAMS[name]), file=sys.stderr)
+            print('peer: %s has %d parameters, docs/cli.md says %d' % (name, n_params, PARAMS[name]), file=sys.stderr)
             return 1
         if name == 'gpt-mini':
             x = torch.randint(0, 256, (a.batch, 128), device=dev)

@@ -11,11 +11,11 @@ namespace per rank, one thread per rank):
   3. the cell records the measured communication/backward ratio C/B of its profile (the x-axis: place your own
      cluster on it), each run's samples/s, and next to it the step time the schedule model predicts for that run's
      own profile (forward + update measured in the run, backward + communication modelled).
-The peer must run at its best: its gemm_gflops is checked against our GEMM rate (experiments/lib/sitting.py) and a
+The peer must run at its best: its gemm_gflops is checked against our GEMM rate (experiments/lib/peer_rules.py) and a
 misconfigured peer gets no ratio. Runs started while the load average exceeded the core count are marked noisy.
 
 Writes OUT/regime.json (every run and every cell) and, with --results FILE, the same document for the README
-(analysis/render_results.py) and analysis/fig_regime.py. Nothing of an earlier sitting is overwritten: an existing
+(analysis/render_results.py) and analysis/fig_regime.py. Nothing of an earlier run is overwritten: an existing
 OUT is refused unless --resume-cells (cells already measured are kept and skipped).
 """
 import argparse
@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "lib"))
 import provenance  # noqa: E402
-import sitting  # noqa: E402
+import peer_rules  # noqa: E402
 
 PY = "/usr/bin/python3"
 BATCH = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8}
@@ -140,7 +140,7 @@ def step_means(run_dir):
     return {k: float(st[k + "_ms"][warm:].mean()) for k in ("forward", "backward", "update")}
 
 
-class Sitting:
+class Run:
     def __init__(self, a):
         self.a = a
         self.bin = a.bin
@@ -255,7 +255,7 @@ class Sitting:
         for rep in range(1, a.repeats + 1):
             order = configs if rep % 2 else list(reversed(configs))
             for system, name, what in order:
-                load = sitting.load1()
+                load = peer_rules.load1()
                 rdir = os.path.join(cdir, ("%s-%s" % (system, name)).replace(":", "_").replace(",", "_").replace(
                     "=", "") + ".r%d" % rep)
                 n = steps_ddp if name == "ddp" else steps
@@ -290,16 +290,16 @@ class Sitting:
                     if os.path.exists(store):
                         os.remove(store)
                     res = last_json(os.path.join(rdir, "launch.log")) if rc == 0 else None
-                    ok, note = sitting.judge_peer(res, our_gemm, self.peer_alone)
+                    ok, note = peer_rules.judge_peer(res, our_gemm, self.peer_alone)
                     if res is None:
                         print("   peer %s did not run (rc %s): %s" % (name, rc, tail(os.path.join(rdir, "launch.log"), 2).strip()))
                     r = {"system": "torch", "config": name, "spec": " ".join(what),
                          "samples_per_s": res["samples_per_s"] if res else None,
-                         "step_ms": res["step_ms"] if res else None, "peer": sitting.peer_config(res),
+                         "step_ms": res["step_ms"] if res else None, "peer": peer_rules.peer_config(res),
                          "peer_ok": ok, "peer_note": note}
-                # The 1-minute load average still carries this sitting's previous run (its `ranks` processes): only
+                # The 1-minute load average still carries this run's previous run (its `ranks` processes): only
                 # load beyond that is someone else's.
-                r.update({"rep": rep, "dir": rdir, "load_1m": load, "noisy": sitting.noisy(load - self.prev_ranks),
+                r.update({"rep": rep, "dir": rdir, "load_1m": load, "noisy": peer_rules.noisy(load - self.prev_ranks),
                           "run_s": secs})
                 self.prev_ranks = ranks
                 runs.append(r)
@@ -391,7 +391,7 @@ def remodel(a):
         die("--remodel: cannot read %s: %s" % (a.remodel, e))
     if not isinstance(doc, dict) or doc.get("study") != "regime_map" or not isinstance(doc.get("cells"), list):
         die("--remodel: %s is not a regime map's results file (no \"study\": \"regime_map\" with cells)" % a.remodel)
-    s = Sitting(a)
+    s = Run(a)
     changed = 0
     for c in doc["cells"]:
         ours = [r for r in c["runs"] if r["system"] == "ours"]
@@ -417,7 +417,7 @@ def remodel(a):
         fresh = summarize(c["model"], c["ranks"], c["rate"], c["steps"], c["profile_B_ms"] / 1e3,
                           c["profile_C_ms"] / 1e3, c["modelled_s"], c["phases"], c["runs"], c["H"])
         c.update({k: fresh[k] for k in ("rows", "verdict")})
-    doc["remodelled"] = {"date": sitting.machine(REPO)["date"], "commit": sitting.git_commit(REPO),
+    doc["remodelled"] = {"date": peer_rules.machine(REPO)["date"], "commit": peer_rules.git_commit(REPO),
                          "runs_changed": changed}
     return doc, changed
 
@@ -497,9 +497,9 @@ def main():
             die("ranks must be in 2..16, got %d" % n)
         rate_bps(r)
     os.makedirs(a.out, exist_ok=True)
-    s = Sitting(a)
-    our_gemm = sitting.our_gemm_gflops(a.bin)
-    alone = None if a.no_peer else sitting.peer_gemm_alone(a.peer)
+    s = Run(a)
+    our_gemm = peer_rules.our_gemm_gflops(a.bin)
+    alone = None if a.no_peer else peer_rules.peer_gemm_alone(a.peer)
     if not a.no_peer and alone is None:
         print("# the peer does not run alone here (netlib BLAS? see torch_ddp.py): its ratios will be withheld")
     s.peer_alone = alone["gemm_gflops"] if alone else 0.0
@@ -510,14 +510,14 @@ def main():
           "load %.2f" % (len(cells), a.repeats, a.h, our_gemm, s.peer_alone, (alone or {}).get("blas", "-"),
                          meta["cpu"], meta["cores"], meta["load_1m"]), flush=True)
     doc = {"study": "regime_map", "ours_gemm_gflops": our_gemm,
-           "peer_alone": sitting.peer_config(alone), "H": a.h,
+           "peer_alone": peer_rules.peer_config(alone), "H": a.h,
            "repeats": a.repeats, "cells": []}
     peer_script = None if a.no_peer else provenance.rel_to_repo(a.peer, REPO)
     provenance.stamp(doc, cmd, meta, peer=alone, peer_script=peer_script)
     for m, n, r in cells:
         doc["cells"].append(s.cell(m, n, r, our_gemm))
         json.dump(doc, open(os.path.join(a.out, "regime.json"), "w"), indent=1)
-    doc["ours_gemm_gflops_end"] = sitting.our_gemm_gflops(a.bin)
+    doc["ours_gemm_gflops_end"] = peer_rules.our_gemm_gflops(a.bin)
     provenance.stamp(doc, cmd, meta, peer=alone, peer_script=peer_script)
     json.dump(doc, open(os.path.join(a.out, "regime.json"), "w"), indent=1)
     if a.results:

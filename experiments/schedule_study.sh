@@ -55,7 +55,7 @@ if [ -n "$NETEM" ]; then NET=(--netem "$NETEM"); NETNAME=$NETEM; fi
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "git: tree at $(git rev-parse --short HEAD 2>/dev/null || echo unknown); binary $BIN built $(date -Is -r "$BIN")"
   echo "self-profiles: $RANKS ranks, network $NETNAME"
-} > "$OUT/sitting.txt"
+} > "$OUT/run_log.txt"
 FILL=()
 [ "$FILLIN" = 1 ] && FILL=(--fillin)
 
@@ -80,7 +80,7 @@ for m in $MODELS; do
   "$BIN" launch -n "$RANKS" "${NET[@]}" -- "${args[@]}" > "$OUT/profiles/$m.log" 2>&1 ||
     { tail -n 20 "$OUT/profiles/$m.log" >&2; die "profile of $m failed"; }
   tail -n 1 "$OUT/profiles/$m.log" | sed 's/^/   /'
-  echo "profile $m: load after $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/sitting.txt"
+  echo "profile $m: load after $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/run_log.txt"
   solve "self_$m" "$OUT/profiles/$m" "$H_SELF" self
 done
 
@@ -117,7 +117,7 @@ for line in open(os.path.join(out, "rows.txt")):
 def f(v, w=10, p=4):
     return f"{'—':>{w}}" if v is None else f"{v:>{w}.{p}f}"
 
-print("\nModelled seconds per iteration (time model of DESIGN.md; forward and update excluded)")
+print("\nModelled seconds per iteration (time model of docs/design.md; forward and update excluded)")
 print(f"{'profile':<22}{'H':>3}{'layers':>7}{'ddp':>10}{'localsgd':>10}{'plsgd':>10}{'dreamddp':>10}{'bound':>10}"
       f"{'gap %':>7}{'authors':>10}{'(publ.)':>10}{'solve s':>9}")
 for r in rows:

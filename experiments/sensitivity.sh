@@ -57,7 +57,7 @@ prov_start
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "git: tree at $(git rev-parse --short HEAD 2>/dev/null || echo unknown); binary $BIN built $(date -Is -r "$BIN")"
   echo "command: $0 $*"
-} > "$OUT/sitting.txt"
+} > "$OUT/run_log.txt"
 
 # Per-model defaults: steps batch every probe-batch data eval-samples (evaluation only reports the final accuracy).
 defaults() {
@@ -86,7 +86,7 @@ run() {
     "$BIN" "${args[@]}" > "$OUT/$name.log" 2>&1 || { tail -n 20 "$OUT/$name.log" >&2; die "$name failed"; }
   fi
   echo "   done in $((SECONDS - t0)) s"
-  echo "$name: $((SECONDS - t0)) s, load after $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/sitting.txt"
+  echo "$name: $((SECONDS - t0)) s, load after $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/run_log.txt"
 }
 
 for m in $MODELS; do run "$m-fixed" "$m" fixed; done

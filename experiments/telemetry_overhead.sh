@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Telemetry overhead: the same short training with telemetry on (--out: metrics.h5 + summary.json written, per-rank
-# timings gathered) and off (no --out), alternated in one sitting for several repetitions; median step time of each
-# and their ratio (issue 6: telemetry costs <= 2% of step time).
+# timings gathered) and off (no --out), alternated in one run for several repetitions; median step time of each
+# and their ratio (the goal: telemetry costs <= 2% of step time).
 #
 #   experiments/telemetry_overhead.sh [--model mlp] [--policy dreamddp:h=8] [--ranks 4] [--steps 200] [--batch 64]
 #                                     [--repeats 5] [--threads 1] [--out runs/telemetry] [--bin build/dreamddp]
@@ -52,7 +52,7 @@ prov_start
   echo "host: $(hostname), $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "git: tree at $(git rev-parse --short HEAD 2>/dev/null || echo unknown); binary $BIN built $(date -Is -r "$BIN")"
   echo "setup: $MODEL on $DATA, policy $POLICY, $RANKS rank(s) x batch $BATCH, $STEPS steps, $REPEATS repeats (+1 warm-up pair)"
-} > "$OUT/sitting.txt"
+} > "$OUT/run_log.txt"
 echo "telemetry overhead: $MODEL, $POLICY, $RANKS rank(s) x batch $BATCH, $STEPS steps, $REPEATS repeats + warm-up"
 
 # $1 on|off, $2 repetition. Writes the stdout summary JSON line to OUT/<mode>.<r>.json.
@@ -115,7 +115,7 @@ for m in ("off", "on"):
           " ".join(f"{v:.2f}" for v in cpu_step[m]))
 print(f"ratio on/off: {cratio:.4f} ({100 * (cratio - 1):+.2f}%)")
 verdict = "INCONCLUSIVE (no CPU above the 1-step run)" if cmed["off"] <= 0 else "PASS" if cratio <= 1.02 else "FAIL"
-print(f"issue 6 (telemetry <= 2% of step time, judged on CPU per step): {verdict}")
+print(f"goal (telemetry <= 2% of step time, judged on CPU per step): {verdict}")
 provenance.write_json_atomic(os.path.join(out, "overhead.json"), provenance.stamp_from_env({"on_ms": ms["on"], "off_ms": ms["off"], "median_on_ms": med["on"], "median_off_ms": med["off"],
            "cpu_ms_per_step_on": cpu_step["on"], "cpu_ms_per_step_off": cpu_step["off"], "cpu_ratio": cratio,
            "ratio_of_medians": ratio, "median_pair_ratio": pair_med, "loads": loads, "metrics_h5_bytes": size}))

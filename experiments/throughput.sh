@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Throughput study: ours (ddp, localsgd:k=8, plsgd:h=8, dreamddp:h=8) against the PyTorch peer (ddp, localsgd k=8),
-# 4 ranks on the emulated cluster, one sitting per network, systems alternated; table + throughput.json + figures.
+# 4 ranks on the emulated cluster, one run per network, systems alternated; table + throughput.json + figures.
 #
 #   experiments/throughput.sh [--steps N] [--nets "1gbit 10gbit"] [--models mlp] [--out runs/throughput]
 #                             [--repeats R] [--ranks N] [--batch B] [--bin build/dreamddp] [--peer-blas auto|system|DIR]
@@ -8,7 +8,7 @@
 #                             [--loopback]
 # Relative paths given as options are taken from the caller's directory; the defaults from the repository root.
 # --peer-algos "" runs ours only. Environment: DREAMDDP_BIN, DREAMDDP_PEER (default peers/torch_ddp.py).
-# The peer must run at its best (experiments/lib/sitting.py): our GEMM rate is measured at the start of the sitting
+# The peer must run at its best (experiments/lib/peer_rules.py): our GEMM rate is measured at the start of the run
 # and every ratio against a peer run whose own gemm_gflops is below 0.7x ours, above 1.5x ours or its own rate
 # alone (more cores than given) or on netlib's BLAS is withheld (it reads '-') and the run marked misconfigured; the peer's BLAS, GEMM rate and threads are printed beside the table;
 # a run that started with the load average above the core count is marked noisy.
@@ -107,13 +107,13 @@ if [ -n "$PEER_ALGOS" ]; then
 fi
 
 prov_start
-OUR_GEMM=$($PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import sitting; print(sitting.our_gemm_gflops(sys.argv[2]))' \
+OUR_GEMM=$($PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import peer_rules; print(peer_rules.our_gemm_gflops(sys.argv[2]))' \
   "$REPO/experiments/lib" "$BIN")
-# The peer's GEMM rate alone, next to ours (judges the peer with its in-run rate: sitting.judge_peer).
+# The peer's GEMM rate alone, next to ours (judges the peer with its in-run rate: peer_rules.judge_peer).
 PEER_ALONE=0
 if [ -n "$PEER_ALGOS" ]; then
-  PEER_ALONE=$($PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import sitting
-p = sitting.peer_gemm_alone(sys.argv[2], sys.argv[3:]); print(p["gemm_gflops"] if p else 0)' \
+  PEER_ALONE=$($PY -c 'import sys; sys.path.insert(0, sys.argv[1]); import peer_rules
+p = peer_rules.peer_gemm_alone(sys.argv[2], sys.argv[3:]); print(p["gemm_gflops"] if p else 0)' \
     "$REPO/experiments/lib" "$PEER" "${PEER_ENV[@]}")
 fi
 STAMP=$(date +%Y%m%d-%H%M%S)
@@ -135,15 +135,15 @@ for MODEL in $MODELS; do
   root=$OUT
   if [ "$(wc -w <<<"$MODELS")" -gt 1 ]; then root=$OUT/$MODEL; fi
   mkdir -p "$root"
-  records=$root/records.jsonl  # one line per measured run of this sitting; the table is made from it
+  records=$root/records.jsonl  # one line per measured run of this run; the table is made from it
   move_aside "$records" "$root"
   move_aside "$root/throughput.json" "$root"
   {
-    echo "# throughput sitting $STAMP on $(hostname): $(nproc) cores, load at start $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "# throughput run $STAMP on $(hostname): $(nproc) cores, load at start $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "# model $MODEL, $RANKS ranks x batch $BATCH, 1 thread per rank, synthetic data, $STEPS timed steps, repeats $REPEATS"
     echo "# peer BLAS: $BLAS_NOTE; netem: $NETEM; GEMM 64x1024.1024x1024, 1 thread: ours $OUR_GEMM GFLOP/s, the peer's alone $PEER_ALONE"
-  } > "$root/sitting.txt"
-  cat "$root/sitting.txt"
+  } > "$root/run_log.txt"
+  cat "$root/run_log.txt"
 
   for NET in $NETS; do
     mkdir -p "$root/$NET"
@@ -219,7 +219,7 @@ PYEOF
       done
     done
   done
-  echo "# load at end $(cut -d' ' -f1-3 /proc/loadavg)" >>"$root/sitting.txt"
+  echo "# load at end $(cut -d' ' -f1-3 /proc/loadavg)" >>"$root/run_log.txt"
 
   # Table (median over repeats), throughput.json (the analysis/fig_throughput.py format, one per network in
   # OUT/<net>/ too, so `make_figures.py OUT` draws it beside that network's curves and timelines).
@@ -228,7 +228,7 @@ import json, os, statistics, sys
 root, netem, blas, our_gemm = sys.argv[1], sys.argv[2] == "1", sys.argv[3], float(sys.argv[4])
 alone = float(sys.argv[6]) or None
 sys.path.insert(0, sys.argv[5])
-import provenance, sitting
+import provenance, peer_rules
 recs = [json.loads(l) for l in open(os.path.join(root, "records.jsonl")) if l.strip()]
 rows = {}
 for r in recs:
@@ -240,10 +240,10 @@ for (net, system, policy), rs in rows.items():
     out.append({"system": system, "policy": policy, "network": net, "model": rs[0]["model"],
                 "samples_per_s": statistics.median(sps), "exposed_comm_fraction": statistics.median(exp) if exp else None,
                 "samples_per_s_runs": sps, "load_1m_runs": [r["load_1m"] for r in rs],
-                "run_dirs": [r["run_dir"] for r in rs], "noisy": any(sitting.noisy(r["load_1m"]) for r in rs),
+                "run_dirs": [r["run_dir"] for r in rs], "noisy": any(peer_rules.noisy(r["load_1m"]) for r in rs),
                 **({"peer_blas": blas, "peer_configs": [r.get("peer_config") for r in rs],
-                    "peer_ok": all(sitting.judge_peer(r.get("peer_config"), our_gemm, alone)[0] for r in rs),
-                    "peer_note": "; ".join(sorted({sitting.judge_peer(r.get("peer_config"), our_gemm, alone)[1]
+                    "peer_ok": all(peer_rules.judge_peer(r.get("peer_config"), our_gemm, alone)[0] for r in rs),
+                    "peer_note": "; ".join(sorted({peer_rules.judge_peer(r.get("peer_config"), our_gemm, alone)[1]
                                                   for r in rs}))}
                    if system == "torch" else {})})
 # {"results": [...]} with the provenance fields (analysis/fig_throughput.py reads the list from "results").
@@ -255,13 +255,13 @@ provenance.write_json_atomic(os.path.join(root, "throughput.json"), doc(out))
 for net in dict.fromkeys(e["network"] for e in out):
     provenance.write_json_atomic(os.path.join(root, net, "throughput.json"), doc([e for e in out if e["network"] == net]))
 
-head = open(os.path.join(root, "sitting.txt")).read()
+head = open(os.path.join(root, "run_log.txt")).read()
 print()
 print(head.rstrip())
 if not netem:
     print("# NOTE: no emulated cluster (--loopback, or not root / no tc): every run used LOOPBACK, unshaped")
 print(f"{'network':<9} {'system':<9} {'policy':<14} {'samples/s':>10} {'exposed comm':>13} {'vs peer ddp':>12} {'vs peer lsgd':>13}")
-# A peer that did not run at its best gives no ratio (sitting.judge_peer).
+# A peer that did not run at its best gives no ratio (peer_rules.judge_peer).
 val = {(e["network"], e["system"], e["policy"]): e["samples_per_s"] for e in out
        if e["system"] != "torch" or e["peer_ok"]}
 for e in out:
@@ -275,7 +275,7 @@ for e in out:
     print(f"{e['network']:<9} {e['system']:<9} {e['policy']:<14} {e['samples_per_s']:>10.0f} {exp:>13} "
           f"{ratio(pd, 12)} {ratio(pl, 13)}{spread}"
           + ("  noisy" if e["noisy"] else ""))
-print("\nacceptance (issue 4):")
+print("\nacceptance:")
 for net in dict.fromkeys(e["network"] for e in out):
     pd, pl = val.get((net, "torch", "ddp")), val.get((net, "torch", "localsgd:k=8"))
     od, dr = val.get((net, "dreamddp", "ddp")), val.get((net, "dreamddp", "dreamddp:h=8"))

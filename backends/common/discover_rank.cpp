@@ -1,4 +1,4 @@
-// discover_rank(): rank/world from torchrun, mpirun or Slurm environment variables (CONTRACT.md).
+// discover_rank(): rank/world from torchrun, mpirun or Slurm environment variables (docs/cli.md).
 #include <cstdlib>
 #include <string>
 

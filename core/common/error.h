@@ -1,4 +1,4 @@
-// Error types that the CLI maps to CONTRACT.md exit codes: UsageError -> 2, PeerLost -> 3, anything else -> 1.
+// Error types that the CLI maps to docs/cli.md exit codes: UsageError -> 2, PeerLost -> 3, anything else -> 1.
 #pragma once
 #include <stdexcept>
 #include <string>

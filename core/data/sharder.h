@@ -1,4 +1,4 @@
-// Exact data-parallel sharding (CONTRACT.md "Data"): which samples each rank trains on at each step.
+// Exact data-parallel sharding (docs/cli.md "Data sets"): which samples each rank trains on at each step.
 #pragma once
 #include <cstdint>
 #include <memory>

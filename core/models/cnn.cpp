@@ -1,5 +1,5 @@
 // cnn: [conv3x3 1->32, BN, ReLU], [conv3x3 32->64, BN, ReLU], maxpool2, [conv3x3 64->128, BN, ReLU], maxpool2,
-// fc 6272->256, ReLU, fc 256->10 (CONTRACT.md).
+// fc 6272->256, ReLU, fc 256->10 (docs/cli.md).
 #include "core/models/zoo.h"
 #include "core/nn/layers.h"
 

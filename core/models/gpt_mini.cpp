@@ -1,4 +1,4 @@
-// gpt-mini: byte-level GPT (CONTRACT.md): vocab 256, context 128, 4 pre-LN blocks, d=256, 4 heads, MLP 4d with
+// gpt-mini: byte-level GPT (docs/cli.md): vocab 256, context 128, 4 pre-LN blocks, d=256, 4 heads, MLP 4d with
 // GELU, learned positions, untied head without bias. Layer names: wte, wpe, blocks.i.{ln1,attn.qkv,attn.proj,
 // ln2,mlp.fc,mlp.proj}, ln_f, head.
 #include <cmath>

@@ -1,4 +1,4 @@
-// mlp: 784-1024-1024-1024-10 with ReLU (CONTRACT.md), layers fc1..fc4.
+// mlp: 784-1024-1024-1024-10 with ReLU (docs/cli.md), layers fc1..fc4.
 #include "core/models/zoo.h"
 #include "core/nn/layers.h"
 

@@ -1,4 +1,4 @@
-// resnet20: CIFAR ResNet-20 on 1x28x28 (CONTRACT.md): stem conv+BN+ReLU, 3 stages x 3 basic blocks
+// resnet20: CIFAR ResNet-20 on 1x28x28 (docs/cli.md): stem conv+BN+ReLU, 3 stages x 3 basic blocks
 // (16/32/64 channels, stride 2 at stages 2-3, 1x1 conv+BN projection where the shape changes), GAP, fc.
 #include "core/models/zoo.h"
 #include "core/nn/layers.h"

@@ -1,4 +1,4 @@
-// Constructors of the four reference models of CONTRACT.md (one source file each).
+// Constructors of the four reference models of docs/cli.md (one source file each).
 #pragma once
 #include <memory>
 

@@ -1,4 +1,4 @@
-// The compressed average of compress=bf16|int8 (DESIGN.md "Beyond in-step averaging"): a quantized reduce-scatter
+// The compressed average of compress=bf16|int8 (docs/design.md "Delayed merge, outer optimizer, compression"): a quantized reduce-scatter
 // (an all-to-all of every rank's encoded shards; each shard's owner decodes the world's contributions, averages
 // them in rank order and encodes the result) followed by an all-gather of the encoded averaged shards. Every rank
 // decodes the same bytes, so the result is bitwise equal on all ranks. Why this and not an all-gather of whole

@@ -1,4 +1,4 @@
-// The control all-reduce of the consistency rule (DESIGN.md): after each update every rank casts one small vector —
+// The control all-reduce of the consistency rule (docs/design.md): after each update every rank casts one small vector —
 // its policy's votes, then [control-file switch request, anomaly flag] when those are on, then one float per layer
 // while compress=auto measures — summed over the ranks asynchronously and applied by every rank at the same later
 // step (ControlQueue::due), so all ranks decide from the same numbers without stalling compute.

@@ -1,4 +1,4 @@
-// Averages on copies of their layers (DESIGN.md "Beyond in-step averaging"): delay=T (the layers train on and take
+// Averages on copies of their layers (docs/design.md "Delayed merge, outer optimizer, compression"): delay=T (the layers train on and take
 // the correction avg(theta(t)) - theta(t) at step t + T) and transformed averages (outer=nesterov, compress=...;
 // ParamMerge turns the average into the layer's new value). LayerSync decides when; this holds the copies, launches
 // their collectives, applies them and keeps the delayed ones (with their checkpoint).

@@ -1,4 +1,4 @@
-// The sync engine as the training loop sees it (DESIGN.md "One training step"): a backward hook plus the calls
+// The sync engine as the training loop sees it (docs/design.md "One training step"): a backward hook plus the calls
 // around the optimizer update. Implemented by core/sync/layer_sync.{h,cpp}.
 #pragma once
 #include <cstdint>
@@ -41,7 +41,7 @@ class SyncEngine : public nn::BackwardHook {
   // Runs fn with the model's parameters and buffers replaced by their rank average (the consensus model that
   // evaluation and users see), then restores the training state bit for bit. Collective: all ranks call it.
   virtual void with_consensus(const std::function<void()>& fn) = 0;
-  // Anomaly guard (DESIGN.md consistency rule): a rank reports a local anomaly after its backward; the flag
+  // Anomaly guard (docs/design.md consistency rule): a rank reports a local anomaly after its backward; the flag
   // travels in the control all-reduce and agreed_anomalies() tells every rank, one step later (two when the flag
   // travels alone, see LayerSync::set_policy), how many ranks
   // saw one. fallback(W) averages every local layer once, then runs all layers lock-step for W steps.

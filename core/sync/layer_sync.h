@@ -1,4 +1,4 @@
-// LayerSync: the layer-wise partial-synchronization engine (DESIGN.md "What synchronize layer l means",
+// LayerSync: the layer-wise partial-synchronization engine (docs/design.md "Sync semantics",
 // "Buckets and overlap"): per step, asks the policy what each layer does, fuses layers into buckets, launches
 // them from the backward hook on the backend's communication thread, and waits only before the update.
 #pragma once

@@ -45,7 +45,7 @@ void LayerSync::set_policy(const std::string& spec) {
   // When the control vector carries only the anomaly flag, nothing decides from it in the next step: it is applied
   // two steps late, so its all-reduce hides behind a whole step instead of making every step wait for the slowest
   // rank (a per-step rendezvous that cost 2-3 ms a step on the emulated 1 Gbit/s cluster). Policy votes and
-  // control-file requests keep the one-step lag of DESIGN.md.
+  // control-file requests keep the one-step lag of docs/design.md.
   vote_lag_ = (policy_votes_ == 0 && !control_file_.on()) ? 2 : 1;
   auto groups = policy_->groups(hosts_);
   if (!groups.empty()) {

@@ -1,4 +1,4 @@
-// LayerSync's control all-reduce (layer_sync_engine.h, DESIGN.md consistency rule): after the update every rank
+// LayerSync's control all-reduce (layer_sync_engine.h, docs/design.md consistency rule): after the update every rank
 // casts its policy's votes, rank 0's control-file flag, its anomaly flag and compress=auto's cosines; the sums are
 // applied by every rank at the same later step, so all decide from the same numbers.
 #include <cstdio>

@@ -1,5 +1,5 @@
 // ParamMerge: how a local layer's average becomes its new parameters when the policy transforms it (outer=nesterov,
-// compress=bf16|int8; DESIGN.md "Beyond in-step averaging"). It owns the per-parameter state that needs: the anchors
+// compress=bf16|int8; docs/design.md "Delayed merge, outer optimizer, compression"). It owns the per-parameter state that needs: the anchors
 // (each layer's value at its previous sync, identical on every rank), the outer momentum and the two residuals of
 // error feedback, and their checkpoint. LayerSync decides when a layer syncs; ParamMerge only what the sync computes.
 //

@@ -1,4 +1,4 @@
-// Policies: what each layer does at each step (DESIGN.md "Policies"). A policy must decide from state that is
+// Policies: what each layer does at each step (docs/policies.md). A policy must decide from state that is
 // identical on every rank (the step, the layer, agreed statistics), so all ranks launch the same collectives.
 #pragma once
 #include <algorithm>
@@ -100,7 +100,7 @@ class Policy {
   // Two-level topology: the group of every rank (hosts[r] is rank r's host name); ranks of one group run
   // Action::AverageGroup among themselves on their own sub-group backend. Empty: no groups.
   virtual std::vector<int> groups(const std::vector<std::string>& hosts) const { (void)hosts; return {}; }
-  // How this policy's parameter averages are formed and merged (DESIGN.md "Beyond in-step averaging"): delay=T,
+  // How this policy's parameter averages are formed and merged (docs/design.md "Delayed merge, outer optimizer, compression"): delay=T,
   // outer=nesterov, compress=bf16|int8. The default is the plain in-step average.
   virtual MergeSpec merge() const { return {}; }
   int merge_delay() const { return merge().delay; }
@@ -129,7 +129,7 @@ class Policy {
   virtual int64_t profile_steps() const { return 0; }
   bool profiling(int64_t step) const { return step - first_step_ < profile_steps(); }
   virtual void on_profile(const LayerTimes& t) { (void)t; }
-  // Consensus (DESIGN.md, consistency rule). A policy that decides from local statistics publishes
+  // Consensus (docs/design.md, consistency rule). A policy that decides from local statistics publishes
   // votes_per_layer() floats per layer after each backward (cast_votes); the engine sums them over the ranks with
   // one small asynchronous all-reduce and hands the sums to on_agreed() before the next step's decide() calls:
   // every rank then decides from the same numbers, one step later, without stalling compute.

@@ -1,4 +1,4 @@
-// The DreamDDP time model (DESIGN.md "The DreamDDP schedule solver"): scores a per-layer phase assignment, plus
+// The DreamDDP time model (docs/design.md "The schedule solver"): scores a per-layer phase assignment, plus
 // the baselines ddp, localsgd and plsgd, and the fill-in of extra syncs into idle bandwidth.
 #pragma once
 #include <vector>
@@ -41,7 +41,7 @@ std::vector<int> contiguous_groups(const std::vector<double>& weight, int H);
 // plsgd's modelled time: contiguous_groups(c, H) scored with modelled_time.
 double plsgd_time(const std::vector<double>& b, const std::vector<double>& c, int H);
 
-// delay=T (DESIGN.md "Beyond in-step averaging"): seconds per iteration, forward + backward + update + waits,
+// delay=T (docs/design.md "Delayed merge, outer optimizer, compression"): seconds per iteration, forward + backward + update + waits,
 // when iteration i's averages (phase i mod H, launched in its backward) must have ended by the start of
 // iteration i + T, on one FIFO channel that runs across iterations, through forward and update too. `fwd` and
 // `upd` are the forward and update seconds per iteration. T = 0 waits before the update of the same iteration:

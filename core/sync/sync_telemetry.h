@@ -1,4 +1,4 @@
-// The sync engine's rows in metrics.h5 (DESIGN.md, HDF5 schema): per-layer ready times of every 10th step
+// The sync engine's rows in metrics.h5 (docs/design.md, HDF5 schema): per-layer ready times of every 10th step
 // (/layer_ready) and one /sync_events row per bucket once its collectives completed, with times relative to the
 // start of the backward of the step the bucket was launched in. Rank 0 only (the engine gets no writer elsewhere).
 #pragma once

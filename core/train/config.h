@@ -1,4 +1,4 @@
-// Everything a training run is configured by (CLI flags / INI keys of CONTRACT.md); validated before any work.
+// Everything a training run is configured by (CLI flags / INI keys of docs/cli.md); validated before any work.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-// --save-params: the model's parameters and buffers as raw little-endian float32 (CONTRACT.md layout).
+// --save-params: the model's parameters and buffers as raw little-endian float32 (docs/cli.md layout).
 #include <fstream>
 
 #include "core/common/error.h"

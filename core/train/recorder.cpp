@@ -23,7 +23,7 @@ static std::string host_name() {
   return buf;
 }
 
-// The full, resolved configuration (DESIGN.md "Telemetry": `/` attributes hold the full config), one attribute
+// The full, resolved configuration (docs/design.md "HDF5 schema": `/` attributes hold the full config), one attribute
 // per option under its CLI name with '-' as '_', so a metrics.h5 alone says how to rerun it.
 static void write_config_attributes(telemetry::MetricsWriter& w, const TrainConfig& c) {
   auto str = [&](const char* k, const std::string& v) { w.set_attribute(k, v); };

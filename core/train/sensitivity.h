@@ -1,10 +1,10 @@
-// The layer-sensitivity probe (DESIGN.md "Telemetry", /sensitivity): how fast each layer's gradient goes stale.
+// The layer-sensitivity probe (docs/design.md "HDF5 schema", /sensitivity): how fast each layer's gradient goes stale.
 // At probe step t0 every rank computes each layer's gradient on a fixed probe batch; at t0+d (d in delays) it
 // computes it again on the same batch and records cos(g_l(t0), g_l(t0+d)), mean over ranks. probe=minibatch
 // compares the training minibatches' gradients instead (sampling noise included). Probing never touches the
 // training trajectory: its gradients are discarded and BatchNorm buffers restored.
 // The fixed probe batch: `batch` training samples drawn once from their own seed stream (seed ^ 0x5E15), the same
-// on every rank and at every probe. DESIGN.md calls them "set aside"; they are held fixed but stay in the training
+// on every rank and at every probe. docs/design.md calls them "set aside"; they are held fixed but stay in the training
 // stream, because removing them from training would change the trajectory that probing must leave untouched
 // (the stronger of the two rules; ctest -R ProbeDoesNotChangeTheTrajectory proves it bit for bit).
 #pragma once

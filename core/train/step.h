@@ -1,4 +1,4 @@
-// One training step on one rank, as DESIGN.md "One training step" writes it: forward, backward with the sync
+// One training step on one rank, as docs/design.md "One training step" writes it: forward, backward with the sync
 // engine's hook, the wait for synchronization with the per-layer update, after-update. The trainer and the
 // tests' harness (tests/sync/ranks_harness.h) both run this function. Header-only: the sync tests link no dd_train.
 #pragma once

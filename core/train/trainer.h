@@ -1,4 +1,4 @@
-// The training loop of one rank (DESIGN.md "One training step"): data shard, forward, backward with the sync
+// The training loop of one rank (docs/design.md "One training step"): data shard, forward, backward with the sync
 // hook, per-layer update, evaluation, progress line, telemetry and the run summary.
 #pragma once
 #include <memory>

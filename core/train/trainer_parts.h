@@ -31,7 +31,7 @@ models::Input make_input(const data::Batch& b);
 nlohmann::json evaluate(models::Model& m, const data::Dataset& test, const TrainConfig& cfg, sync::SyncEngine* e);
 std::string format_eval(int64_t step, const nlohmann::json& ev);
 
-// CONTRACT.md --save-params: raw little-endian float32, layers in forward order, weight then bias (BatchNorm:
+// docs/cli.md --save-params: raw little-endian float32, layers in forward order, weight then bias (BatchNorm:
 // then running mean and var). "%r" in path is replaced by the rank and every rank writes; otherwise rank 0.
 void save_params(models::Model& m, const std::string& path, int rank);
 

@@ -1,5 +1,5 @@
 // `dreamddp bench allreduce`: nccl-tests style allreduce benchmark over any backend, with a correctness check
-// per size and a JSON summary as rank 0's last line (CONTRACT.md).
+// per size and a JSON summary as rank 0's last line (docs/cli.md).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -93,7 +93,7 @@ inline nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(f);
 }
 
-// The keys CONTRACT.md promises in summary.json.
+// The keys docs/cli.md promises in summary.json.
 inline const std::vector<std::string>& summary_keys() {
   static const std::vector<std::string> k = {"model",  "policy",        "backend",    "world",
                                              "steps",  "params",        "samples_per_s", "final_loss",

@@ -21,7 +21,7 @@ std::vector<float> read_floats(const std::string& path) {
 
 struct PolicyCase {
   std::string name, model, policy;
-  int64_t bn_buffers;  // BatchNorm running mean+var floats (CONTRACT.md: saved after each BN layer's params)
+  int64_t bn_buffers;  // BatchNorm running mean+var floats (docs/cli.md: saved after each BN layer's params)
 };
 void PrintTo(const PolicyCase& c, std::ostream* os) { *os << c.model << " " << c.policy; }
 
@@ -64,7 +64,7 @@ INSTANTIATE_TEST_SUITE_P(Cli, SaveParams,
                                            PolicyCase{"cnn_localsgd", "cnn", "localsgd:k=3", 448}),
                          [](const auto& info) { return info.param.name; });
 
-// CONTRACT.md data sharding: DDP on 2 ranks with batch b sees the samples of one process with batch 2b, so the two
+// docs/cli.md data sharding: DDP on 2 ranks with batch b sees the samples of one process with batch 2b, so the two
 // runs compute the same mathematical trajectory and differ only by float32 rounding (two half-batch gradients
 // averaged instead of one sum, in whatever order this machine's GEMMs accumulate).
 //

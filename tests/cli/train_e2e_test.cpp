@@ -1,5 +1,5 @@
 // End-to-end: short single-process training runs of the binary learn (loss falls, test accuracy rises), write
-// the CONTRACT.md summary.json and a readable metrics.h5, and read the same options from an INI file.
+// the docs/cli.md summary.json and a readable metrics.h5, and read the same options from an INI file.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,7 +41,7 @@ TEST(TrainE2E, MlpFashionMnistLearnsAndWritesTheContractFiles) {
   EXPECT_EQ(s.at("policy"), "ddp");
   EXPECT_EQ(s.at("world"), 1);
   EXPECT_EQ(s.at("steps"), steps);
-  EXPECT_EQ(s.at("params"), 2913290);  // CONTRACT.md reference-model size
+  EXPECT_EQ(s.at("params"), 2913290);  // docs/cli.md reference-model size
   EXPECT_EQ(s.at("comm_bytes"), 0) << "a single process communicates nothing";
   EXPECT_GT(s.at("samples_per_s").get<double>(), 0);
   EXPECT_EQ(s.at("timed_steps"), nlohmann::json::array({5, steps})) << "ddp: timed after a 5-step warm-up to the end";

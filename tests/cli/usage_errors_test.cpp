@@ -1,5 +1,5 @@
 // End-to-end: bad usage and bad input make `dreamddp` exit 2 at once with one clear stderr line naming the
-// problem (CONTRACT.md "Exit codes and errors"); a non-empty --out is left untouched.
+// problem (docs/cli.md "Exit codes"); a non-empty --out is left untouched.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // `dreamddp train` with a peer that dies (SIGKILL) or hangs (SIGSTOP) mid-training: every survivor must exit 3
-// within --timeout + 10 s with one error line naming the lost rank (CONTRACT.md exit codes; issue 3 "Dead peers").
+// within --timeout + 10 s with one error line naming the lost rank (docs/cli.md "Exit codes").
 #include <gtest/gtest.h>
 
 #include <memory>

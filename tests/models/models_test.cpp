@@ -1,4 +1,4 @@
-// The reference models: parameter counts of CONTRACT.md, dotted layer names, the backward hook contract
+// The reference models: parameter counts of docs/cli.md, dotted layer names, the backward hook contract
 // (every layer once, strictly decreasing), and finite-difference checks of the full model's gradients.
 #include <gtest/gtest.h>
 

@@ -242,7 +242,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--case", required=True, choices=["ring", "model", "sequence", "bad", "speed"])
-    ap.add_argument("--profiles", default=os.environ.get("DREAMDDP_PROFILES", "/work/shared/data/dreamddp-profiles"))
+    ap.add_argument("--profiles", default=os.environ.get("DREAMDDP_PROFILES", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "dreamddp-profiles")))
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="dd_sim_test_") as tmp:
         globals()["case_" + a.case](a.bin, tmp, a.profiles)

@@ -28,7 +28,7 @@ using namespace dd::testing_harness;
 
 namespace {
 
-// A global batch of random samples; rank r of `world` takes the r-th contiguous slice of b (CONTRACT.md).
+// A global batch of random samples; rank r of `world` takes the r-th contiguous slice of b (docs/cli.md).
 struct GlobalBatch {
   std::vector<float> x;
   std::vector<int32_t> tok, y;

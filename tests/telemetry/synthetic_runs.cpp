@@ -1,7 +1,7 @@
 // Writes a synthetic but realistic study (4 policies, ResNet-20-like layers) with MetricsWriter, for figure tests.
 // Usage: telemetry_synthetic_runs OUT_DIR  ->  OUT_DIR/study_a/{ddp,localsgd,plsgd,dreamddp}/metrics.h5,
 //        OUT_DIR/study_a/schedule.json, OUT_DIR/study_a/throughput.json
-// Timing follows the DESIGN.md time model (FIFO channel, launch at layer ready); curves are smooth decays + noise.
+// Timing follows the docs/design.md time model (FIFO channel, launch at layer ready); curves are smooth decays + noise.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>

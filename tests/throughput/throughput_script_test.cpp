@@ -1,5 +1,5 @@
-// experiments/throughput.sh end to end on loopback: bad usage exits 2; a tiny sitting (2 ranks, ours ddp and
-// dreamddp:h=8 against the peer's ddp) writes the results JSON, run folders and the figure; a second sitting
+// experiments/throughput.sh end to end on loopback: bad usage exits 2; a tiny run (2 ranks, ours ddp and
+// dreamddp:h=8 against the peer's ddp) writes the results JSON, run folders and the figure; a second run
 // moves the earlier run aside instead of overwriting it.
 #include <gtest/gtest.h>
 
@@ -45,7 +45,7 @@ TEST(ThroughputScript, BadUsageExitsTwoWithAMessage) {
   }
 }
 
-TEST(ThroughputScript, TinySittingWritesResultsAndKeepsEarlierRuns) {
+TEST(ThroughputScript, TinyRunWritesResultsAndKeepsEarlierRuns) {
   if (!peer_available()) GTEST_SKIP() << "needs python3-torch and " << kPeer;
   TmpDir tmp;
   const std::string out = tmp / "tp";
@@ -85,12 +85,12 @@ TEST(ThroughputScript, TinySittingWritesResultsAndKeepsEarlierRuns) {
   ASSERT_TRUE(fs::exists(out + "/figures/throughput.png"));
   EXPECT_GT(fs::file_size(out + "/figures/throughput.png"), 1000u);
   // The table: the peer's ddp row is the ratio's denominator, so it reads exactly 1.00x against itself. On a
-  // loaded machine (CI runs tests side by side) sitting.judge_peer may refuse the peer; then the table must say why
+  // loaded machine (CI runs tests side by side) peer_rules.judge_peer may refuse the peer; then the table must say why
   // ("-> NO RATIOS" on its note line), print no ratio anywhere, and the results must record the refusal.
   bool refused = false;
   for (const auto& e : res)
     if (e.at("system") == "torch") refused = !e.at("peer_ok").get<bool>();
-  if (refused) std::cout << "the peer was refused in this sitting; its note:\n" << r.out << "\n";
+  if (refused) std::cout << "the peer was refused in this run; its note:\n" << r.out << "\n";
   int peer_rows = 0, notes = 0;
   for (const auto& line : dd::cli::test::lines_of(r.out)) {
     if (line.rfind("# peer loopback ddp: ", 0) == 0) {
@@ -109,7 +109,7 @@ TEST(ThroughputScript, TinySittingWritesResultsAndKeepsEarlierRuns) {
   EXPECT_EQ(peer_rows, 1) << r.out;
   EXPECT_EQ(notes, 1) << r.out;
 
-  // A second sitting (ours only) must not overwrite the first one's ddp run.
+  // A second run (ours only) must not overwrite the first one's ddp run.
   const auto first_sps = read_json(out + "/loopback/ddp/summary.json").at("samples_per_s").get<double>();
   Result r2 = run_script({"--loopback", "--steps", "6", "--ranks", "2", "--policies", "ddp", "--peer-algos", "",
                           "--out", out});
@@ -124,7 +124,7 @@ TEST(ThroughputScript, TinySittingWritesResultsAndKeepsEarlierRuns) {
       EXPECT_EQ(read_json(old).at("samples_per_s").get<double>(), first_sps);
     }
   }
-  EXPECT_EQ(kept, 1) << "the first sitting's ddp run must be kept under " << out << "/previous-*/";
+  EXPECT_EQ(kept, 1) << "the first run's ddp run must be kept under " << out << "/previous-*/";
   EXPECT_TRUE(fs::exists(out + "/loopback/ddp/metrics.h5"));
   EXPECT_EQ(read_json(out + "/throughput.json").at("results").size(), 1u);
   EXPECT_TRUE(read_json(out + "/throughput.json").at("peer").is_null()) << "no peer ran in the second run";

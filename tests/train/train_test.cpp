@@ -1,5 +1,5 @@
 // The training loop end to end, in process: the sensitivity probe never changes the trajectory, and the
-// metrics.h5 of a 2-rank run holds what DESIGN.md's schema promises (checked with h5py).
+// metrics.h5 of a 2-rank run holds what docs/design.md's schema promises (checked with h5py).
 #include <gloo/rendezvous/hash_store.h>
 #include <gtest/gtest.h>
 
@@ -162,7 +162,7 @@ TEST(Telemetry, SchemaOfATwoRankRun) {
                        "assert c.shape[0] >= 2 and np.all(np.abs(c) <= 1.0 + 1e-6), c\n" +
                        "assert list(f['sensitivity/delays'][:]) == [1, 2, 4]\n" +
                        "assert f.attrs['policy'] == 'plsgd:h=3' and int(f.attrs['world']) == 2\n" +
-                       // DESIGN.md: the root attributes hold the full config and every rank's host name.
+                       // docs/design.md: the root attributes hold the full config and every rank's host name.
                        "keys = '" + kConfigKeys + "'.split()\n" +
                        "missing = [k for k in keys if k not in f.attrs]\n" +
                        "assert not missing, missing\n" +

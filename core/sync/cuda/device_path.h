@@ -1,4 +1,4 @@
-// DataPath for arenas in CUDA device memory (DESIGN.md "Backends"): NCCL straight on device pointers, or the
+// DataPath for arenas in CUDA device memory (docs/design.md "Backends"): NCCL straight on device pointers, or the
 // CPU-GPU hybrid where each bucket is staged through pinned host memory for a Gloo/MPI collective.
 #pragma once
 #include <cuda_runtime_api.h>

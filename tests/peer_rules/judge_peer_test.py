@@ -4,15 +4,15 @@ cores than it was given). Usage: judge_peer_test.py EXPERIMENTS_LIB_DIR"""
 import sys
 
 sys.path.insert(0, sys.argv[1])
-import sitting  # noqa: E402
+import peer_rules  # noqa: E402
 
 ours = 92.0
 peer = lambda g, blas="libopenblasp-r0.3.21.so": {"gemm_gflops": g, "blas": blas, "threads": 1}
 cases = [
     # (peer, standalone rate, expected ok, a word the note must hold)
     (peer(93.5), None, True, "1.02x"),
-    (peer(ours * sitting.PEER_MIN_GEMM_FRACTION + 0.1), None, True, "vs ours"),
-    (peer(ours * sitting.PEER_MAX_GEMM_FRACTION - 0.1), None, True, "vs ours"),
+    (peer(ours * peer_rules.PEER_MIN_GEMM_FRACTION + 0.1), None, True, "vs ours"),
+    (peer(ours * peer_rules.PEER_MAX_GEMM_FRACTION - 0.1), None, True, "vs ours"),
     (None, None, False, "did not run"),
     ({"blas": "libopenblas"}, None, False, "did not report"),
     (peer(90.0, "libblas.so.3 (netlib)"), None, False, "netlib"),
@@ -31,7 +31,7 @@ cases = [
 failed = 0
 for case in cases:
     p, alone, want, word = case[:4]
-    ok, note = sitting.judge_peer(p, case[4] if len(case) > 4 else ours, alone)
+    ok, note = peer_rules.judge_peer(p, case[4] if len(case) > 4 else ours, alone)
     if ok != want or word not in note:
         print("FAIL: peer %s alone %s -> (%s, %r), want (%s, ...%r...)" % (p, alone, ok, note, want, word))
         failed += 1

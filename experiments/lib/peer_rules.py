@@ -1,8 +1,8 @@
-"""One sitting's facts, shared by every script that measures or compares (bench_step, throughput, regime_map):
+"""One run's facts, shared by every script that measures or compares (bench_step, throughput, regime_map):
 the machine (CPU model, flags, cores, load), our own GEMM rate, and the check that the PyTorch peer ran at its best.
 
 A ratio against the peer is only published when the peer's GEMM rate (its `gemm_gflops`, same shape and thread
-count as ours: 64x1024 . 1024x1024) is at least PEER_MIN_GEMM_FRACTION of ours, measured in the same sitting (a
+count as ours: 64x1024 . 1024x1024) is at least PEER_MIN_GEMM_FRACTION of ours, measured in the same run (a
 slower peer is misconfigured: netlib, a wrong core type), and its in-run rate at most PEER_MAX_GEMM_FRACTION of ours
 or of its own one-thread rate alone, whichever is higher (a faster one ran on more cores than it was given, e.g. OpenBLAS's own pool with OPENBLAS_NUM_THREADS unset, or our
 GEMM is behind on this CPU: either way the two steps are not like for like); a run whose 1-minute load average was
@@ -43,14 +43,14 @@ def our_gemm_gflops(binary, threads=1):
     p = subprocess.run([binary, "bench", "gemm", "--threads", str(threads)], capture_output=True, text=True,
                        timeout=120)
     if p.returncode != 0:
-        raise SystemExit("sitting: %s bench gemm failed: %s" % (binary, p.stderr.strip()[-300:]))
+        raise SystemExit("peer_rules: %s bench gemm failed: %s" % (binary, p.stderr.strip()[-300:]))
     return float(json.loads(p.stdout.strip().splitlines()[-1])["gemm_gflops"])
 
 
 def judge_peer(peer, ours_gflops, standalone_gflops=None):
     """(ok, note) for one peer result (its JSON line as a dict, or None when it refused to run).
 
-    standalone_gflops: the peer's GEMM rate measured alone at the start of the sitting (peer_gemm_alone), next to
+    standalone_gflops: the peer's GEMM rate measured alone at the start of the run (peer_gemm_alone), next to
     ours. The better of it and the rate measured inside the run judges the peer: inside a run of more processes
     than cores, or beside other load, the in-run rate reflects the contention, not the configuration, while a
     misconfigured BLAS (netlib, a wrong core type) is slow in both. Both are recorded."""
@@ -82,7 +82,7 @@ def judge_peer(peer, ours_gflops, standalone_gflops=None):
 
 def peer_gemm_alone(peer_script, env_prefix=()):
     """The peer's GEMM rate and BLAS measured alone (one process, one thread, a 3-step mlp run): its configuration
-    as this sitting has it, free of the contention of an oversubscribed run. Returns its JSON line or None."""
+    as this run has it, free of the contention of an oversubscribed run. Returns its JSON line or None."""
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, RANK="0", WORLD_SIZE="1", THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")

@@ -1,5 +1,5 @@
 """regime_map.config_period: the period a configuration's schedule model is run with is its own (dreamddp:h=4 in a
-cell whose H is 8 is modelled with H = 4; a first sitting modelled it with the cell's H and printed a step 41%
+cell whose H is 8 is modelled with H = 4; a first run modelled it with the cell's H and printed a step 41%
 shorter than the channel's bound). Usage: regime_map_test.py EXPERIMENTS_DIR"""
 import sys
 
