@@ -1,28 +1,43 @@
 #!/usr/bin/env bash
 # Layer-sensitivity study: how fast each layer's gradient goes stale (cos(g_l(t0), g_l(t0+d)), d = 1, 2, 4, 8) for
 # cnn and resnet20 on Fashion-MNIST and gpt-mini on text, on a fixed probe batch, plus one run probing the
-# training minibatch (cnn); summary table per model and layer group, then the figures.
+# training minibatch (cnn); summary table per model and layer group, then the figures. With --models "resnet18
+# resnet50 [gpt2]" it is the study on the paper's models, and the summary also judges the paper's claims.
 #
 #   experiments/sensitivity.sh [--steps N] [--every N] [--probe-batch B] [--models "cnn resnet20 gpt-mini"]
 #                              [--no-minibatch] [--ranks R] [--threads T] [--out runs/sensitivity] [--bin build/dreamddp]
+#                              [--save FILE]
 #
 # Per model (defaults; --steps/--every/--probe-batch override all models): training steps x batch, probe every N
 # steps (delays 1,2,4,8, so 6-8 probes), probe batch:
 #   cnn       300 x 64 images, every 50, probe batch 256     resnet20  300 x 32 images, every 50, probe batch 128
 #   gpt-mini  240 x 8 sequences of 128 bytes, every 30, probe batch 32 sequences
+# The paper's models (Fashion-MNIST resized to 3 x 32 x 32; a few minutes each on one core, 4 probes):
+#   resnet18  160 x 32 images, every 40, probe batch 128     resnet50  120 x 32 images, every 30, probe batch 64
+#   gpt2      scaled to gpt2:layers=2,d=128,heads=4,vocab=50257,ctx=128 on text: 120 x 8 sequences, every 30,
+#             probe batch 16 sequences
 # plus cnn with probe=minibatch (the training minibatch's gradient at t0 vs t0+d: sampling noise included).
 #
 # Runs: OUT/<model>-fixed/ (and OUT/cnn-minibatch/), each with metrics.h5 (/sensitivity/cosine[probe, layer,
 # delay]) and summary.json; the table is also written to OUT/summary.txt and OUT/sensitivity.json. An existing OUT is moved to
 # OUT.<time> first (nothing is overwritten). Defaults fit two CPU cores (~20-25 min in all on a busy machine):
 # one process with --threads 2 (--ranks R > 1: R ranks under `dreamddp launch`, cosine is then the mean over ranks).
+# --save FILE also writes OUT/sensitivity.json's document to FILE (e.g. experiments/results/sensitivity_paper.json).
+#
+# The paper's claims (judged when a run of the model they name is present; the thresholds are the paper's):
+#   (a) a conv block early in the network (the stem or a block of the first stage) stays above cosine 0.85 at
+#       delay 8 (ResNet-50 in the paper; judged on each ResNet run);
+#   (b) the last fully connected layer (fc) drops below 0.6 at delay 2;
+#   (c) the embedding stays smooth for several steps (above 0.85 at delay 4) while the output head turns at
+#       delay 1 (below 0.6); judged on a gpt2 run only, else "not measurable here".
+# Cosines are means over probes (and ranks); a group's cosine is the unweighted mean of its layers'.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sensitivity.sh
 prov_command -- "$@"
 cd "$(dirname "$0")/.."
 
 STEPS="" EVERY="" PROBE_BATCH="" MODELS="cnn resnet20 gpt-mini"
-MINIBATCH=1 RANKS=1 THREADS=2 OUT=runs/sensitivity BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3
+MINIBATCH=1 RANKS=1 THREADS=2 OUT=runs/sensitivity BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3 SAVE=""
 while [ $# -gt 0 ]; do
   need_value --no-minibatch -h --help -- "$@"
   case $1 in
@@ -35,15 +50,18 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
+    --save) SAVE=$2; shift 2 ;;
     -h|--help) usage_from_header; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
 need_positive --optional --got --raw-name STEPS EVERY PROBE_BATCH RANKS THREADS
 for m in $MODELS; do
-  case $m in cnn|resnet20|gpt-mini|mlp) ;; *) die "--models: unknown model '$m' (cnn resnet20 gpt-mini mlp)" ;; esac
+  case $m in cnn|resnet20|gpt-mini|mlp|resnet18|resnet50|gpt2) ;;
+    *) die "--models: unknown model '$m' (cnn resnet20 gpt-mini mlp resnet18 resnet50 gpt2)" ;; esac
 done
 need_bin "$BIN"
+if [ -n "$SAVE" ] && [ -e "$SAVE" ]; then die "--save $SAVE exists (nothing is overwritten; move it away first)"; fi
 
 if [ -e "$OUT" ]; then
   keep="$OUT.$(date +%Y%m%d-%H%M%S)"
@@ -59,26 +77,30 @@ prov_start
   echo "command: $0 $*"
 } > "$OUT/run_log.txt"
 
-# Per-model defaults: steps batch every probe-batch data eval-samples (evaluation only reports the final accuracy).
+# Per-model defaults: model spec, steps batch every probe-batch data eval-samples (evaluation only reports the final
+# accuracy).
 defaults() {
   case $1 in
-    cnn|mlp) echo "300 64 50 256 fashion-mnist 2000" ;;
-    resnet20) echo "300 32 50 128 fashion-mnist 2000" ;;
-    gpt-mini) echo "240 8 30 32 text 128" ;;
+    cnn|mlp) echo "$1 300 64 50 256 fashion-mnist 2000" ;;
+    resnet20) echo "resnet20 300 32 50 128 fashion-mnist 2000" ;;
+    gpt-mini) echo "gpt-mini 240 8 30 32 text 128" ;;
+    resnet18) echo "resnet18:image=32,classes=10 160 32 40 128 fashion-mnist 500" ;;
+    resnet50) echo "resnet50:image=32,classes=10 120 32 30 64 fashion-mnist 500" ;;
+    gpt2) echo "gpt2:layers=2,d=128,heads=4,vocab=50257,ctx=128 120 8 30 16 text 64" ;;
   esac
 }
 
 # One training run with the probe on. $1 run name, $2 model, $3 probe kind (fixed|minibatch).
 run() {
-  local name=$1 model=$2 kind=$3 steps batch every pbatch data evals
-  read -r steps batch every pbatch data evals <<< "$(defaults "$model")"
+  local name=$1 model=$2 kind=$3 spec_model steps batch every pbatch data evals
+  read -r spec_model steps batch every pbatch data evals <<< "$(defaults "$model")"
   steps=${STEPS:-$steps} every=${EVERY:-$every} pbatch=${PROBE_BATCH:-$pbatch}
   local spec="delays=1/2/4/8,every=$every"
   if [ "$kind" = minibatch ]; then spec+=",probe=minibatch"; else spec+=",batch=$pbatch"; fi
-  local args=(train --model "$model" --data "$data" --steps "$steps" --batch "$batch" --policy ddp
+  local args=(train --model "$spec_model" --data "$data" --steps "$steps" --batch "$batch" --policy ddp
               --sensitivity "$spec" --eval-samples "$evals" --out "$OUT/$name" --log-every $((steps / 4))
               --threads "$THREADS")
-  echo "== $name: $model on $data, $steps steps x batch $batch, --sensitivity $spec (load $(cut -d' ' -f1 /proc/loadavg))"
+  echo "== $name: $spec_model on $data, $steps steps x batch $batch, --sensitivity $spec (load $(cut -d' ' -f1 /proc/loadavg))"
   local t0=$SECONDS
   if [ "$RANKS" -gt 1 ]; then
     "$BIN" launch -n "$RANKS" -- "${args[@]}" > "$OUT/$name.log" 2>&1 || { tail -n 20 "$OUT/$name.log" >&2; die "$name failed"; }
@@ -97,25 +119,54 @@ if [ "$MINIBATCH" = 1 ]; then
 fi
 
 # Summary: mean cosine over probes per layer group at each delay; the most and least stale-tolerant groups.
-$PY - "$OUT" <<'PYEOF' | tee "$OUT/summary.txt"
+$PY - "$OUT" "$SAVE" <<'PYEOF' | tee "$OUT/summary.txt"
 import json, os, re, sys, warnings
 import h5py, numpy as np
 sys.path.insert(0, os.environ["PROV_LIB"])
 import provenance
 
 out = sys.argv[1]
+save = sys.argv[2] if len(sys.argv) > 2 else ""
 doc = {"study": "sensitivity", "runs": []}
+fixed = {}    # model family -> (run, model spec, layer names, mean cosine [layer, delay], delays, probes)
+
+def family(model):
+    """The model's family from its spec (resnet50:image=32,... -> resnet50)."""
+    return model.split(":", 1)[0]
 
 def group_of(model, name):
     """Layer name -> the row it is reported under: every layer of cnn/mlp; resnet20 per residual block
-    (stem = conv1+bn1, stageS.B, fc); gpt-mini per block and kind (attn = qkv+proj, mlp = fc+proj, ln = ln1+ln2)."""
-    if model == "resnet20":
+    (stem = conv1+bn1, stageS.B, fc); gpt-mini per block and kind (attn = qkv+proj, mlp = fc+proj, ln = ln1+ln2);
+    resnet18/resnet50 per stage (stem = conv1+bn1, layer1..layer4, fc); gpt2 as embedding (token and position),
+    blocks, final norm and head."""
+    fam = family(model)
+    if fam == "resnet20":
         m = re.match(r"(stage\d+\.\d+)\.", name)
         return m.group(1) if m else ("stem" if name in ("conv1", "bn1") else name)
-    if model == "gpt-mini":
+    if fam in ("resnet18", "resnet50"):
+        m = re.match(r"(layer\d+)\.", name)
+        return m.group(1) if m else ("stem" if name in ("conv1", "bn1") else name)
+    if fam == "gpt-mini":
         m = re.match(r"(blocks\.\d+)\.(attn|mlp|ln)", name)
         return f"{m.group(1)}.{m.group(2)}" if m else name
+    if fam == "gpt2":
+        if name in ("wte", "wpe") or "emb" in name:
+            return "embedding"
+        if name in ("head", "lm_head"):
+            return "head"
+        if re.match(r"(blocks|h|layers)\.\d+\.", name):
+            return "blocks"
+        return name
     return name
+
+def early_blocks(model, names):
+    """Claim (a)'s candidates: the stem and each residual block of the first stage -> their layer indices."""
+    out = {"stem": [i for i, n in enumerate(names) if n in ("conv1", "bn1")]}
+    for i, n in enumerate(names):
+        m = re.match(r"(layer1\.\d+)\.", n)
+        if m:
+            out.setdefault(m.group(1), []).append(i)
+    return {k: v for k, v in out.items() if v}
 
 print(f"\nLayer sensitivity: cos(g_l(t0), g_l(t0+d)), mean over probes (and ranks); groups: unweighted mean of layers")
 for run in sorted(os.listdir(out)):
@@ -157,12 +208,72 @@ for run in sorted(os.listdir(out)):
     if ok:
         lo, hi = min(ok, key=lambda r: r[1][j8]), max(ok, key=lambda r: r[1][j8])
         print(f"  most sensitive at d={delays[j8]}: {lo[0]} ({lo[1][j8]:.3f}); least: {hi[0]} ({hi[1][j8]:.3f})")
+    if not variant:
+        fixed[family(model)] = (run, model, names, mean, [int(d) for d in delays], len(probes))
     doc["runs"].append({"run": run, "model": model, "probe": "minibatch" if variant else "fixed",
                         "probe_steps": [int(p) for p in probes], "delays": [int(d) for d in delays],
                         "groups": [{"group": g, "layers": len(groups[g]),
                                     "mean_cosine": [v if np.isfinite(v) else None for v in vals]} for g, vals in rows]})
+
+# The paper's claims, judged from the fixed-probe runs above (thresholds in the header of this script).
+def cos_at(entry, idx, d):
+    """Mean cosine of layers idx at delay d (None when d was not probed or never measured)."""
+    run, model, names, mean, delays, _ = entry
+    if d not in delays:
+        return None
+    v = float(np.nanmean(mean[idx, delays.index(d)])) if idx else float("nan")
+    return v if np.isfinite(v) else None
+
+def verdict(ok):
+    return "not measurable here" if ok is None else ("holds" if ok else "does not hold")
+
+claims = []
+resnets = [f for f in ("resnet50", "resnet18") if f in fixed]
+for fam in resnets:
+    e = fixed[fam]
+    cands = {k: cos_at(e, idx, 8) for k, idx in early_blocks(e[1], e[2]).items()}
+    known = {k: v for k, v in cands.items() if v is not None}
+    best = max(known, key=known.get) if known else None
+    claims.append({"claim": "a", "model": e[1], "run": e[0],
+                   "statement": "a conv block early in the network stays above cosine 0.85 at delay 8",
+                   "threshold": 0.85, "delay": 8, "rests_on": {f"{k} at d=8": v for k, v in cands.items()},
+                   "best": best, "value": known.get(best),
+                   "verdict": verdict(None if best is None else known[best] > 0.85)})
+    fc = [i for i, n in enumerate(e[2]) if n == "fc"]
+    v = cos_at(e, fc, 2)
+    claims.append({"claim": "b", "model": e[1], "run": e[0],
+                   "statement": "the last fully connected layer drops below cosine 0.6 at delay 2",
+                   "threshold": 0.6, "delay": 2, "rests_on": {"fc at d=2": v}, "value": v,
+                   "verdict": verdict(None if v is None else v < 0.6)})
+if not resnets:
+    for c in ("a", "b"):
+        claims.append({"claim": c, "model": None, "run": None, "rests_on": {}, "value": None,
+                       "verdict": "not measurable here", "why": "no resnet18/resnet50 run"})
+if "gpt2" in fixed:
+    e = fixed["gpt2"]
+    emb = [i for i, n in enumerate(e[2]) if group_of(e[1], n) == "embedding"]
+    head = [i for i, n in enumerate(e[2]) if group_of(e[1], n) == "head"]
+    ve, vh = cos_at(e, emb, 4), cos_at(e, head, 1)
+    ok = None if ve is None or vh is None else (ve > 0.85 and vh < 0.6)
+    claims.append({"claim": "c", "model": e[1], "run": e[0],
+                   "statement": "the embedding stays smooth for several steps (above 0.85 at delay 4) while the "
+                                "output head turns at delay 1 (below 0.6)",
+                   "rests_on": {"embedding at d=4": ve, "head at d=1": vh,
+                                "embedding at d=1": cos_at(e, emb, 1), "head at d=4": cos_at(e, head, 4)},
+                   "value": None, "verdict": verdict(ok)})
+else:
+    claims.append({"claim": "c", "model": None, "run": None, "rests_on": {}, "value": None,
+                   "verdict": "not measurable here", "why": "no gpt2 run (the gpt2 family is not in this build)"})
+doc["claims"] = claims
+print("\nThe paper's claims:")
+for c in claims:
+    nums = ", ".join(f"{k} {'-' if v is None else f'{v:.3f}'}" for k, v in c["rests_on"].items())
+    print(f"  ({c['claim']}) {c['model'] or '-'}: {c['verdict']}" + (f" ({nums})" if nums else f" ({c.get('why')})"))
 # OUT/sensitivity.json: the table as JSON, with the provenance fields (experiments/lib/provenance.py).
-provenance.write_json_atomic(os.path.join(out, "sensitivity.json"), provenance.stamp_from_env(doc))
+provenance.stamp_from_env(doc)
+provenance.write_json_atomic(os.path.join(out, "sensitivity.json"), doc)
+if save:
+    provenance.write_json_atomic(save, doc)
 PYEOF
 
 $PY analysis/make_figures.py "$OUT"
