@@ -528,6 +528,50 @@ def render_schedule(results):
     return "\n".join(out)
 
 
+# --- layer sensitivity on the paper's models ------------------------------------------------------------------------
+
+CLAIMS = {"a": "a conv block early in the network stays above cosine 0.85 at delay 8",
+          "b": "the last fully connected layer drops below cosine 0.6 at delay 2",
+          "c": "the embedding stays smooth for several steps while the output head turns at delay 1"}
+
+
+def render_sensitivity_paper(results):
+    """experiments/sensitivity.sh --save: per model the layer groups' cosine at each delay, then the claims' verdicts
+    as the script computed them from the same runs."""
+    d = _load(results, "sensitivity_paper.json")
+    if not d:
+        return _absent("the sensitivity study on the paper's models", 'run `experiments/sensitivity.sh --models '
+                       '"resnet18 resnet50" --no-minibatch --threads 1 --out runs/sensitivity_paper --save '
+                       'experiments/results/sensitivity_paper.json`')
+    out = []
+    for r in d["runs"]:
+        if r["probe"] != "fixed":
+            continue
+        delays = r["delays"]
+        size = " %s steps x batch %s," % (r["steps"], r["batch"]) if r.get("steps") else ""
+        lrs = r.get("lr_at_probes")
+        lr = " (learning rate %s)" % ", ".join("%.3g" % x for x in lrs) if lrs else ""
+        out += ["`%s`,%s fixed probe batch, %d probes at steps %s%s; final training loss %s:" % (
+                    r["model"], size, len(r["probe_steps"]), ", ".join(str(p) for p in r["probe_steps"]), lr,
+                    _f(r.get("final_loss"), "%.3f")), "",
+                "| layer group | layers | " + " | ".join("d=%d" % x for x in delays) + " |",
+                "|---|---|" + "---|" * len(delays)]
+        for g in r["groups"]:
+            out.append("| %s | %d | %s |" % (g["group"], g["layers"],
+                                             " | ".join(_f(v, "%.3f") for v in g["mean_cosine"])))
+        out.append("")
+    out += ["| claim | model | verdict | the numbers it rests on (cosine) |", "|---|---|---|---|"]
+    for c in d["claims"]:
+        nums = "; ".join("%s %s" % (k, _f(v, "%.3f")) for k, v in c["rests_on"].items()) or c.get("why", "")
+        out.append("| (%s) %s | %s | **%s** | %s |" % (c["claim"], c.get("statement") or CLAIMS.get(c["claim"], ""),
+                                                      "`%s`" % c["model"] if c.get("model") else "-", c["verdict"],
+                                                      nums))
+    out += ["", "Cosine: mean over probes of cos(g_l(t0), g_l(t0+d)) on the fixed probe batch; a group's cosine is "
+                "the unweighted mean of its layers'. The verdicts are computed by the script from these runs. %s"
+            % _prov(d), ""]
+    return "\n".join(out)
+
+
 # --- what the studies found (README) -------------------------------------------------------------------------------
 
 PAPER_SPEEDUP = "1.49–3.91x"   # the DreamDDP paper's reported speed-up over its baselines (GPT-2 profiles)
@@ -704,7 +748,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_
              "sim_artifact": render_sim_artifact, "sim_scaling": render_sim_scaling,
              "sim_scaling_gptmini": lambda r: render_sim_scaling(r, "simulate_scaling_gptmini.json"),
              "sim_stragglers": render_sim_stragglers, "sim_hier": render_sim_hier,
-             "schedule_solver": render_schedule,
+             "schedule_solver": render_schedule, "sensitivity_paper": render_sensitivity_paper,
              "findings": render_findings, "history_index": render_history_index}
 
 
