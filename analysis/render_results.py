@@ -557,17 +557,22 @@ def render_sensitivity_paper(results):
                 "| layer group | layers | " + " | ".join("d=%d" % x for x in delays) + " |",
                 "|---|---|" + "---|" * len(delays)]
         for g in r["groups"]:
-            out.append("| %s | %d | %s |" % (g["group"], g["layers"],
-                                             " | ".join(_f(v, "%.3f") for v in g["mean_cosine"])))
+            lo, hi = g.get("min_cosine"), g.get("max_cosine")
+            cells = [_f(v, "%.3f") + ("" if lo is None or hi is None or lo[j] is None or hi[j] is None or v is None
+                                      else " [%.2f, %.2f]" % (lo[j], hi[j])) for j, v in enumerate(g["mean_cosine"])]
+            out.append("| %s | %d | %s |" % (g["group"], g["layers"], " | ".join(cells)))
         out.append("")
     out += ["| claim | model | verdict | the numbers it rests on (cosine) |", "|---|---|---|---|"]
     for c in d["claims"]:
-        nums = "; ".join("%s %s" % (k, _f(v, "%.3f")) for k, v in c["rests_on"].items()) or c.get("why", "")
+        pp = c.get("per_probe") or {}
+        nums = "; ".join("%s %s%s" % (k, _f(v, "%.3f"), " (per probe: %s)" % ", ".join(_f(x, "%.2f") for x in pp[k])
+                                      if pp.get(k) else "") for k, v in c["rests_on"].items()) or c.get("why", "")
         out.append("| (%s) %s | %s | **%s** | %s |" % (c["claim"], c.get("statement") or CLAIMS.get(c["claim"], ""),
                                                       "`%s`" % c["model"] if c.get("model") else "-", c["verdict"],
                                                       nums))
-    out += ["", "Cosine: mean over probes of cos(g_l(t0), g_l(t0+d)) on the fixed probe batch; a group's cosine is "
-                "the unweighted mean of its layers'. The verdicts are computed by the script from these runs. %s"
+    out += ["", "Cosine: mean over probes of cos(g_l(t0), g_l(t0+d)) on the fixed probe batch, [lowest, highest] "
+                "over the probes in brackets; a group's cosine is the unweighted mean of its layers'. The verdicts "
+                "are computed by the script from these runs (on the mean over probes). %s"
             % _prov(d), ""]
     return "\n".join(out)
 

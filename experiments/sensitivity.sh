@@ -12,11 +12,11 @@
 # steps (delays 1,2,4,8, so 6-8 probes), probe batch:
 #   cnn       300 x 64 images, every 50, probe batch 256     resnet20  300 x 32 images, every 50, probe batch 128
 #   gpt-mini  240 x 8 sequences of 128 bytes, every 30, probe batch 32 sequences
-# The paper's models (Fashion-MNIST resized to 3 x 32 x 32; a few minutes each on one core, 4 probes), trained with
+# The paper's models (Fashion-MNIST resized to 3 x 32 x 32; 1-5 minutes each on one core, 4 probes), trained with
 # a constant learning rate after the default warm-up (--lr-schedule const) and probed from step first=every/2 on:
 # the claims are about early training, and in so short a run the cosine schedule would have decayed the learning
 # rate toward zero by the last probes, while a probe at step 0 measures the freshly initialized network:
-#   resnet18  160 x 32 images, every 40 from 20, probe batch 128    resnet50  120 x 32 images, every 30 from 15,
+#   resnet18  320 x 32 images, every 80 from 40, probe batch 128    resnet50  360 x 32 images, every 90 from 45,
 #             probe batch 64
 #   gpt2      scaled to gpt2:layers=2,d=128,heads=4,vocab=50257,ctx=128 on text: 120 x 8 sequences, every 30 from
 #             15, probe batch 16 sequences
@@ -34,7 +34,8 @@
 #   (b) the last fully connected layer (fc) drops below 0.6 at delay 2;
 #   (c) the embedding stays smooth for several steps (above 0.85 at delay 4) while the output head turns at
 #       delay 1 (below 0.6); judged on a gpt2 run only, else "not measurable here".
-# Cosines are means over probes (and ranks); a group's cosine is the unweighted mean of its layers'.
+# Cosines are means over probes (and ranks); a group's cosine is the unweighted mean of its layers'. The summary
+# also keeps each group's lowest and highest cosine over the probes, and the claims' numbers at each probe.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sensitivity.sh
 prov_command -- "$@"
@@ -88,8 +89,8 @@ defaults() {
     cnn|mlp) echo "$1 300 64 50 256 fashion-mnist 2000 cosine 0" ;;
     resnet20) echo "resnet20 300 32 50 128 fashion-mnist 2000 cosine 0" ;;
     gpt-mini) echo "gpt-mini 240 8 30 32 text 128 cosine 0" ;;
-    resnet18) echo "resnet18:image=32,classes=10 160 32 40 128 fashion-mnist 500 const half" ;;
-    resnet50) echo "resnet50:image=32,classes=10 120 32 30 64 fashion-mnist 500 const half" ;;
+    resnet18) echo "resnet18:image=32,classes=10 320 32 80 128 fashion-mnist 500 const half" ;;
+    resnet50) echo "resnet50:image=32,classes=10 360 32 90 64 fashion-mnist 500 const half" ;;
     gpt2) echo "gpt2:layers=2,d=128,heads=4,vocab=50257,ctx=128 120 8 30 16 text 64 const half" ;;
   esac
 }
@@ -134,7 +135,8 @@ import provenance
 out = sys.argv[1]
 save = sys.argv[2] if len(sys.argv) > 2 else ""
 doc = {"study": "sensitivity", "runs": []}
-fixed = {}    # model family -> (run, model spec, layer names, mean cosine [layer, delay], delays, probes)
+fixed = {}    # model family -> (run, model spec, layer names, mean cosine [layer, delay], delays, cosine [probe,
+              # layer, delay])
 
 def family(model):
     """The model's family from its spec (resnet50:image=32,... -> resnet50)."""
@@ -200,10 +202,14 @@ for run in sorted(os.listdir(out)):
           f"steps {probes[0]}..{probes[-1]}, final loss {summ.get('final_loss', float('nan')):.3f}")
     hdr = "".join(f"{'d=' + str(d):>8}" for d in delays)
     print(f"  {'layer group':<28}{'layers':>7}{hdr}")
-    rows = []
+    rows, spread = [], {}
     for g, idx in groups.items():
         vals = [float(np.nanmean(mean[idx, j])) for j in range(len(delays))]
         rows.append((g, vals))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            pp = np.nanmean(cos[:, idx, :], axis=1)       # [probe, delay]: the group's cosine at each probe
+            spread[g] = (np.nanmin(pp, axis=0), np.nanmax(pp, axis=0))
         print(f"  {g:<28}{len(idx):>7}" + "".join(f"{v:>8.3f}" for v in vals))
     if lr is not None and len(lr) > max(probes):   # the learning rate sets how far parameters move per step
         print(f"  {'per probe: step t0 (lr)':<35}" + "".join(f"{'d=' + str(d):>8}" for d in delays) + "   (mean of layers)")
@@ -215,14 +221,17 @@ for run in sorted(os.listdir(out)):
         lo, hi = min(ok, key=lambda r: r[1][j8]), max(ok, key=lambda r: r[1][j8])
         print(f"  most sensitive at d={delays[j8]}: {lo[0]} ({lo[1][j8]:.3f}); least: {hi[0]} ({hi[1][j8]:.3f})")
     if not variant:
-        fixed[family(model)] = (run, model, names, mean, [int(d) for d in delays], len(probes))
+        fixed[family(model)] = (run, model, names, mean, [int(d) for d in delays], cos)
     doc["runs"].append({"run": run, "model": model, "probe": "minibatch" if variant else "fixed",
                         "probe_steps": [int(p) for p in probes], "delays": [int(d) for d in delays],
                         "steps": summ.get("steps"), "batch": summ.get("batch"), "final_loss": summ.get("final_loss"),
                         "lr_at_probes": [float(lr[p]) for p in probes] if lr is not None and len(lr) > max(probes)
                                         else None,
                         "groups": [{"group": g, "layers": len(groups[g]),
-                                    "mean_cosine": [v if np.isfinite(v) else None for v in vals]} for g, vals in rows]})
+                                    "mean_cosine": [v if np.isfinite(v) else None for v in vals],
+                                    "min_cosine": [float(v) if np.isfinite(v) else None for v in spread[g][0]],
+                                    "max_cosine": [float(v) if np.isfinite(v) else None for v in spread[g][1]]}
+                                   for g, vals in rows]})
 
 # The paper's claims, judged from the fixed-probe runs above (thresholds in the header of this script).
 def cos_at(entry, idx, d):
@@ -233,6 +242,16 @@ def cos_at(entry, idx, d):
     v = float(np.nanmean(mean[idx, delays.index(d)])) if idx else float("nan")
     return v if np.isfinite(v) else None
 
+def per_probe(entry, idx, d):
+    """The same at each probe (the spread the mean hides)."""
+    run, model, names, mean, delays, cos = entry
+    if d not in delays or not idx:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        v = np.nanmean(cos[:, idx, delays.index(d)], axis=1)
+    return [float(x) if np.isfinite(x) else None for x in v]
+
 def verdict(ok):
     return "not measurable here" if ok is None else ("holds" if ok else "does not hold")
 
@@ -240,19 +259,22 @@ claims = []
 resnets = [f for f in ("resnet50", "resnet18") if f in fixed]
 for fam in resnets:
     e = fixed[fam]
-    cands = {k: cos_at(e, idx, 8) for k, idx in early_blocks(e[1], e[2]).items()}
+    early = early_blocks(e[1], e[2])
+    cands = {k: cos_at(e, idx, 8) for k, idx in early.items()}
     known = {k: v for k, v in cands.items() if v is not None}
     best = max(known, key=known.get) if known else None
     claims.append({"claim": "a", "model": e[1], "run": e[0],
                    "statement": "a conv block early in the network stays above cosine 0.85 at delay 8",
                    "threshold": 0.85, "delay": 8, "rests_on": {f"{k} at d=8": v for k, v in cands.items()},
                    "best": best, "value": known.get(best),
+                   "per_probe": {f"{best} at d=8": per_probe(e, early[best], 8)} if best else {},
                    "verdict": verdict(None if best is None else known[best] > 0.85)})
     fc = [i for i, n in enumerate(e[2]) if n == "fc"]
     v = cos_at(e, fc, 2)
     claims.append({"claim": "b", "model": e[1], "run": e[0],
                    "statement": "the last fully connected layer drops below cosine 0.6 at delay 2",
                    "threshold": 0.6, "delay": 2, "rests_on": {"fc at d=2": v}, "value": v,
+                   "per_probe": {"fc at d=2": per_probe(e, fc, 2)},
                    "verdict": verdict(None if v is None else v < 0.6)})
 if not resnets:
     for c in ("a", "b"):
@@ -269,7 +291,8 @@ if "gpt2" in fixed:
                                 "output head turns at delay 1 (below 0.6)",
                    "rests_on": {"embedding at d=4": ve, "head at d=1": vh,
                                 "embedding at d=1": cos_at(e, emb, 1), "head at d=4": cos_at(e, head, 4)},
-                   "value": None, "verdict": verdict(ok)})
+                   "value": None, "verdict": verdict(ok),
+                   "per_probe": {"embedding at d=4": per_probe(e, emb, 4), "head at d=1": per_probe(e, head, 1)}})
 else:
     claims.append({"claim": "c", "model": None, "run": None, "rests_on": {}, "value": None,
                    "verdict": "not measurable here", "why": "no gpt2 run (the gpt2 family is not in this build)"})
