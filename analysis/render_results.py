@@ -566,7 +566,9 @@ def render_sensitivity_paper(results):
     for c in d["claims"]:
         pp = c.get("per_probe") or {}
         nums = "; ".join("%s %s%s" % (k, _f(v, "%.3f"), " (per probe: %s)" % ", ".join(_f(x, "%.2f") for x in pp[k])
-                                      if pp.get(k) else "") for k, v in c["rests_on"].items()) or c.get("why", "")
+                                      if pp.get(k) else "") for k, v in c["rests_on"].items())
+        if c.get("why"):
+            nums = c["why"] + ("; " + nums if nums else "")
         out.append("| (%s) %s | %s | **%s** | %s |" % (c["claim"], c.get("statement") or CLAIMS.get(c["claim"], ""),
                                                       "`%s`" % c["model"] if c.get("model") else "-", c["verdict"],
                                                       nums))
