@@ -2,7 +2,7 @@
 # Layer-sensitivity study: how fast each layer's gradient goes stale (cos(g_l(t0), g_l(t0+d)), d = 1, 2, 4, 8) for
 # cnn and resnet20 on Fashion-MNIST and gpt-mini on text, on a fixed probe batch, plus one run probing the
 # training minibatch (cnn); summary table per model and layer group, then the figures. With --models "resnet18
-# resnet50 [gpt2]" it is the study on the paper's models, and the summary also judges the paper's claims.
+# resnet50 gpt2 llama" it is the study on the paper's models, and the summary also judges the paper's claims.
 #
 #   experiments/sensitivity.sh [--steps N] [--every N] [--probe-batch B] [--models "cnn resnet20 gpt-mini"]
 #                              [--no-minibatch] [--ranks R] [--threads T] [--out runs/sensitivity] [--bin build/dreamddp]
@@ -13,13 +13,16 @@
 #   cnn       300 x 64 images, every 50, probe batch 256     resnet20  300 x 32 images, every 50, probe batch 128
 #   gpt-mini  240 x 8 sequences of 128 bytes, every 30, probe batch 32 sequences
 # The paper's models (Fashion-MNIST resized to 3 x 32 x 32; 1-5 minutes each on one core, 4 probes), trained with
-# a constant learning rate after the default warm-up (--lr-schedule const) and probed from step first=every/2 on:
+# a constant learning rate after the default warm-up (--lr-schedule const; SGD momentum for the ResNets at
+# lr 0.0125, the usual 0.1 per 256 images scaled to batch 32, AdamW at its default for the language models), and
+# probed from step first=every/2 on:
 # the claims are about early training, and in so short a run the cosine schedule would have decayed the learning
 # rate toward zero by the last probes, while a probe at step 0 measures the freshly initialized network:
-#   resnet18  320 x 32 images, every 80 from 40, probe batch 128    resnet50  360 x 32 images, every 90 from 45,
+#   resnet18  320 x 32 images, every 80 from 40, probe batch 128    resnet50  240 x 32 images, every 60 from 30,
 #             probe batch 64
-#   gpt2      scaled to gpt2:layers=2,d=128,heads=4,vocab=50257,ctx=128 on text: 120 x 8 sequences, every 30 from
-#             15, probe batch 16 sequences
+#   gpt2      scaled to gpt2:layers=2,d=128,heads=4,vocab=50257,ctx=128 on text (AdamW): 80 x 8 sequences,
+#             every 20 from 10, probe batch 16 sequences
+#   llama     scaled to llama:layers=2,d=128,heads=4,ffn=512,vocab=32000,ctx=128 on text (AdamW), the same sizes
 # plus cnn with probe=minibatch (the training minibatch's gradient at t0 vs t0+d: sampling noise included).
 #
 # Runs: OUT/<model>-fixed/ (and OUT/cnn-minibatch/), each with metrics.h5 (/sensitivity/cosine[probe, layer,
@@ -33,7 +36,8 @@
 #       delay 8 (ResNet-50 in the paper; judged on each ResNet run);
 #   (b) the last fully connected layer (fc) drops below 0.6 at delay 2;
 #   (c) the embedding stays smooth for several steps (above 0.85 at delay 4) while the output head turns at
-#       delay 1 (below 0.6); judged on a gpt2 run only, else "not measurable here".
+#       delay 1 (below 0.6); judged on a language model whose head is a layer of its own (llama); gpt2's head is
+#       the token embedding (tied), so one cosine covers both and the claim is "not measurable here" on it.
 # Cosines are means over probes (and ranks); a group's cosine is the unweighted mean of its layers'. The summary
 # also keeps each group's lowest and highest cosine over the probes, and the claims' numbers at each probe.
 set -euo pipefail
@@ -62,8 +66,8 @@ while [ $# -gt 0 ]; do
 done
 need_positive --optional --got --raw-name STEPS EVERY PROBE_BATCH RANKS THREADS
 for m in $MODELS; do
-  case $m in cnn|resnet20|gpt-mini|mlp|resnet18|resnet50|gpt2) ;;
-    *) die "--models: unknown model '$m' (cnn resnet20 gpt-mini mlp resnet18 resnet50 gpt2)" ;; esac
+  case $m in cnn|resnet20|gpt-mini|mlp|resnet18|resnet50|gpt2|llama) ;;
+    *) die "--models: unknown model '$m' (cnn resnet20 gpt-mini mlp resnet18 resnet50 gpt2 llama)" ;; esac
 done
 need_bin "$BIN"
 if [ -n "$SAVE" ] && [ -e "$SAVE" ]; then die "--save $SAVE exists (nothing is overwritten; move it away first)"; fi
@@ -82,30 +86,33 @@ prov_start
   echo "command: $0 $*"
 } > "$OUT/run_log.txt"
 
-# Per-model defaults: model spec, steps batch every probe-batch data eval-samples lr-schedule first-probe (evaluation
-# only reports the final accuracy).
+# Per-model defaults: model spec, steps batch every probe-batch data eval-samples lr-schedule first-probe optimizer
+# lr (- for the optimizer's default; evaluation only reports the final accuracy).
 defaults() {
   case $1 in
-    cnn|mlp) echo "$1 300 64 50 256 fashion-mnist 2000 cosine 0" ;;
-    resnet20) echo "resnet20 300 32 50 128 fashion-mnist 2000 cosine 0" ;;
-    gpt-mini) echo "gpt-mini 240 8 30 32 text 128 cosine 0" ;;
-    resnet18) echo "resnet18:image=32,classes=10 320 32 80 128 fashion-mnist 500 const half" ;;
-    resnet50) echo "resnet50:image=32,classes=10 360 32 90 64 fashion-mnist 500 const half" ;;
-    gpt2) echo "gpt2:layers=2,d=128,heads=4,vocab=50257,ctx=128 120 8 30 16 text 64 const half" ;;
+    cnn|mlp) echo "$1 300 64 50 256 fashion-mnist 2000 cosine 0 sgd -" ;;
+    resnet20) echo "resnet20 300 32 50 128 fashion-mnist 2000 cosine 0 sgd -" ;;
+    gpt-mini) echo "gpt-mini 240 8 30 32 text 128 cosine 0 adamw -" ;;
+    resnet18) echo "resnet18:image=32,classes=10 320 32 80 128 fashion-mnist 500 const half sgd 0.0125" ;;
+    resnet50) echo "resnet50:image=32,classes=10 240 32 60 64 fashion-mnist 500 const half sgd 0.0125" ;;
+    gpt2) echo "gpt2:layers=2,d=128,heads=4,vocab=50257,ctx=128 80 8 20 16 text 64 const half adamw -" ;;
+    llama) echo "llama:layers=2,d=128,heads=4,ffn=512,vocab=32000,ctx=128 80 8 20 16 text 64 const half adamw -" ;;
   esac
 }
 
 # One training run with the probe on. $1 run name, $2 model, $3 probe kind (fixed|minibatch).
 run() {
-  local name=$1 model=$2 kind=$3 spec_model steps batch every pbatch data evals sched first
-  read -r spec_model steps batch every pbatch data evals sched first <<< "$(defaults "$model")"
+  local name=$1 model=$2 kind=$3 spec_model steps batch every pbatch data evals sched first opt lr
+  read -r spec_model steps batch every pbatch data evals sched first opt lr <<< "$(defaults "$model")"
+  local lr_args=()
+  [ "$lr" = - ] || lr_args=(--lr "$lr")
   steps=${STEPS:-$steps} every=${EVERY:-$every} pbatch=${PROBE_BATCH:-$pbatch}
   [ "$first" = half ] && first=$((every / 2))
   local spec="delays=1/2/4/8,every=$every"
   [ "$first" -gt 0 ] && spec+=",first=$first"
   if [ "$kind" = minibatch ]; then spec+=",probe=minibatch"; else spec+=",batch=$pbatch"; fi
   local args=(train --model "$spec_model" --data "$data" --steps "$steps" --batch "$batch" --policy ddp
-              --lr-schedule "$sched" --sensitivity "$spec" --eval-samples "$evals" --out "$OUT/$name" --log-every $((steps / 4))
+              --optimizer "$opt" "${lr_args[@]}" --lr-schedule "$sched" --sensitivity "$spec" --eval-samples "$evals" --out "$OUT/$name" --log-every $((steps / 4))
               --threads "$THREADS")
   echo "== $name: $spec_model on $data, $steps steps x batch $batch, --sensitivity $spec (load $(cut -d' ' -f1 /proc/loadavg))"
   local t0=$SECONDS
@@ -145,8 +152,8 @@ def family(model):
 def group_of(model, name):
     """Layer name -> the row it is reported under: every layer of cnn/mlp; resnet20 per residual block
     (stem = conv1+bn1, stageS.B, fc); gpt-mini per block and kind (attn = qkv+proj, mlp = fc+proj, ln = ln1+ln2);
-    resnet18/resnet50 per stage (stem = conv1+bn1, layer1..layer4, fc); gpt2 as embedding (token and position),
-    blocks, final norm and head."""
+    resnet18/resnet50 per stage (stem = conv1+bn1, layer1..layer4, fc); gpt2 as token embedding (also the head:
+    tied), position embedding, blocks and final norm; llama as embedding, blocks, final norm and head."""
     fam = family(model)
     if fam == "resnet20":
         m = re.match(r"(stage\d+\.\d+)\.", name)
@@ -157,12 +164,14 @@ def group_of(model, name):
     if fam == "gpt-mini":
         m = re.match(r"(blocks\.\d+)\.(attn|mlp|ln)", name)
         return f"{m.group(1)}.{m.group(2)}" if m else name
-    if fam == "gpt2":
-        if name in ("wte", "wpe") or "emb" in name:
+    if fam in ("gpt2", "llama"):
+        if name == "wte":
+            return "embedding (tied head)"
+        if name == "wpe":
+            return "position embedding"
+        if name == "embed":
             return "embedding"
-        if name in ("head", "lm_head"):
-            return "head"
-        if re.match(r"(blocks|h|layers)\.\d+\.", name):
+        if re.match(r"blocks\.\d+\.", name):
             return "blocks"
         return name
     return name
@@ -280,22 +289,29 @@ if not resnets:
     for c in ("a", "b"):
         claims.append({"claim": c, "model": None, "run": None, "rests_on": {}, "value": None,
                        "verdict": "not measurable here", "why": "no resnet18/resnet50 run"})
-if "gpt2" in fixed:
-    e = fixed["gpt2"]
-    emb = [i for i, n in enumerate(e[2]) if group_of(e[1], n) == "embedding"]
-    head = [i for i, n in enumerate(e[2]) if group_of(e[1], n) == "head"]
-    ve, vh = cos_at(e, emb, 4), cos_at(e, head, 1)
-    ok = None if ve is None or vh is None else (ve > 0.85 and vh < 0.6)
-    claims.append({"claim": "c", "model": e[1], "run": e[0],
-                   "statement": "the embedding stays smooth for several steps (above 0.85 at delay 4) while the "
-                                "output head turns at delay 1 (below 0.6)",
-                   "rests_on": {"embedding at d=4": ve, "head at d=1": vh,
-                                "embedding at d=1": cos_at(e, emb, 1), "head at d=4": cos_at(e, head, 4)},
-                   "value": None, "verdict": verdict(ok),
-                   "per_probe": {"embedding at d=4": per_probe(e, emb, 4), "head at d=1": per_probe(e, head, 1)}})
-else:
+lms = [f for f in ("llama", "gpt2") if f in fixed]
+for fam in lms:
+    e = fixed[fam]
+    emb = [i for i, n in enumerate(e[2]) if n in ("embed", "wte")]
+    head = [i for i, n in enumerate(e[2]) if n == "head"]
+    c = {"claim": "c", "model": e[1], "run": e[0],
+         "statement": "the embedding stays smooth for several steps (above 0.85 at delay 4) while the output head "
+                      "turns at delay 1 (below 0.6)", "value": None}
+    if head:
+        ve, vh = cos_at(e, emb, 4), cos_at(e, head, 1)
+        c["rests_on"] = {"embedding at d=4": ve, "head at d=1": vh,
+                         "embedding at d=1": cos_at(e, emb, 1), "head at d=4": cos_at(e, head, 4)}
+        c["per_probe"] = {"embedding at d=4": per_probe(e, emb, 4), "head at d=1": per_probe(e, head, 1)}
+        c["verdict"] = verdict(None if ve is None or vh is None else (ve > 0.85 and vh < 0.6))
+    else:
+        c["rests_on"] = {"embedding (tied head) at d=1": cos_at(e, emb, 1),
+                         "embedding (tied head) at d=4": cos_at(e, emb, 4)}
+        c["verdict"] = "not measurable here"
+        c["why"] = "the head is the token embedding (tied): one gradient, one cosine for both"
+    claims.append(c)
+if not lms:
     claims.append({"claim": "c", "model": None, "run": None, "rests_on": {}, "value": None,
-                   "verdict": "not measurable here", "why": "no gpt2 run (the gpt2 family is not in this build)"})
+                   "verdict": "not measurable here", "why": "no gpt2 or llama run"})
 doc["claims"] = claims
 print("\nThe paper's claims:")
 for c in claims:
