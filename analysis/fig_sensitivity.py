@@ -94,7 +94,7 @@ def plot_cosine_heatmap(run, out_dir, variant="", name=None):
                     ax.text(j, l, f"{mean[l, j]:.2f}", ha="center", va="center", fontsize=6, color="black")
     cb = fig.colorbar(im, ax=ax, pad=0.02)
     cb.set_label("cosine, mean over probes")
-    ax.set_title(f"Layer × delay gradient cosine — {_who(run)}\n{VARIANTS[variant]}, {len(probes)} probes")
+    ax.set_title(f"Layer × delay gradient cosine\n{_who(run)}\n{VARIANTS[variant]}, {len(probes)} probes", fontsize=9)
     return save(fig, out_dir, name or f"cosine{variant}_heatmap")
 
 
