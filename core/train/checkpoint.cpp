@@ -3,6 +3,7 @@
 // anything is loaded.
 #include "core/train/checkpoint.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cstdlib>
@@ -10,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "backends/backend.h"
@@ -217,32 +220,88 @@ void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t s
 
 // The verified body of a checkpoint file (magic and CRC checked).
 static std::string checkpoint_body(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) throw UsageError("--resume: cannot read checkpoint " + path);
-  std::string file((std::istreambuf_iterator<char>(f)), {});
+  const std::streamoff n = f.tellg();
   const size_t hdr = sizeof(kMagic) - 1;
-  if (file.size() < hdr + 4 || file.compare(0, hdr, kMagic) != 0)
+  char magic[sizeof(kMagic) - 1] = {};
+  f.seekg(0);
+  if (n < std::streamoff(hdr + 4) || !f.read(magic, hdr) || std::memcmp(magic, kMagic, hdr) != 0)
     throw UsageError("--resume: " + path + " is not a dreamddp checkpoint (bad magic or too short)");
-  std::string body = file.substr(hdr, file.size() - hdr - 4);
-  uint32_t crc;
-  std::memcpy(&crc, file.data() + file.size() - 4, 4);
+  // One read of the body straight into its string (no per-character stream iteration, no second copy).
+  std::string body(size_t(n) - hdr - 4, '\0');
+  uint32_t crc = 0;
+  if (!f.read(body.data(), std::streamsize(body.size())) || !f.read(reinterpret_cast<char*>(&crc), 4))
+    throw UsageError("--resume: cannot read checkpoint " + path);
   if (crc != uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(body.data()), uInt(body.size()))))
     throw UsageError("--resume: " + path + " is truncated or corrupt (CRC mismatch)");
   return body;
 }
 
 namespace {
+// A file's identity for the header cache: same inode, size and modification time means the same bytes (a writer
+// replaces checkpoints by rename, which gives a new inode).
+struct FileStamp {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = -1;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileStamp& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns;
+  }
+};
+
+bool stamp_of(const std::string& path, FileStamp* s) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return false;
+  s->dev = st.st_dev;
+  s->ino = st.st_ino;
+  s->size = st.st_size;
+  s->mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return true;
+}
+
+// Resuming asks about the same few files many times (which world wrote them, which steps each rank holds, which
+// generation is common): each file is read and CRC-checked once per process, and its verdict (header or error) is
+// kept while the file is unchanged.
+struct HeaderVerdict {
+  FileStamp stamp;
+  std::string fingerprint, error;
+  int64_t step = -1;
+};
+
 std::pair<std::string, int64_t> checkpoint_header(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, HeaderVerdict> cache;
+  FileStamp stamp;
+  const bool stamped = stamp_of(path, &stamp);
+  if (stamped) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(path);
+    if (it != cache.end() && it->second.stamp == stamp) {
+      if (!it->second.error.empty()) throw UsageError(it->second.error);
+      return {it->second.fingerprint, it->second.step};
+    }
+  }
+  HeaderVerdict v;
+  v.stamp = stamp;
   try {
     const std::string body = checkpoint_body(path);  // ByteReader points into it
     ByteReader r(body);
-    std::string fp = r.get_str();
-    return {fp, r.get<int64_t>()};
-  } catch (const UsageError&) {
-    throw;
+    v.fingerprint = r.get_str();
+    v.step = r.get<int64_t>();
+  } catch (const UsageError& e) {
+    v.error = e.what();
   } catch (const std::exception& e) {
-    throw UsageError("--resume: " + path + ": " + e.what());
+    v.error = "--resume: " + path + ": " + e.what();
   }
+  FileStamp after;  // cache only what was read from a file that did not change meanwhile
+  if (stamped && stamp_of(path, &after) && after == stamp) {
+    std::lock_guard<std::mutex> lock(mu);
+    cache[path] = v;
+  }
+  if (!v.error.empty()) throw UsageError(v.error);
+  return {v.fingerprint, v.step};
 }
 }  // namespace
 
