@@ -133,18 +133,25 @@ def render_bench_step(results):
     return "\n".join(out)
 
 
-def render_regime(results):
-    d = _load(results, "regime_map.json")
+def render_regime(results, name="regime_map.json"):
+    d = _load(results, name)
     if not d:
         return _absent('regime map', 'run `experiments/regime_map.sh --results experiments/results/regime_map.json`')
     H = d["H"]
     delayed = next((r["config"] for c in d["cells"] for r in c["rows"] if ",delay=" in r["config"]), None)
-    out = ["| cell | C/B | ours ddp | torch ddp | ours localsgd | torch localsgd | ours plsgd | ours dreamddp | "
-           "dreamddp fillin=0 | torch partial | %s | **dreamddp / best baseline** (fillin=0) | delay / localsgd |"
-           % (delayed or "delayed"), "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    names = ["ddp", "localsgd:k=%d" % H, "plsgd:h=%d" % H, "dreamddp:h=%d" % H, "dreamddp:h=%d,fillin=0" % H]
+    ran = {(r["system"], r["config"]) for c in d["cells"] for r in c["rows"] if r["samples_per_s"]}
+    cols = [("ours", "ddp", "ours ddp"), ("torch", "ddp", "torch ddp"),
+            ("ours", "localsgd:k=%d" % H, "ours localsgd"), ("torch", "localsgd:k=%d" % H, "torch localsgd"),
+            ("ours", "plsgd:h=%d" % H, "ours plsgd"), ("ours", "dreamddp:h=%d" % H, "ours dreamddp"),
+            ("ours", "dreamddp:h=%d,fillin=0" % H, "dreamddp fillin=0"), ("torch", "partial:h=%d" % H, "torch partial")]
     if delayed:
-        names.append(delayed)
+        cols.append(("ours", delayed, delayed))
+    cols = [c for c in cols if c[:2] in ran]          # a configuration no cell ran gets no column
+    fillin0 = ("ours", "dreamddp:h=%d,fillin=0" % H) in ran
+    out = ["| cell | C/B | %s | **dreamddp / best baseline**%s |%s" % (
+               " | ".join(c[2] for c in cols), " (fillin=0)" if fillin0 else "",
+               " delay / localsgd |" if delayed else ""),
+           "|---|---|" + "---|" * (len(cols) + 1 + bool(delayed))]
     for c in d["cells"]:
         val = {(r["system"], r["config"]): r for r in c["rows"]}
 
@@ -158,13 +165,11 @@ def render_regime(results):
             spread = " (%.0f–%.0f)" % (min(runs), max(runs)) if len(runs) > 1 else ""
             return "%.0f%s%s" % (r["samples_per_s"], spread, " *noisy*" if r["noisy"] else "")
         v = c["verdict"]
-        out.append("| %s, %d ranks, %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s | **%s** (%s) | %s |" % (
-            c["model"], c["ranks"], c["rate"], c["comm_over_backward"], cell("ours", names[0]),
-            cell("torch", "ddp"), cell("ours", names[1]), cell("torch", names[1]), cell("ours", names[2]),
-            cell("ours", names[3]), cell("ours", names[4]), cell("torch", "partial:h=%d" % H),
-            cell("ours", delayed) if delayed else "-",
-            _f(v["dreamddp_vs_best_baseline"]), _f(v["dreamddp_fillin0_vs_best_baseline"]),
-            _f(v.get("dreamddp_delay_vs_localsgd"))))
+        out.append("| %s, %d ranks, %s | %.2f | %s | **%s**%s |%s" % (
+            c["model"], c["ranks"], c["rate"], c["comm_over_backward"], " | ".join(cell(*k[:2]) for k in cols),
+            _f(v["dreamddp_vs_best_baseline"]), " (%s)" % _f(v["dreamddp_fillin0_vs_best_baseline"]) if fillin0
+            else "", " %s |" % _f(v.get("dreamddp_delay_vs_localsgd")) if delayed else ""))
+    names = [k[1] for k in cols if k[0] == "ours"]
     out += ["", "Samples/s over all ranks, median of %d alternating repeats (range). Model check: the step time the "
                 "schedule model predicts for each run's own profile (forward and update measured, backward + "
                 "communication modelled) against the measured one:" % d["repeats"], "",
@@ -178,9 +183,11 @@ def render_regime(results):
                 r["step_ms"], r["modelled_step_ms"], 100 * r["model_error"]))
         out.append("| %s, %d ranks, %s | %s |" % (c["model"], c["ranks"], c["rate"], " | ".join(row)))
     pa = d.get("peer_alone") or {}
-    out += ["", "Our GEMM %.1f GFLOP/s; the peer alone: %s, %s GFLOP/s, torch %s. %s" % (
-        d["ours_gemm_gflops"], pa.get("blas", "-"), _f(pa.get("gemm_gflops"), "%.1f"), pa.get("peer", "-"),
-        _prov(d)), ""]
+    gemm = "Our GEMM %.1f GFLOP/s" % d["ours_gemm_gflops"]
+    if d.get("ours_gemm_gflops_end") is not None:
+        gemm += " at the start, %.1f at the end" % d["ours_gemm_gflops_end"]
+    out += ["", "%s; the peer alone: %s, %s GFLOP/s, torch %s. %s" % (
+        gemm, pa.get("blas", "-"), _f(pa.get("gemm_gflops"), "%.1f"), pa.get("peer", "-"), _prov(d)), ""]
     return "\n".join(out)
 
 
@@ -276,7 +283,9 @@ def render_beyond_seeds(results, name="beyond_convergence_seeds.json"):
             r["policy"], " | ".join("%.2f%%" % (100 * r["accuracy"][str(s)]) for s in seeds),
             100 * r["mean_accuracy"], ("**%+.2f**" % r["mean_gap_points"]) if r["policy"] != "ddp" else "+0.00",
             r["min_gap_points"], r["max_gap_points"], r["comm_mb"]))
-    out += ["", "Final test accuracy (first 5000 test images) after the same 128,000 samples; each seed's gap is to the "
+    n = d.get("samples", 128000)   # files written before the count was recorded: 1000 steps x 32 x 4 ranks
+    out += ["", "Final test accuracy (first 5000 test images) after the same %s samples; each seed's gap is to the "
+                % ("{:,}".format(n) if n else "(differing)") +
                 "ddp run of the same seed (same initialisation and data order); policies run on every seed. "
                 "%s" % _prov(d), ""]
     return "\n".join(out)
@@ -419,8 +428,7 @@ def render_sim_validation(results):
     out += ["", "Simulated / measured step time, one entry per measured run (%d runs in %d files, %.2f–%.2fx; within "
                 "15%% in %d). `experiments/sim_validate.sh --profile CELL/profile --json "
                 "experiments/results/simulate_validation_CELL.json RUN...` on the cell's own profile; a file's "
-                "runs and simulator are of one day (the `delay-` file: the engine and simulator with the control "
-                "all-reduce on its own channel; the others: both still queued it behind the delayed averages)." % (
+                "runs and simulator are of one day." % (
                     len(ratios), len(docs), min(ratios), max(ratios), inside), ""]
     return "\n".join(out)
 
@@ -589,72 +597,73 @@ def _sps(cell, config, system="ours"):
     return r["samples_per_s"] if r and r["samples_per_s"] else None
 
 
+def _vs(c, a, b):
+    """Samples/s of configuration a over configuration b in a regime-map cell (None when either is missing)."""
+    x, y = _sps(c, a), _sps(c, b)
+    return x / y if x and y else None
+
+
+def _where(c):
+    return "%s, %d ranks at %s" % (c["model"], c["ranks"], c["rate"])
+
+
 def _finding_ties(results):
-    d = _load(results, "regime_contention.json")
-    if not d:
+    d = _load(results, "regime_map.json")
+    cells = [c for c in d["cells"] if c["model"] == "mlp"] if d else []
+    if not cells:
         return _absent_line("Ties on a small model", "regime-map.md")
-    H, ratios = d["H"], []
-    for c in d["cells"]:
-        if c["model"] != "mlp":
-            continue
-        best = max(x for x in (_sps(c, "localsgd:k=%d" % H), _sps(c, "plsgd:h=%d" % H)) if x)
-        ratios.append(_sps(c, "dreamddp:h=%d" % H) / best)
+    H = d["H"]
+    v = {_where(c): c["verdict"]["dreamddp_vs_best_baseline"] for c in cells}
+    low = min(cells, key=lambda c: v[_where(c)])
     return ("**Ties on a small model.** On the 4-layer mlp, dreamddp:h=%d runs at %.2f–%.2fx the better of "
-            "localsgd:k=%d and plsgd:h=%d in %d cells of the regime map (%s): with four layers there is nothing for "
-            "a layer-wise schedule to spread ([regime map](%s))." % (
-                H, min(ratios), max(ratios), H, H, len(ratios), ", ".join(dict.fromkeys(
-                    "%d ranks at %s" % (c["ranks"], c["rate"]) for c in d["cells"] if c["model"] == "mlp")),
-                _rel("regime-map.md")))
+            "localsgd:k=%d and plsgd:h=%d in %d cells of the regime map: with four layers there is little for a "
+            "layer-wise schedule to spread. It loses most (%.2fx) on %d ranks at %s, where %s(C/B %.2f) and the "
+            "best baseline is %s ([regime map](%s))." % (
+                H, min(v.values()), max(v.values()), H, H, len(cells), v[_where(low)], low["ranks"], low["rate"],
+                "communication is shortest " if low["comm_over_backward"] == min(
+                    c["comm_over_backward"] for c in cells) else "",
+                low["comm_over_backward"], "Local SGD's one whole-model average"
+                if low["verdict"]["best_baseline"] == "localsgd" else "plsgd", _rel("regime-map.md")))
 
 
 def _finding_wins(results):
-    d = _load(results, "regime_contention.json")
-    s = _load(results, "beyond_delay_spread.json")
-    out = []
-    if d:
-        H = d["H"]
-        for c in d["cells"]:
-            if c["model"] == "mlp":
-                continue
-            dd = _sps(c, "dreamddp:h=%d" % H)
-            out.append("%s, %d ranks at %s: %.2fx plsgd:h=%d and %.2fx localsgd:k=%d" % (
-                c["model"], c["ranks"], c["rate"], dd / _sps(c, "plsgd:h=%d" % H), H,
-                dd / _sps(c, "localsgd:k=%d" % H), H))
-        text = ("**Where it wins.** dreamddp:h=%d against plsgd:h=%d and localsgd:k=%d on the deeper models: %s."
-                % (H, H, H, "; ".join(out)))
-    else:
-        text = _absent_line("Where it wins", "regime-map.md")
-    if s:
-        best = max(s["cells"], key=lambda c: c["verdict"]["best_delay_vs_localsgd"] or 0)
-        v = best["verdict"]
-        text += (" A delayed merge goes further: %s reaches %.2fx localsgd:k=%d on the %s, %d ranks at %s, where "
-                 "dreamddp:h=%d itself is %.2fx ([throughput](%s))." % (
-                     v["best_delay_config"], v["best_delay_vs_localsgd"], s["H"], best["model"], best["ranks"],
-                     best["rate"], s["H"], _sps(best, "dreamddp:h=%d" % s["H"]) / _sps(best, "localsgd:k=%d" % s["H"]),
-                     _rel("throughput.md")))
+    d = _load(results, "regime_map.json")
+    deep = [c for c in d["cells"] if c["model"] != "mlp"] if d else []
+    if not deep:
+        return _absent_line("Where it wins", "regime-map.md")
+    H = d["H"]
+    dd, ls, pl = "dreamddp:h=%d" % H, "localsgd:k=%d" % H, "plsgd:h=%d" % H
+    out = ["%s: %.2fx %s and %.2fx %s" % (_where(c), _vs(c, dd, pl), pl, _vs(c, dd, ls), ls) for c in deep]
+    text = ("**Where it wins.** On the deeper models dreamddp:h=%d against its baselines: %s." % (H, "; ".join(out)))
+    delayed = [(c, c["verdict"]["best_delay_vs_localsgd"], c["verdict"]["best_delay_config"]) for c in d["cells"]
+               if c["verdict"].get("best_delay_vs_localsgd")]
+    if delayed:
+        best = max(delayed, key=lambda t: t[1])
+        text += (" A delayed merge goes further: %s reaches %.2fx %s at %s; over all %d cells it runs at "
+                 "%.2f–%.2fx %s, below 1 only at %s. What the delay costs in accuracy is the next finding "
+                 "([regime map](%s))." % (
+                     best[2], best[1], ls, _where(best[0]), len(delayed), min(t[1] for t in delayed), best[1], ls,
+                     ", ".join(_where(c) for c, x, _ in delayed if x < 1) or "none", _rel("regime-map.md")))
     return text
 
 
 def _finding_delay(results):
-    seeds = _load(results, "beyond_convergence_seeds.json")
-    h4 = _load(results, "beyond_delay_h4.json")
-    if not seeds or not h4:
+    seeds = _load(results, "convergence_seeds_mlp.json")
+    speed_doc = _load(results, "regime_map.json")
+    if not seeds or not speed_doc:
         return _absent_line("The delay against accuracy", "convergence.md")
-    gap = {r["policy"]: r["mean_gap_points"] for r in seeds["rows"] if len(r["seeds"]) == len(seeds["seeds"])}
-    speed = {}
-    for c in h4["cells"]:
-        ls = _sps(c, "localsgd:k=%d" % h4["H"])
-        for r in c["rows"]:
-            if r["system"] == "ours" and r["samples_per_s"] and r["config"] in gap:
-                speed.setdefault(r["config"], []).append((r["samples_per_s"] / ls, c["rate"]))
-    parts = ["%s %+.2f points (%s)" % (p, gap[p], ", ".join("%.2fx localsgd at %s" % x for x in speed[p]))
-             for p in sorted(speed, key=lambda p: -gap[p])]
-    both = [p for p in speed if gap[p] >= -1 and min(x for x, _ in speed[p]) >= 1.5]
-    return ("**The delay trades accuracy for speed.** Mean gap to ddp's test accuracy over %d seeds (cnn, 4 ranks) "
-            "beside the speed on the mlp cells: %s. %s ([convergence](%s))." % (
-                len(seeds["seeds"]), "; ".join(parts),
-                "No configuration measured is both within a point of ddp and 1.5x Local SGD" if not both else
-                "Within a point and at least 1.5x Local SGD: %s" % ", ".join(both), _rel("convergence.md")))
+    H = speed_doc["H"]
+    gap = {r["policy"]: r for r in seeds["rows"] if len(r["seeds"]) == len(seeds["seeds"]) and r["policy"] != "ddp"}
+    ls = "localsgd:k=%d" % H
+    parts = []
+    for p in sorted(gap, key=lambda p: -gap[p]["mean_gap_points"]):
+        sp = [_vs(c, p, ls) for c in speed_doc["cells"] if c["model"] == "mlp" and _vs(c, p, ls)]
+        parts.append("%s %+.2f points (%+.2f to %+.2f)%s" % (
+            p, gap[p]["mean_gap_points"], gap[p]["min_gap_points"], gap[p]["max_gap_points"],
+            ", %.2f–%.2fx %s" % (min(sp), max(sp), ls) if sp and p != ls else ""))
+    return ("**The delay against accuracy.** Gap to ddp's final test accuracy on the mlp (Fashion-MNIST, %d "
+            "seeds, each against ddp of the same seed), with the speed against Local SGD on the mlp cells of the "
+            "regime map: %s ([convergence](%s))." % (len(seeds["seeds"]), "; ".join(parts), _rel("convergence.md")))
 
 
 def _finding_sim(results):
@@ -745,10 +754,12 @@ def render_history_index(results):
 
 RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_bench_step,
              "regime_map": render_regime, "demo": render_demo,
+             "regime_map_20261201": lambda r: render_regime(r, "regime_map.2026-12-01.json"),
              "ops_vs_torch": render_ops, "beyond_convergence": render_beyond_convergence,
              "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput,
              "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule,
              "contention": render_contention, "beyond_convergence_seeds": render_beyond_seeds,
+             "convergence_seeds_mlp": lambda r: render_beyond_seeds(r, "convergence_seeds_mlp.json"),
              "contention_3gbit": lambda r: render_contention(r, "regime_contention_3gbit.json"),
              "beyond_delay_spread": lambda r: render_beyond_throughput(r, "beyond_delay_spread.json"),
              "beyond_delay_h4": lambda r: render_beyond_throughput(r, "beyond_delay_h4.json"),

@@ -116,7 +116,7 @@ def seeds(dest, by_seed, command):
     """Final accuracy per policy and seed, each seed's gap to the ddp of that seed (same data order and
     initialisation), and their mean, min and max: the statement a single seed cannot make (single runs of the local
     policies move by about a point between seeds)."""
-    acc, mb, setup, docs = {}, {}, [], []
+    acc, mb, setup, docs, samples = {}, {}, [], [], set()
     for seed, srcs in by_seed:
         for src in srcs.split(","):
             doc, lines = _runs_of(src)
@@ -125,6 +125,7 @@ def seeds(dest, by_seed, command):
             for r in doc["runs"]:
                 acc.setdefault(r["policy"], {})[seed] = r["test_accuracy"]
                 mb.setdefault(r["policy"], {})[seed] = r["comm_mb"]
+                samples.add(r.get("samples"))
     ddp = acc.get("ddp", {})
     missing = [s for s, _ in by_seed if s not in ddp]
     if missing:
@@ -138,7 +139,7 @@ def seeds(dest, by_seed, command):
                      "mean_gap_points": sum(gaps) / len(gaps), "min_gap_points": min(gaps),
                      "max_gap_points": max(gaps), "comm_mb": sum(mb[policy].values()) / len(mb[policy])})
     res = finish({"study": "beyond-convergence-seeds", "run_log": setup, "seeds": [s for s, _ in by_seed],
-                  "rows": rows}, command, docs)
+                  "samples": samples.pop() if len(samples) == 1 else None, "rows": rows}, command, docs)
     provenance.write_json_atomic(dest, res)
     print("beyond_results: wrote %s (%d policies over seeds %s)" % (dest, len(rows), res["seeds"]))
 

@@ -1,0 +1,74 @@
+"""The README's findings are the results files' numbers: a synthetic regime map and multi-seed convergence file
+with known ratios render into the ties, wins and delay bullets; an incomplete record renders none of them."""
+import copy
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+import render_results as R  # noqa: E402
+
+MACHINE = {"date": "2026-12-02 10:00 UTC", "cpu": "Test CPU", "cpu_flags": ["avx2"], "cores": 2, "load_1m": 0.1,
+           "load_1m_end": 0.2, "commit": "abc1234", "tree_clean": True}
+
+
+def cell(model, ranks, rate, cb, sps, best):
+    rows = [{"system": "ours", "config": c, "samples_per_s": v} for c, v in sps.items()]
+    ls, dd, dl = sps["localsgd:k=8"], sps["dreamddp:h=8"], sps["dreamddp:h=8,delay=2"]
+    return {"model": model, "ranks": ranks, "rate": rate, "comm_over_backward": cb, "rows": rows,
+            "verdict": {"best_baseline": best, "dreamddp_vs_best_baseline": dd / max(ls, sps["plsgd:h=8"]),
+                        "best_delay_config": "dreamddp:h=8,delay=2", "best_delay_vs_localsgd": dl / ls}}
+
+
+def sps(ls, pl, dd, dl):
+    return {"localsgd:k=8": ls, "plsgd:h=8": pl, "dreamddp:h=8": dd, "dreamddp:h=8,delay=2": dl}
+
+
+REGIME = {"study": "regime_map", "command": "experiments/regime_map.sh", "machine": MACHINE, "peer": None, "H": 8,
+          "cells": [cell("mlp", 2, "1gbit", 20.0, sps(1000, 1100, 1089, 1300), "plsgd"),
+                    cell("mlp", 2, "10gbit", 4.0, sps(2000, 1800, 1700, 1900), "localsgd"),
+                    cell("gpt-mini", 2, "100mbit", 14.0, sps(50, 60, 66, 90), "plsgd")]}
+SEEDS = {"study": "beyond-convergence-seeds", "command": "beyond_results.py seeds", "machine": MACHINE, "peer": None,
+         "seeds": [0, 1], "samples": 64000,
+         "rows": [{"policy": "ddp", "seeds": [0, 1], "mean_gap_points": 0.0, "min_gap_points": 0.0,
+                   "max_gap_points": 0.0},
+                  {"policy": "dreamddp:h=8,delay=2", "seeds": [0, 1], "mean_gap_points": -0.75,
+                   "min_gap_points": -1.25, "max_gap_points": -0.25}]}
+
+
+def write(d, regime, seeds):
+    for name, doc in (("regime_map.json", regime), ("convergence_seeds_mlp.json", seeds)):
+        json.dump(doc, open(os.path.join(d, name), "w"))
+
+
+def main():
+    d = tempfile.mkdtemp()
+    write(d, REGIME, SEEDS)
+    ties, wins, delay = R._finding_ties(d), R._finding_wins(d), R._finding_delay(d)
+    checks = [
+        ("0.85–0.99x the better" in ties, ties),              # 1089/1100 and 1700/2000
+        ("in 2 cells" in ties and "(0.85x) on 2 ranks at 10gbit" in ties and "C/B 4.00" in ties, ties),
+        ("1.10x plsgd:h=8 and 1.32x localsgd:k=8" in wins, wins),  # gpt-mini 66/60, 66/50
+        ("reaches 1.80x localsgd:k=8 at gpt-mini" in wins and "0.95–1.80x" in wins, wins),
+        ("below 1 only at mlp, 2 ranks at 10gbit" in wins, wins),
+        ("dreamddp:h=8,delay=2 -0.75 points (-1.25 to -0.25), 0.95–1.30x localsgd:k=8" in delay, delay),
+        ("2 seeds" in delay, delay),
+    ]
+    bad = [text for ok, text in checks if not ok]
+    regime = copy.deepcopy(REGIME)
+    del regime["machine"]["tree_clean"]
+    write(d, regime, SEEDS)
+    for f in (R._finding_ties, R._finding_wins, R._finding_delay):
+        if "No complete record" not in f(d):
+            bad.append("an incomplete regime map was quoted: " + f(d))
+    for b in bad:
+        print("FAIL:", b)
+    if bad:
+        return 1
+    print("findings quote the results files' numbers, and nothing from an incomplete record")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
