@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Collects the issue-15 studies (past DreamDDP: delayed merge, outer optimizer, compression) into results files that
+"""Collects the studies beyond DreamDDP (delayed merge, outer optimizer, compression) into results files that
 analysis/render_results.py renders into the README.
 
   beyond_results.py convergence OUT_DIR[,OUT_DIR2] RESULTS.json --command "..."   convergence.sh runs (cnn or gpt-mini)
