@@ -406,9 +406,13 @@ def render_sim_validation(results):
     if not files:
         return _absent('validation of the simulator', 'run `experiments/sim_validate.sh --json ...`')
     docs = [(f[len("simulate_validation_"):-len(".json")], _load(results, f)) for f in files]
-    docs = [(c, d["rows"]) for c, d in docs if d]
+    docs = [(c, d) for c, d in docs if d]
     if not docs:
         return _absent("the simulator against measured runs", "run `experiments/sim_validate.sh --json ...`")
+    provs = ["%s: simulated by %s" % (c, _prov(d)) + (" Its runs: `%s` — %s." % (
+        scrub(d["measured_by"]["command"]), _machine(d["measured_by"]["machine"])) if d.get("measured_by") else "")
+             for c, d in docs]
+    docs = [(c, d["rows"]) for c, d in docs]
     short = lambda p: ",".join(x for x in p.split(",") if not x.startswith("profile="))
     names = []
     for _, rows in docs:
@@ -430,6 +434,7 @@ def render_sim_validation(results):
                 "experiments/results/simulate_validation_CELL.json RUN...` on the cell's own profile; a file's "
                 "runs and simulator are of one day." % (
                     len(ratios), len(docs), min(ratios), max(ratios), inside), ""]
+    out += ["* " + p for p in provs] + [""]
     return "\n".join(out)
 
 
@@ -678,13 +683,22 @@ def _finding_delay(results):
 def _finding_sim(results):
     files = sorted(f for f in os.listdir(results) if f.startswith("simulate_validation_") and f.endswith(".json")
                    and f != "simulate_validation_bp_run.json")
-    ratios = [r["ratio"] for f in files for d in [_load(results, f)] if d for r in d["rows"]]
-    if not ratios:
+    rows = [r for f in files for d in [_load(results, f)] if d for r in d["rows"]]
+    if not rows:
         return _absent_line("The simulator against measured runs", "simulator.md")
-    return ("**The simulator against measured runs**: simulated / measured step time %.2f–%.2fx over %d runs, "
-            "within 15%% in %d; it is optimistic where ranks share cores ([simulator](%s))." % (
-                min(ratios), max(ratios), len(ratios), sum(1 for x in ratios if abs(x - 1) <= 0.15),
-                _rel("simulator.md")))
+    ratios = [r["ratio"] for r in rows]
+    by = {}
+    for r in rows:
+        by.setdefault(",".join(x for x in r["policy"].split(",") if not x.startswith("profile=")), []).append(r["ratio"])
+    worst = min(by, key=lambda p: sum(by[p]) / len(by[p]))
+    side = ("never slower than measured" if max(ratios) <= 1.005 else
+            "faster than measured in %d of them" % sum(1 for x in ratios if x < 1))
+    return ("**The simulator against measured runs.** Simulated / measured step time is %.2f–%.2fx over %d runs of "
+            "%d regime-map cells, within 10%% in %d and within 15%% in %d; it is %s. Furthest off: %s, %.2f–%.2fx "
+            "([simulator](%s))." % (
+                min(ratios), max(ratios), len(ratios), sum(1 for f in files if _load(results, f)),
+                sum(1 for x in ratios if abs(x - 1) <= 0.10), sum(1 for x in ratios if abs(x - 1) <= 0.15), side,
+                worst, min(by[worst]), max(by[worst]), _rel("simulator.md")))
 
 
 def _finding_paper(results):

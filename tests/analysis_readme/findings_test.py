@@ -45,7 +45,13 @@ def write(d, regime, seeds):
 def main():
     d = tempfile.mkdtemp()
     write(d, REGIME, SEEDS)
+    json.dump({"command": "sim_validate.sh", "machine": MACHINE, "peer": None,
+               "rows": [{"policy": "localsgd:k=8", "ratio": 1.0}, {"policy": "plsgd:h=8", "ratio": 0.9},
+                        {"policy": "dreamddp:h=8,profile=runs/x/profile", "ratio": 0.8},
+                        {"policy": "dreamddp:h=8,profile=runs/y/profile", "ratio": 0.86}]},
+              open(os.path.join(d, "simulate_validation_mlp-n2-1gbit.json"), "w"))
     ties, wins, delay = R._finding_ties(d), R._finding_wins(d), R._finding_delay(d)
+    sim = R._finding_sim(d)
     checks = [
         ("0.85–0.99x the better" in ties, ties),              # 1089/1100 and 1700/2000
         ("in 2 cells" in ties and "(0.85x) on 2 ranks at 10gbit" in ties and "C/B 4.00" in ties, ties),
@@ -54,6 +60,8 @@ def main():
         ("below 1 only at mlp, 2 ranks at 10gbit" in wins, wins),
         ("dreamddp:h=8,delay=2 -0.75 points (-1.25 to -0.25), 0.95–1.30x localsgd:k=8" in delay, delay),
         ("2 seeds" in delay, delay),
+        ("0.80–1.00x over 4 runs of 1 regime-map cells, within 10% in 2 and within 15% in 3" in sim, sim),
+        ("Furthest off: dreamddp:h=8, 0.80–0.86x" in sim, sim),
         ("beyond ddp's own spread over the seeds (0.50 points)." in delay, delay),  # 0.75 > 0.50
     ]
     bad = [text for ok, text in checks if not ok]
