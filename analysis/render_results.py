@@ -133,6 +133,40 @@ def render_bench_step(results):
     return "\n".join(out)
 
 
+def render_backward_shares(results):
+    d = _load(results, "backward_shares_gpt2.json")
+    if not d:
+        return _absent("GPT-2's backward shares", "run `analysis/fig_backward_shares.py --json ...`")
+    out = ["| kind of layer | ours, share of backward | artifact (%s), share of backward |" %
+           os.path.basename(d["artifact_profile"].rstrip("/")), "|---|---|---|"]
+    for r in d["kinds"]:
+        out.append("| %s | %.1f%% | %.1f%% |" % (r["kind"], 100 * r["ours"], 100 * r["artifact"]))
+    big = max(d["layers"], key=lambda r: abs(r["ours"] - r["artifact"]))
+    out += ["", "Backward per step: ours %.1f ms, the artifact's %.1f ms. The layer whose share differs most: %s "
+                "(ours %.1f%%, the artifact's %.1f%%). ![shares](../figures/%s) %s" % (
+                    1e3 * d["ours_backward_s"], 1e3 * d["artifact_backward_s"], big["layer"], 100 * big["ours"],
+                    100 * big["artifact"], os.path.basename(d["figure"]), _prov(d)), ""]
+    return "\n".join(out)
+
+
+def render_peak_rss(results):
+    d = _load(results, "peak_rss.json")
+    if not d:
+        return _absent("peak memory", "run `experiments/memory.py --results experiments/results/peak_rss.json`")
+    pols = list(dict.fromkeys(r["policy"] for r in d["rows"]))
+    out = ["| model (batch per rank) | parameters | " + " | ".join(pols) + " |", "|---|---|" + "---|" * len(pols)]
+    for m in dict.fromkeys(r["model"] for r in d["rows"]):
+        by = {r["policy"]: r for r in d["rows"] if r["model"] == m}
+        ok = next((r for r in by.values() if "error" not in r), None)
+        out.append("| %s (%s) | %s | %s |" % (
+            m, ok["batch"] if ok else "-", "{:,}".format(ok["params"]) if ok else "-", " | ".join(
+                ("%.0f MB" % by[p]["peak_rss_mb"] if "error" not in by[p] else "exit %d" % by[p]["exit"])
+                if p in by else "-" for p in pols)))
+    out += ["", "Peak resident memory of rank 0 over a %d-step run, %d ranks on this machine, one thread each, "
+                "synthetic data. %s" % (d["steps"], d["ranks"], _prov(d)), ""]
+    return "\n".join(out)
+
+
 def render_regime(results, name="regime_map.json"):
     d = _load(results, name)
     if not d:
@@ -489,6 +523,24 @@ def render_sim_scaling(results, name="simulate_scaling.json"):
     return "\n".join(out)
 
 
+def render_sim_own_gpt2(results):
+    d = _load(results, "simulate_own_gpt2.json")
+    if not d:
+        return _absent("GPT-2 simulated from our own profile", "run `experiments/sim_studies.sh --study own_gpt2`")
+    pols = list(dict.fromkeys(r["policy"] for r in d["rows"]))
+    out = ["| profile | ranks | " + " | ".join(pols) + " | dreamddp / localsgd | dreamddp / plsgd |",
+           "|---|---|" + "---|" * (len(pols) + 2)]
+    for (prof, w), row in _sim_rows_by(d, lambda r: (r["profile"], r["world"])).items():
+        t = {p.split(":")[0]: row[p]["step_s"] for p in pols if p in row}
+        out.append("| %s | %d | %s | %s | %s |" % (prof, w, " | ".join(
+            "%.3f" % row[p]["step_s"] if p in row else "-" for p in pols),
+            _f(t["localsgd"] / t["dreamddp"] if "localsgd" in t and "dreamddp" in t else None, "%.2fx"),
+            _f(t["plsgd"] / t["dreamddp"] if "plsgd" in t and "dreamddp" in t else None, "%.2fx")))
+    out += ["", "Simulated seconds per step at 1 Gbit/s (the ratios: speed-up of dreamddp:h=10, above 1 when it is "
+                "faster). %s" % _prov(d), ""]
+    return "\n".join(out)
+
+
 def render_sim_stragglers(results):
     d = _load(results, "simulate_stragglers.json")
     if not d:
@@ -778,6 +830,7 @@ def render_history_index(results):
 RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_bench_step,
              "regime_map": render_regime, "demo": render_demo,
              "regime_map_20261201": lambda r: render_regime(r, "regime_map.2026-12-01.json"),
+             "backward_shares": render_backward_shares, "peak_rss": render_peak_rss, "sim_own_gpt2": render_sim_own_gpt2,
              "ops_vs_torch": render_ops, "beyond_convergence": render_beyond_convergence,
              "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput,
              "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule,

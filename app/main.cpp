@@ -6,7 +6,7 @@
 #include <boost/program_options/errors.hpp>
 
 #include "core/common/error.h"
-#include "experiments/commands.h"
+#include "app/commands.h"
 
 namespace {
 

@@ -21,11 +21,11 @@ import time
 import h5py
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "experiments", "lib"))
 import provenance  # noqa: E402
 PROFILES = os.path.join(ROOT, "data", "dreamddp-profiles")
-GPT2_BYTES = os.path.join(ROOT, "experiments", "sim", "gpt2_bytes.json")
+GPT2_BYTES = os.path.join(ROOT, "app", "sim", "gpt2_bytes.json")
 BATCH = 8  # per-rank sequences (samples/s); the artifact's per-worker batch is not in its profiles
 
 
@@ -144,6 +144,30 @@ def study_scaling_gptmini(binary, quick):
     return rows
 
 
+OWN_GPT2_PROFILE = os.path.join(ROOT, "experiments", "results", "gpt2_profile_ours")
+
+
+def study_own_gpt2(binary, quick):
+    """GPT-2 small simulated from this project's own profile (`dreamddp profile --model gpt2`: the preset, batch
+    1 x 128 tokens, one thread, on a CPU) beside the artifact's GPT-2 profile (GPUs), the same policies, ranks and
+    1 Gbit/s links; each profile's backward times, and the model's own layer sizes (ours) or GPT-2's (artifact)."""
+    rows = []
+    art = os.path.join(PROFILES, "gpt2_16_1gbit")
+    for label, prof, sizes in (("ours", OWN_GPT2_PROFILE, ["--model", "gpt2"]),
+                               ("artifact gpt2_16_1gbit", art, ["--bytes", GPT2_BYTES])):
+        for n in ([16] if quick else [16, 64]):
+            for pol in POLICIES[:4]:
+                args = ["--profile", prof] + sizes + ["--cluster", f"{n}x1,inter=1Gbps", "--policy", pol,
+                                                      "--steps", "26" if quick else "36", "--batch", "1"]
+                s = simulate(binary, args, steady_from=STEADY, batch=1)
+                rows.append({"profile": label, "world": n, "bandwidth": "1Gbps", "policy": pol,
+                             "step_s": s["step_ms"] / 1e3, "exposed_comm_fraction": s["exposed_comm_fraction"],
+                             "comm_bytes_per_step": s["comm_bytes"] / s["steps"], "command": s["command"],
+                             "wall_s": s["wall_s"]})
+                log(f"own_gpt2 {label} n={n} {pol}: {s['step_ms']/1e3:.4f} s/step ({s['wall_s']} s)")
+    return rows
+
+
 def study_hier(binary, quick):
     prof = os.path.join(PROFILES, "gpt2_16_1gbit")
     rows = []
@@ -182,7 +206,7 @@ def study_stragglers(binary, quick):
 
 
 STUDIES = {"artifact": study_artifact, "scaling": study_scaling, "scaling_gptmini": study_scaling_gptmini,
-           "hier": study_hier, "stragglers": study_stragglers}
+           "hier": study_hier, "stragglers": study_stragglers, "own_gpt2": study_own_gpt2}
 
 
 def main():
@@ -200,7 +224,7 @@ def main():
         ap.error("--bin is required")
     os.makedirs(a.results, exist_ok=True)
     command = os.environ.get("SIM_STUDIES_COMMAND") or provenance.shell_command(
-        ["experiments/sim/studies.py"] + sys.argv[1:])
+        ["experiments/sim_studies.py"] + sys.argv[1:])
     for name in STUDIES if a.study == "all" else [a.study]:
         t0 = time.time()
         start = provenance.start(ROOT)

@@ -22,4 +22,4 @@ while [ $# -gt 0 ]; do
   esac
 done
 need_bin "$BIN"
-SIM_STUDIES_COMMAND=$PROV_COMMAND exec /usr/bin/python3 experiments/sim/studies.py --bin "$BIN" "${ARGS[@]}"
+SIM_STUDIES_COMMAND=$PROV_COMMAND exec /usr/bin/python3 experiments/sim_studies.py --bin "$BIN" "${ARGS[@]}"

@@ -13,10 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/backend.h"
-#include "experiments/cli/bench_gemm.h"
+#include "app/cli/bench_gemm.h"
 #include "core/common/clock.h"
 #include "core/common/error.h"
-#include "experiments/commands.h"
+#include "app/commands.h"
 #ifdef DREAMDDP_HAVE_NCCL
 #include "backends/nccl/nccl_backend.h"
 #endif
@@ -216,6 +216,167 @@ long long count_wrong(const std::vector<float>& out, double rank_sum) {
   return wrong;
 }
 
+// Connect: the backend the ranks benchmark, from the rendezvous of `launch` or --rendezvous.
+std::unique_ptr<Backend> connect_bench(const BenchArgs& a, const RankInfo& ri) {
+  BackendOptions bo;
+  bo.kind = a.backend;
+  bo.rank = ri.rank;
+  bo.world = ri.world;
+  bo.rendezvous = resolve_rendezvous(a.rendezvous, "");
+  if (bo.rendezvous.empty() && ri.world > 1 && a.backend != "mpi")
+    throw UsageError("bench: " + std::to_string(ri.world) + " ranks (from " + ri.source +
+                     ") need a rendezvous: pass --rendezvous file:///shared/dir or redis://host:port, "
+                     "or start the ranks with `dreamddp launch`");
+  bo.iface = a.iface;
+  bo.timeout_s = a.timeout_s;
+  bo.prefix = "dd-bench";
+  return make_backend(bo);
+}
+
+// One message size, measured on every rank and reduced over ranks (the same figures on each).
+struct SizeResult {
+  size_t count = 0;
+  double t = 0, tb = 0, tmin = 0, tbmin = 0;  // median and fastest iteration, ours and bare; max over ranks
+  double overhead_pair_pct = 0;
+  long long wrong = 0, bare_wrong = 0;        // summed over ranks
+  bool ok() const { return wrong == 0 && bare_wrong == 0; }
+  double bytes() const { return static_cast<double>(count * sizeof(float)); }
+  double algbw() const { return t > 0 ? bytes() / t / 1e9 : 0.0; }
+  double busbw(int n) const { return n > 1 ? algbw() * 2.0 * (n - 1) / n : 0.0; }
+  double overhead_pct() const { return tb > 0 ? (t / tb - 1.0) * 100.0 : 0.0; }
+  double overhead_min_pct() const { return tbmin > 0 ? (tmin / tbmin - 1.0) * 100.0 : 0.0; }
+};
+
+SizeResult measure_size(Backend& be, const BenchArgs& a, size_t count,
+                        const std::function<void(float*, size_t)>& bare) {
+  const int n = be.size(), rank = be.rank();
+  // Expected sums stay exact in float32 (below 2^24) for worlds up to ~2000 ranks.
+  const double rank_sum = 0.5 * n * (n + 1);
+  std::vector<float> pattern(count);
+  for (size_t i = 0; i < count; ++i) pattern[i] = static_cast<float>((rank + 1) * (i % 7 + 1));
+  BenchBuffer buf(count, a.device == "cuda" && a.backend == "nccl");
+  std::vector<double> times, bare_times;
+  long long bare_wrong = 0;
+  // Every iteration reduces the same input, so the last one can be checked exactly.
+  auto time_ours = [&] {
+    buf.load(pattern);
+    be.barrier();  // start together: the time is the collective, not rank skew
+    double t0 = now_s();
+    be.allreduce(buf.data(), count, ReduceOp::Sum)->wait();
+    return now_s() - t0;
+  };
+  auto time_bare = [&] {
+    buf.load(pattern);
+    be.barrier();
+    double t0 = now_s();
+    bare(buf.data(), count);
+    double t = now_s() - t0;
+    bare_wrong = count_wrong(buf.fetch(), rank_sum);
+    return t;
+  };
+  for (int it = 0; it < a.warmup + a.iters; ++it) {
+    // With --compare-bare the two alternate which goes first, so drift and cache state hit both alike; ours
+    // always goes last in the final iteration so the buffer checked below is ours.
+    const bool bare_first = bare && (a.warmup + a.iters - 1 - it) % 2 == 0;
+    double tb = 0;
+    if (bare_first) tb = time_bare();
+    double t = time_ours();
+    if (bare && !bare_first) tb = time_bare();
+    if (it >= a.warmup) {
+      times.push_back(t);
+      if (bare) bare_times.push_back(tb);
+    }
+  }
+  const long long wrong = count_wrong(buf.fetch(), rank_sum);
+  // Every rank reports its per-iteration times; the figures are taken over ranks as documented in the header.
+  std::string report = std::to_string(wrong) + " " + std::to_string(bare_wrong) + " " + std::to_string(times.size());
+  char num[32];
+  for (const auto* v : {&times, &bare_times})
+    for (double x : *v) {
+      std::snprintf(num, sizeof(num), " %.9e", x);
+      report += num;
+    }
+  SizeResult r;
+  r.count = count;
+  std::vector<double> pair_ours(times.size(), 0.0), pair_bare(bare_times.size(), 0.0);
+  for (const auto& s : be.allgather(report)) {
+    std::istringstream in(s);
+    long long w = -1, wb = -1;
+    size_t k = 0;
+    in >> w >> wb >> k;
+    std::vector<double> tr(k), br(bare ? k : 0);
+    for (auto& x : tr) in >> x;
+    for (auto& x : br) in >> x;
+    if (!in || k != times.size()) throw std::runtime_error("bench: bad rank report");
+    r.t = std::max(r.t, median(tr));
+    r.tmin = std::max(r.tmin, *std::min_element(tr.begin(), tr.end()));
+    for (size_t i = 0; i < k; ++i) pair_ours[i] = std::max(pair_ours[i], tr[i]);
+    if (bare) {
+      r.tb = std::max(r.tb, median(br));
+      r.tbmin = std::max(r.tbmin, *std::min_element(br.begin(), br.end()));
+      for (size_t i = 0; i < k; ++i) pair_bare[i] = std::max(pair_bare[i], br[i]);
+    }
+    r.wrong += w;
+    r.bare_wrong += wb;
+  }
+  // Paired estimate: ours and bare of the same iteration ran back to back, so load that drifts over seconds
+  // (other processes on the machine) cancels in their ratio.
+  if (bare) {
+    std::vector<double> ratio;
+    for (size_t i = 0; i < pair_ours.size(); ++i)
+      if (pair_bare[i] > 0) ratio.push_back(pair_ours[i] / pair_bare[i]);
+    if (!ratio.empty()) r.overhead_pair_pct = (median(ratio) - 1.0) * 100.0;
+  }
+  return r;
+}
+
+// Print: the header, one row per size as it completes (a progress line on long sweeps), its JSON record.
+void print_header(const BenchArgs& a, const Backend& be, const RankInfo& ri, bool bare) {
+  std::printf("# dreamddp bench allreduce: backend %s, world %d (%s), %s buffers, float32 sum in place\n",
+              be.name().c_str(), be.size(), ri.source.c_str(), a.device == "cuda" ? "device" : "host");
+  std::printf("# %d warm-up + %d timed iterations per size; time = median over iterations, max over ranks;\n"
+              "# algbw = bytes/time, busbw = algbw*2(n-1)/n, GB = 1e9 bytes\n",
+              a.warmup, a.iters);
+  if (bare)
+    std::printf("# bare = gloo::allreduce on the same context, algorithm and buffer, called on this thread\n"
+                "# (no queue); interleaved with ours, order alternating per iteration. overhead = ours/bare - 1 on\n"
+                "# the medians; ovh-pair = median over iterations of ours_i/bare_i - 1 (each time max over ranks;\n"
+                "# the pair ran back to back, so slow load drift cancels); ovh-min on the fastest iteration of\n"
+                "# each. #wrong counts wrong elements of both\n");
+  std::printf("#\n# %12s %12s %12s %12s %12s %8s", "size(B)", "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
+              "#wrong");
+  if (bare) std::printf(" %12s %11s %11s %11s", "bare(us)", "overhead(%)", "ovh-pair(%)", "ovh-min(%)");
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void print_row(const SizeResult& r, int n, bool bare) {
+  std::printf("  %12zu %12zu %12.1f %12.3f %12.3f %8lld", r.count * sizeof(float), r.count, r.t * 1e6, r.algbw(),
+              r.busbw(n), r.wrong + r.bare_wrong);
+  if (bare)
+    std::printf(" %12.1f %11.1f %11.1f %11.1f", r.tb * 1e6, r.overhead_pct(), r.overhead_pair_pct,
+                r.overhead_min_pct());
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+nlohmann::json row_json(const SizeResult& r, int n, bool bare) {
+  nlohmann::json j = {{"bytes", r.count * sizeof(float)},
+                      {"time_s", r.t},
+                      {"algbw_GBps", r.algbw()},
+                      {"busbw_GBps", r.busbw(n)},
+                      {"ok", r.ok()}};
+  if (bare) {
+    j["bare_time_s"] = r.tb;
+    j["overhead_pct"] = r.overhead_pct();
+    j["min_time_s"] = r.tmin;
+    j["bare_min_time_s"] = r.tbmin;
+    j["overhead_min_pct"] = r.overhead_min_pct();
+    j["overhead_pair_pct"] = r.overhead_pair_pct;
+  }
+  return j;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
@@ -230,162 +391,30 @@ int cmd_bench(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  RankInfo ri = discover_rank();
-  BackendOptions bo;
-  bo.kind = a.backend;
-  bo.rank = ri.rank;
-  bo.world = ri.world;
-  bo.rendezvous = resolve_rendezvous(a.rendezvous, "");
-  if (bo.rendezvous.empty() && ri.world > 1 && a.backend != "mpi")
-    throw UsageError("bench: " + std::to_string(ri.world) + " ranks (from " + ri.source +
-                     ") need a rendezvous: pass --rendezvous file:///shared/dir or redis://host:port, "
-                     "or start the ranks with `dreamddp launch`");
-  bo.iface = a.iface;
-  bo.timeout_s = a.timeout_s;
-  bo.prefix = "dd-bench";
-  auto be = make_backend(bo);
-  const int n = be->size(), rank = be->rank();
-  const bool lead = rank == 0;
-
+  const RankInfo ri = discover_rank();
+  auto be = connect_bench(a, ri);
+  const int n = be->size();
+  const bool lead = be->rank() == 0;
   std::function<void(float*, size_t)> bare;
   if (a.compare_bare) bare = bare_allreduce_of(*be);
-
-  if (lead) {
-    std::printf("# dreamddp bench allreduce: backend %s, world %d (%s), %s buffers, float32 sum in place\n",
-                be->name().c_str(), n, ri.source.c_str(), a.device == "cuda" ? "device" : "host");
-    std::printf("# %d warm-up + %d timed iterations per size; time = median over iterations, max over ranks;\n"
-                "# algbw = bytes/time, busbw = algbw*2(n-1)/n, GB = 1e9 bytes\n",
-                a.warmup, a.iters);
-    if (bare)
-      std::printf("# bare = gloo::allreduce on the same context, algorithm and buffer, called on this thread\n"
-                  "# (no queue); interleaved with ours, order alternating per iteration. overhead = ours/bare - 1 on\n"
-                  "# the medians; ovh-pair = median over iterations of ours_i/bare_i - 1 (each time max over ranks;\n"
-                  "# the pair ran back to back, so slow load drift cancels); ovh-min on the fastest iteration of\n"
-                  "# each. #wrong counts wrong elements of both\n");
-    std::printf("#\n# %12s %12s %12s %12s %12s %8s", "size(B)", "count", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
-                "#wrong");
-    if (bare) std::printf(" %12s %11s %11s %11s", "bare(us)", "overhead(%)", "ovh-pair(%)", "ovh-min(%)");
-    std::printf("\n");
-    std::fflush(stdout);
-  }
+  const bool with_bare = bool(bare);
+  if (lead) print_header(a, *be, ri, with_bare);
 
   nlohmann::json results = nlohmann::json::array();
   bool all_ok = true;
   double sum_ours = 0, sum_bare = 0;  // medians summed over sizes, for --compare-bare's one-number summary
-  // Expected sums stay exact in float32 (below 2^24) for worlds up to ~2000 ranks.
-  const double rank_sum = 0.5 * n * (n + 1);
   for (size_t bytes = a.min_bytes; bytes <= a.max_bytes; bytes *= 2) {
-    const size_t count = bytes / sizeof(float);
-    std::vector<float> pattern(count);
-    for (size_t i = 0; i < count; ++i) pattern[i] = static_cast<float>((rank + 1) * (i % 7 + 1));
-    BenchBuffer buf(count, a.device == "cuda" && a.backend == "nccl");
-    std::vector<double> times, bare_times;
-    long long bare_wrong = 0;
-    // Every iteration reduces the same input, so the last one can be checked exactly.
-    auto time_ours = [&] {
-      buf.load(pattern);
-      be->barrier();  // start together: the time is the collective, not rank skew
-      double t0 = now_s();
-      be->allreduce(buf.data(), count, ReduceOp::Sum)->wait();
-      return now_s() - t0;
-    };
-    auto time_bare = [&] {
-      buf.load(pattern);
-      be->barrier();
-      double t0 = now_s();
-      bare(buf.data(), count);
-      double t = now_s() - t0;
-      bare_wrong = count_wrong(buf.fetch(), rank_sum);
-      return t;
-    };
-    for (int it = 0; it < a.warmup + a.iters; ++it) {
-      // With --compare-bare the two alternate which goes first, so drift and cache state hit both alike; ours
-      // always goes last in the final iteration so the buffer checked below is ours.
-      const bool bare_first = bare && (a.warmup + a.iters - 1 - it) % 2 == 0;
-      double tb = 0;
-      if (bare_first) tb = time_bare();
-      double t = time_ours();
-      if (bare && !bare_first) tb = time_bare();
-      if (it >= a.warmup) {
-        times.push_back(t);
-        if (bare) bare_times.push_back(tb);
-      }
-    }
-    const long long wrong = count_wrong(buf.fetch(), rank_sum);
-    // Every rank reports its per-iteration times; the figures are taken over ranks as documented in the header.
-    std::string report = std::to_string(wrong) + " " + std::to_string(bare_wrong) + " " + std::to_string(times.size());
-    char num[32];
-    for (const auto* v : {&times, &bare_times})
-      for (double x : *v) {
-        std::snprintf(num, sizeof(num), " %.9e", x);
-        report += num;
-      }
-    double t = 0, tb = 0, tmin = 0, tbmin = 0;
-    long long total_wrong = 0, total_bare_wrong = 0;
-    std::vector<double> pair_ours(times.size(), 0.0), pair_bare(bare_times.size(), 0.0);
-    for (const auto& s : be->allgather(report)) {
-      std::istringstream in(s);
-      long long w = -1, wb = -1;
-      size_t k = 0;
-      in >> w >> wb >> k;
-      std::vector<double> tr(k), br(bare ? k : 0);
-      for (auto& x : tr) in >> x;
-      for (auto& x : br) in >> x;
-      if (!in || k != times.size()) throw std::runtime_error("bench: bad rank report");
-      t = std::max(t, median(tr));
-      tmin = std::max(tmin, *std::min_element(tr.begin(), tr.end()));
-      for (size_t i = 0; i < k; ++i) pair_ours[i] = std::max(pair_ours[i], tr[i]);
-      if (bare) {
-        tb = std::max(tb, median(br));
-        tbmin = std::max(tbmin, *std::min_element(br.begin(), br.end()));
-        for (size_t i = 0; i < k; ++i) pair_bare[i] = std::max(pair_bare[i], br[i]);
-      }
-      total_wrong += w;
-      total_bare_wrong += wb;
-    }
-    // Paired estimate: ours and bare of the same iteration ran back to back, so load that drifts over seconds
-    // (other processes on the machine) cancels in their ratio.
-    double overhead_pair_pct = 0;
-    if (bare) {
-      std::vector<double> ratio;
-      for (size_t i = 0; i < pair_ours.size(); ++i)
-        if (pair_bare[i] > 0) ratio.push_back(pair_ours[i] / pair_bare[i]);
-      if (!ratio.empty()) overhead_pair_pct = (median(ratio) - 1.0) * 100.0;
-    }
-    const double algbw = t > 0 ? static_cast<double>(count * sizeof(float)) / t / 1e9 : 0.0;
-    const double busbw = n > 1 ? algbw * 2.0 * (n - 1) / n : 0.0;
-    const double overhead_pct = tb > 0 ? (t / tb - 1.0) * 100.0 : 0.0;
-    const double overhead_min_pct = tbmin > 0 ? (tmin / tbmin - 1.0) * 100.0 : 0.0;
-    const bool ok = total_wrong == 0 && total_bare_wrong == 0;
-    sum_ours += t;
-    sum_bare += tb;
-    all_ok = all_ok && ok;
-    if (lead) {
-      std::printf("  %12zu %12zu %12.1f %12.3f %12.3f %8lld", count * sizeof(float), count, t * 1e6, algbw, busbw,
-                  total_wrong + total_bare_wrong);
-      if (bare) std::printf(" %12.1f %11.1f %11.1f %11.1f", tb * 1e6, overhead_pct, overhead_pair_pct, overhead_min_pct);
-      std::printf("\n");
-      std::fflush(stdout);
-    }
-    nlohmann::json r = {{"bytes", count * sizeof(float)},
-                        {"time_s", t},
-                        {"algbw_GBps", algbw},
-                        {"busbw_GBps", busbw},
-                        {"ok", ok}};
-    if (bare) {
-      r["bare_time_s"] = tb;
-      r["overhead_pct"] = overhead_pct;
-      r["min_time_s"] = tmin;
-      r["bare_min_time_s"] = tbmin;
-      r["overhead_min_pct"] = overhead_min_pct;
-      r["overhead_pair_pct"] = overhead_pair_pct;
-    }
-    results.push_back(r);
+    const SizeResult r = measure_size(*be, a, bytes / sizeof(float), bare);
+    sum_ours += r.t;
+    sum_bare += r.tb;
+    all_ok = all_ok && r.ok();
+    if (lead) print_row(r, n, with_bare);
+    results.push_back(row_json(r, n, with_bare));
     if (bytes > a.max_bytes / 2) break;  // doubling must not overflow past MAX
   }
   if (lead) {
     nlohmann::json summary = {{"backend", be->name()}, {"world", n}, {"results", results}};
-    if (bare && sum_bare > 0) {
+    if (with_bare && sum_bare > 0) {
       const double total_pct = (sum_ours / sum_bare - 1.0) * 100.0;
       std::printf("# all sizes: ours %.1f us, bare %.1f us (sums of the medians): overhead %.1f%%\n", sum_ours * 1e6,
                   sum_bare * 1e6, total_pct);
@@ -395,7 +424,8 @@ int cmd_bench(int argc, char** argv) {
     std::fflush(stdout);
   }
   if (!all_ok) {
-    std::fprintf(stderr, "bench: rank %d: allreduce results were wrong (see #wrong); the backend is broken\n", rank);
+    std::fprintf(stderr, "bench: rank %d: allreduce results were wrong (see #wrong); the backend is broken\n",
+                 be->rank());
     return 1;
   }
   return 0;

@@ -1,7 +1,7 @@
 // `dreamddp bench gemm [--m M] [--k K] [--n N] [--threads T] [--seconds S]`: C = A(MxK) B(KxN) through dd::ops::gemm,
 // timed like the peer times its own (a few warm-up calls, then as many calls as fit in S seconds), so the two
 // rates are comparable: torch_ddp.py measures a @ b with a 64x1024, b 1024x1024.
-#include "experiments/cli/bench_gemm.h"
+#include "app/cli/bench_gemm.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,6 @@
 // Connecting a rank: the backend from the options and environment, then the start-up handshake that refuses
 // ranks whose configurations differ.
-#include "experiments/cli/connect.h"
+#include "app/cli/connect.h"
 
 #include <cstdlib>
 #include <sstream>
@@ -14,8 +14,8 @@ namespace {
 std::string config_fingerprint(const train::TrainConfig& c) {
   std::ostringstream s;
   s << "model=" << c.model << "\npolicy=" << c.policy << "\nseed=" << c.seed << "\nbatch=" << c.batch
-    << "\nworld=" << c.world << "\nbackend=" << c.backend << "\nsteps=" << c.steps << "\ndata=" << c.data
-    << "\noptimizer=" << c.optimizer << "\nlr=" << c.lr << "\n";
+    << "\nworld=" << c.world << "\nbackend=" << name(c.backend) << "\nsteps=" << c.steps << "\ndata=" << c.data
+    << "\noptimizer=" << name(c.optimizer) << "\nlr=" << c.lr << "\n";
   for (auto& sw : c.switches) s << "switch=" << sw << "\n";
   return s.str();
 }
@@ -49,11 +49,11 @@ std::unique_ptr<Backend> connect(const train::TrainConfig& cfg) {
   std::unique_ptr<Backend> backend;
   if (cfg.world > 1) {
     BackendOptions bo;
-    bo.kind = cfg.backend;
+    bo.kind = name(cfg.backend);
     bo.rank = cfg.rank;
     bo.world = cfg.world;
-    bo.rendezvous = resolve_rendezvous(cfg.rendezvous, cfg.backend == "gloo" ? cfg.out : "");
-    if (bo.rendezvous.empty() && cfg.backend == "gloo")
+    bo.rendezvous = resolve_rendezvous(cfg.rendezvous, cfg.backend == train::BackendKind::Gloo ? cfg.out : "");
+    if (bo.rendezvous.empty() && cfg.backend == train::BackendKind::Gloo)
       throw UsageError("several ranks need --rendezvous (or --out for a file store under the run directory)");
     bo.iface = cfg.iface;
     bo.timeout_s = cfg.timeout_s;

@@ -1,6 +1,6 @@
-// `dreamddp launch`: the CLI entry point; all logic lives in experiments/launch (library dd_launch).
-#include "experiments/commands.h"
-#include "experiments/launch/launch.h"
+// `dreamddp launch`: the CLI entry point; all logic lives in app/launch (library dd_launch).
+#include "app/commands.h"
+#include "app/launch/launch.h"
 
 namespace dd::cli {
 

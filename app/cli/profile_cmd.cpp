@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "backends/backend.h"
 #include "core/common/error.h"
 #include "core/train/run_dir.h"
@@ -12,9 +14,9 @@
 #include "core/ops/ops.h"
 #include "core/sync/profiler.h"
 #include "core/train/trainer.h"
-#include "experiments/cli/connect.h"
-#include "experiments/cli/train_options.h"
-#include "experiments/commands.h"
+#include "app/cli/connect.h"
+#include "app/cli/train_options.h"
+#include "app/commands.h"
 
 namespace dd::cli {
 
@@ -57,6 +59,18 @@ int cmd_profile(int argc, char** argv) {
   auto p = sync::measure_profile(*model, batch, backend.get(), po);
   if (cfg.rank == 0) {
     sync::write_profile(cfg.out, p, cfg.overwrite);
+    // What the profile was measured on, and each layer's size: `simulate --profile DIR` needs nothing else.
+    nlohmann::ordered_json meta, bytes;
+    meta["model"] = cfg.model;
+    meta["data"] = cfg.data;
+    meta["batch"] = cfg.batch;
+    meta["threads"] = cfg.threads;
+    meta["world"] = cfg.world;
+    meta["backend"] = backend ? backend->name() : std::string("none");
+    meta["steps"] = po.steps;
+    for (auto* l : model->layers()) bytes[l->name] = 4 * (l->num_params() + l->num_buffers());
+    train::write_file_atomic(cfg.out + "/meta.json", meta.dump(1) + "\n");
+    train::write_file_atomic(cfg.out + "/bytes.json", bytes.dump(1) + "\n");
     double B = 0, C = 0;
     std::printf("%-28s %12s %12s\n", "layer", "backward_ms", "allreduce_ms");
     for (size_t l = 0; l < p.names.size(); ++l) {
@@ -65,7 +79,7 @@ int cmd_profile(int argc, char** argv) {
       C += p.comm[l];
     }
     std::printf("model %s, batch %lld/rank, %d rank(s), backend %s: B = %.3f ms, C = %.3f ms; while they overlap "
-                "compute x%.3f, communication x%.3f -> %s/{bp,comm,overlap}.json\n",
+                "compute x%.3f, communication x%.3f -> %s/{bp,comm,overlap,meta,bytes}.json\n",
                 cfg.model.c_str(), (long long)cfg.batch, cfg.world, backend ? backend->name().c_str() : "none",
                 B * 1e3, C * 1e3, 1 + p.contention.compute, 1 + p.contention.comm, cfg.out.c_str());
   }

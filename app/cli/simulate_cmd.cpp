@@ -1,5 +1,5 @@
 // `dreamddp simulate`: the engine's policies and bucket plan on N x G simulated ranks over SimGrid's network model
-// (experiments/sim), per-layer times from a profile; writes metrics.h5 / summary.json like `train`.
+// (app/sim), per-layer times from a profile; writes metrics.h5 / summary.json like `train`.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -13,12 +13,12 @@
 
 #include "core/common/error.h"
 #include "core/train/run_dir.h"
-#include "experiments/cli/parse_options.h"
-#include "experiments/commands.h"
-#include "experiments/sim/platform_spec.h"
-#include "experiments/sim/sim_layers.h"
-#include "experiments/sim/sim_output.h"
-#include "experiments/sim/simulator.h"
+#include "app/cli/parse_options.h"
+#include "app/commands.h"
+#include "app/sim/platform_spec.h"
+#include "app/sim/sim_layers.h"
+#include "app/sim/sim_output.h"
+#include "app/sim/simulator.h"
 
 namespace dd::cli {
 

@@ -9,9 +9,9 @@
 #include "core/train/checkpoint.h"
 #include "core/train/run_dir.h"
 #include "core/train/trainer.h"
-#include "experiments/cli/connect.h"
-#include "experiments/cli/train_options.h"
-#include "experiments/commands.h"
+#include "app/cli/connect.h"
+#include "app/cli/train_options.h"
+#include "app/commands.h"
 
 namespace dd::cli {
 

@@ -1,5 +1,5 @@
 // Boost.Program_options description of the train options; INI files use the same names (key = value).
-#include "experiments/cli/train_options.h"
+#include "app/cli/train_options.h"
 
 #include <boost/lexical_cast.hpp>
 #include <boost/program_options.hpp>
@@ -42,7 +42,10 @@ po::typed_value<T>* with_default(T* v) {
 }  // namespace
 
 bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
-  std::string seed;
+  std::string seed, optimizer;
+  // Enumerated options are read as words and parsed once below; the rest of the program sees only values.
+  std::string backend = name(c.backend), device = name(c.device), lr_schedule = name(c.lr_schedule),
+              anomaly = name(c.anomaly);
   po::options_description d("dreamddp train options");
   // clang-format off
   d.add_options()
@@ -53,16 +56,16 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     ("data-dir", po::value(&c.data_dir), "dataset location (default: the Debian package's)")
     ("policy", with_default(&c.policy), "ddp | localsgd:k=8 | plsgd:h=8 | dreamddp:h=8[,profile=DIR][,fillin=1] | fixed:... | threshold:... | autothreshold | staleness:t=T | hybrid | hier:nodes=AxB | A+staleness:t=T (core/sync/POLICIES.md)")
     ("switch", po::value(&c.switches)->composing(), "STEP:SPEC, change policy at STEP (repeatable)")
-    ("backend", with_default(&c.backend), "gloo | mpi | nccl")
-    ("device", with_default(&c.device), "cpu | cuda")
+    ("backend", with_default(&backend), "gloo | mpi | nccl")
+    ("device", with_default(&device), "cpu | cuda")
     ("batch", with_default(&c.batch), "per-rank batch size")
     ("steps", with_default(&c.steps), "training steps")
     ("lr", po::value(&c.lr), "learning rate (default: sgd 0.05, adamw 0.001)")
     ("momentum", with_default(&c.momentum), "SGD momentum")
     ("nesterov", po::bool_switch(&c.nesterov), "Nesterov momentum")
     ("weight-decay", with_default(&c.weight_decay), "weight decay (AdamW: decoupled)")
-    ("optimizer", po::value(&c.optimizer), "sgd | adamw (default: sgd; adamw for gpt-mini, gpt2, llama)")
-    ("lr-schedule", with_default(&c.lr_schedule), "const | cosine | step")
+    ("optimizer", po::value(&optimizer), "sgd | adamw (default: sgd; adamw for gpt-mini, gpt2, llama)")
+    ("lr-schedule", with_default(&lr_schedule), "const | cosine | step")
     ("warmup", po::value(&c.warmup), "linear warm-up steps (default 2% of --steps)")
     ("seed", po::value(&seed)->default_value("0"), "seed of initialization and data order (0 .. 2^64-1)")
     ("eval-every", with_default(&c.eval_every), "test-set evaluation every N steps (and at the end)")
@@ -81,7 +84,7 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     ("check-collectives", po::bool_switch(&c.check_collectives), "fingerprint every collective across ranks")
     ("staleness-lr", po::value(&c.staleness_gamma)->implicit_value(0.9, as_written(0.9)), "scale lr_l by GAMMA^stale_l (default 0.9)")
     ("immediate-update", po::bool_switch(&c.immediate_update), "update each layer as soon as its sync is done")
-    ("anomaly", with_default(&c.anomaly), "off | fallback | stop: on NaN/Inf or a loss spike")
+    ("anomaly", with_default(&anomaly), "off | fallback | stop: on NaN/Inf or a loss spike")
     ("anomaly-spike", with_default(&c.anomaly_spike), "loss spike factor over its EMA (0: off)")
     ("anomaly-window", with_default(&c.anomaly_window), "fallback: lock-step steps")
     ("inject-nan", with_default(&c.inject_nan), "testing: poison a gradient on rank 0 at STEP")
@@ -123,7 +126,12 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
   if (vm.count("staleness-lr") && !(c.staleness_gamma > 0 && c.staleness_gamma <= 1))
     throw UsageError("--staleness-lr must be in (0, 1]");
   if (vm.count("warmup") && c.warmup < 0) throw UsageError("--warmup must be >= 0");
-  if (vm.count("optimizer") && c.optimizer.empty()) throw UsageError("--optimizer: empty value (expected sgd or adamw)");
+  if (vm.count("optimizer") && optimizer.empty()) throw UsageError("--optimizer: empty value (expected sgd or adamw)");
+  c.device = train::parse_device(device);
+  c.backend = train::parse_backend(backend);
+  c.optimizer = train::parse_optimizer(optimizer);
+  c.lr_schedule = train::parse_lr_schedule(lr_schedule);
+  c.anomaly = train::parse_anomaly(anomaly);
   return true;
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/common/error.h"
-#include "experiments/launch/launch.h"
+#include "app/launch/launch.h"
 
 namespace dd::launch {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/netem/netem_spec.h"
+#include "app/netem/netem_spec.h"
 
 namespace dd::launch {
 

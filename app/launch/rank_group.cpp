@@ -1,6 +1,6 @@
 // Process supervision for `dreamddp launch` (see rank_group.h). Single-threaded: signals are taken with
 // sigtimedwait while blocked, so there are no async handlers and no races with reaping.
-#include "experiments/launch/rank_group.h"
+#include "app/launch/rank_group.h"
 
 #include <fcntl.h>
 #include <sched.h>

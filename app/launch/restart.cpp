@@ -5,7 +5,7 @@
 
 #include "core/common/error.h"
 #include "core/train/checkpoint.h"
-#include "experiments/launch/launch.h"
+#include "app/launch/launch.h"
 
 namespace dd::launch {
 namespace {

@@ -23,10 +23,10 @@
 #include <stdexcept>
 
 #include "core/common/error.h"
-#include "experiments/launch/launch.h"
-#include "experiments/launch/rank_group.h"
-#include "experiments/netem/emulated_cluster.h"
-#include "experiments/netem/sys_command.h"
+#include "app/launch/launch.h"
+#include "app/launch/rank_group.h"
+#include "app/netem/emulated_cluster.h"
+#include "app/netem/sys_command.h"
 
 extern char** environ;
 

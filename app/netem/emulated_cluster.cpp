@@ -1,7 +1,7 @@
 // Builds and removes the --netem emulated cluster with `ip` and `tc` (see emulated_cluster.h).
 // Only names this launcher claimed are touched: the bridge name is claimed atomically by creating it, and
 // namespaces/veths carry the same id. No addresses on the bridge, no routes, no NAT: ranks reach only each other.
-#include "experiments/netem/emulated_cluster.h"
+#include "app/netem/emulated_cluster.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,8 +12,8 @@
 #include <stdexcept>
 
 #include "core/common/error.h"
-#include "experiments/netem/sys_command.h"
-#include "experiments/netem/veth_offload.h"
+#include "app/netem/sys_command.h"
+#include "app/netem/veth_offload.h"
 
 namespace dd::netem {
 namespace {

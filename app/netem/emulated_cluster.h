@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/netem/netem_spec.h"
-#include "experiments/netem/link_impair.h"
+#include "app/netem/netem_spec.h"
+#include "app/netem/link_impair.h"
 
 namespace dd::netem {
 

@@ -1,7 +1,7 @@
 // LinkImpair (see link_impair.h). Hot loops allocate nothing: the delay line is a preallocated ring of frame
 // slots that recvmmsg fills in place and sendmmsg drains in place; every wait is a ppoll that the stop eventfd
 // interrupts, and every inner loop is bounded by a batch or the ring size.
-#include "experiments/netem/link_impair.h"
+#include "app/netem/link_impair.h"
 
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>

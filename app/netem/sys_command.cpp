@@ -1,5 +1,5 @@
 // Shell-free execution of ip/tc with captured output (posix_spawn, default signal mask in the child).
-#include "experiments/netem/sys_command.h"
+#include "app/netem/sys_command.h"
 
 #include <fcntl.h>
 #include <spawn.h>

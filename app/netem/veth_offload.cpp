@@ -1,6 +1,6 @@
 // disable_offloads (see veth_offload.h): legacy SIOCETHTOOL get/set calls, made from a short-lived thread that
 // enters the target network namespace (setns of a network namespace is per thread; the launcher stays put).
-#include "experiments/netem/veth_offload.h"
+#include "app/netem/veth_offload.h"
 
 #include <fcntl.h>
 #include <linux/ethtool.h>

@@ -1,7 +1,7 @@
 // Example user policy, `normdrift`: a layer averages its parameters when its gradient norm has drifted by more
 // than `drift` (relative) since the layer's last sync, or after `max` steps at the latest.
 //
-// This file is the whole policy: it is compiled into `dreamddp` because experiments/policies/*.cpp are, and the
+// This file is the whole policy: it is compiled into `dreamddp` because app/policies/*.cpp are, and the
 // registration at the bottom makes `--policy normdrift:drift=0.3,max=16` work. Nothing else changes. Copy it to
 // write your own.
 #include <cmath>

@@ -1,5 +1,5 @@
 // parse_cluster / parse_slow / parse_bandwidth / parse_duration: strict (a typo is a usage error, never a default).
-#include "experiments/sim/platform_spec.h"
+#include "app/sim/platform_spec.h"
 
 #include <cerrno>
 #include <cstdint>

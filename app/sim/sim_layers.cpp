@@ -1,9 +1,12 @@
 // load_layers: profile times from core/sync/profile_io, sizes from a model, a bytes file or the comm times.
-#include "experiments/sim/sim_layers.h"
+#include "app/sim/sim_layers.h"
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
 #include "core/models/model.h"
@@ -21,7 +24,21 @@ void add(SimLayers& s, const std::string& name, const std::string& kind, int64_t
 
 }  // namespace
 
-SimLayers load_layers(const std::string& dir, const LayerSizeSource& src) {
+// The model a `dreamddp profile` directory was measured on (DIR/meta.json "model"), or "" when it names none.
+std::string profiled_model(const std::string& dir) {
+  const auto path = std::filesystem::path(dir) / "meta.json";
+  if (!std::filesystem::exists(path)) return "";
+  std::ifstream f(path);
+  const auto j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("model") || !j["model"].is_string())
+    throw UsageError("profile " + dir + ": meta.json is not a JSON object with a \"model\" string");
+  return j["model"].get<std::string>();
+}
+
+SimLayers load_layers(const std::string& dir, const LayerSizeSource& given_src) {
+  LayerSizeSource src = given_src;
+  // A profile written by `dreamddp profile` names its model: its exact layout, unless another source is given.
+  if (src.model.empty() && src.bytes.empty() && !(src.comm_Bps > 0)) src.model = profiled_model(dir);
   const auto prof = sync::read_profile(dir);
   if (prof.names.empty()) throw UsageError("profile " + dir + ": bp.json has no layers");
   int given = !src.model.empty() + !src.bytes.empty() + (src.comm_Bps > 0);
@@ -44,7 +61,7 @@ SimLayers load_layers(const std::string& dir, const LayerSizeSource& src) {
     }
     s.num_params = int64_t(m->params().size());
     s.num_buffers = int64_t(m->buffers().size());
-    s.size_source = "model " + src.model;
+    s.size_source = "model " + src.model + (given_src.model.empty() ? " (the profile's meta.json)" : "");
     return s;
   }
   std::vector<int64_t> floats(prof.names.size(), 0);

@@ -1,5 +1,5 @@
 // summarize / write_run: the simulated run in train's telemetry schema (core/telemetry writes both files).
-#include "experiments/sim/sim_output.h"
+#include "app/sim/sim_output.h"
 
 #include <ctime>
 

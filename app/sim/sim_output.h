@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "experiments/sim/simulator.h"
+#include "app/sim/simulator.h"
 
 namespace dd::sim {
 

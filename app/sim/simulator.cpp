@@ -14,7 +14,7 @@
 
 #include "core/common/error.h"
 #include "core/sync/step_plan.h"
-#include "experiments/sim/simulator.h"
+#include "app/sim/simulator.h"
 
 namespace sg4 = simgrid::s4u;
 

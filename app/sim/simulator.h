@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/telemetry/rows.h"
-#include "experiments/sim/platform_spec.h"
-#include "experiments/sim/sim_layers.h"
+#include "app/sim/platform_spec.h"
+#include "app/sim/sim_layers.h"
 
 namespace dd::sim {
 

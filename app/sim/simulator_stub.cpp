@@ -1,6 +1,6 @@
 // Built without SimGrid (no pkg-config `simgrid`): `dreamddp simulate` refuses with one line.
 #include "core/common/error.h"
-#include "experiments/sim/simulator.h"
+#include "app/sim/simulator.h"
 
 namespace dd::sim {
 

@@ -1,4 +1,4 @@
-// One step's launch plan, shared by the training engine (layer_sync.cpp) and the simulator (experiments/sim):
+// One step's launch plan, shared by the training engine (layer_sync.cpp) and the simulator (app/sim):
 // the policy's per-layer actions, the lock-step transitions they cause, the buckets and which layer triggers each,
 // and the collectives (arena ranges, in launch order) that one bucket issues.
 #pragma once

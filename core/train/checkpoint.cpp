@@ -66,7 +66,7 @@ std::string choose_checkpoint(const std::string& dir, int rank, Backend* b) {
 std::string checkpoint_fingerprint(const TrainConfig& c, const models::Model& m) {
   std::ostringstream s;
   s << "model=" << c.model << "\nparams=" << m.num_params() << "\nworld=" << c.world << "\nrank=" << c.rank
-    << "\nbatch=" << c.batch << "\nseed=" << c.seed << "\npolicy=" << c.policy << "\noptimizer=" << c.optimizer
+    << "\nbatch=" << c.batch << "\nseed=" << c.seed << "\npolicy=" << c.policy << "\noptimizer=" << name(c.optimizer)
     << "\ndata=" << c.data << "\n";
   for (auto& sw : c.switches) s << "switch=" << sw << "\n";
   return s.str();

@@ -6,22 +6,42 @@
 
 namespace dd::train {
 
+// The options that name one of a fixed set, parsed once where a run is configured (the CLI or a test) and compared
+// as values from there on. name() spells each as the CLI, metrics.h5, summary.json and checkpoints do.
+enum class Device { Cpu, Cuda };
+enum class BackendKind { Gloo, Mpi, Nccl };
+enum class OptimizerKind { Auto, Sgd, AdamW };  // Auto: sgd, adamw for the language models
+enum class LrSchedule { Const, Cosine, Step };
+enum class AnomalyMode { Off, Fallback, Stop };
+
+const char* name(Device v);
+const char* name(BackendKind v);
+const char* name(OptimizerKind v);  // Auto: "auto"
+const char* name(LrSchedule v);
+const char* name(AnomalyMode v);
+// Each throws UsageError naming its option and the accepted values.
+Device parse_device(const std::string& s);
+BackendKind parse_backend(const std::string& s);
+OptimizerKind parse_optimizer(const std::string& s);  // "" is Auto
+LrSchedule parse_lr_schedule(const std::string& s);
+AnomalyMode parse_anomaly(const std::string& s);
+
 struct TrainConfig {
   std::string model = "mlp";
   std::string data = "fashion-mnist";
   std::string data_dir;                 // empty: the dataset's Debian location
   std::string policy = "ddp";
   std::vector<std::string> switches;    // "STEP:SPEC"
-  std::string backend = "gloo";
-  std::string device = "cpu";
+  BackendKind backend = BackendKind::Gloo;
+  Device device = Device::Cpu;
   int64_t batch = 64;                   // per rank
   int64_t steps = 1000;
   float lr = -1;                        // <0: the optimizer's default (sgd 0.05, adamw 1e-3)
   float momentum = 0.9f;
   bool nesterov = false;
   float weight_decay = 0.0f;
-  std::string optimizer;                // empty: sgd, adamw for gpt-mini, gpt2, llama
-  std::string lr_schedule = "cosine";
+  OptimizerKind optimizer = OptimizerKind::Auto;
+  LrSchedule lr_schedule = LrSchedule::Cosine;
   int64_t warmup = -1;                  // <0: 2% of steps
   uint64_t seed = 0;
   int64_t eval_every = 0;               // 0: only at the end
@@ -41,7 +61,7 @@ struct TrainConfig {
   double staleness_gamma = 0;           // >0: lr_l = lr * gamma^stale_l
   bool average_optimizer_state = false;
   bool immediate_update = false;        // update each layer as soon as its sync is done
-  std::string anomaly = "fallback";     // off | fallback | stop
+  AnomalyMode anomaly = AnomalyMode::Fallback;
   double anomaly_spike = 10;            // loss > factor x EMA counts as an anomaly (0: off)
   int64_t anomaly_window = 50;          // fallback: steps of lock-step sync
   int64_t inject_nan = -1;              // testing: poison a gradient on rank 0 at this step

@@ -17,7 +17,7 @@ std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models
   eo.staleness_gamma = cfg.staleness_gamma;
   eo.average_optimizer_state = cfg.average_optimizer_state;
   eo.metrics = metrics;
-  eo.anomaly_votes = cfg.anomaly != "off";
+  eo.anomaly_votes = cfg.anomaly != AnomalyMode::Off;
   eo.control_file = cfg.control_file;
   eo.verbose = cfg.rank == 0;
   if (dev) return dev->make_engine(eo, m, b);

@@ -34,16 +34,16 @@ static void write_config_attributes(telemetry::MetricsWriter& w, const TrainConf
   str("data_dir", c.data_dir);
   str("policy", c.policy);
   if (!c.switches.empty()) w.set_attribute("switches", c.switches);
-  str("backend", c.backend);
-  str("device", c.device);
+  str("backend", name(c.backend));
+  str("device", name(c.device));
   i64("batch", c.batch);
   i64("steps", c.steps);
   f64("lr", c.lr);
   f64("momentum", c.momentum);
   i64("nesterov", c.nesterov);
   f64("weight_decay", c.weight_decay);
-  str("optimizer", c.optimizer);
-  str("lr_schedule", c.lr_schedule);
+  str("optimizer", name(c.optimizer));
+  str("lr_schedule", name(c.lr_schedule));
   i64("warmup", c.warmup);
   // uint64 seeds above 2^63 do not fit an int64 attribute: those are kept exactly as text.
   if (c.seed <= uint64_t(INT64_MAX)) i64("seed", int64_t(c.seed));
@@ -64,7 +64,7 @@ static void write_config_attributes(telemetry::MetricsWriter& w, const TrainConf
   f64("staleness_lr", c.staleness_gamma);
   i64("avg_optimizer_state", c.average_optimizer_state);
   i64("immediate_update", c.immediate_update);
-  str("anomaly", c.anomaly);
+  str("anomaly", name(c.anomaly));
   f64("anomaly_spike", c.anomaly_spike);
   i64("anomaly_window", c.anomaly_window);
   i64("inject_nan", c.inject_nan);

@@ -2,6 +2,7 @@
 // hooks into backward and the update (core/sync).
 #include "core/train/trainer.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -74,16 +75,10 @@ data::InputSpec resolve_and_validate(TrainConfig& c) {
   const bool language_model = family == "gpt-mini" || family == "gpt2" || family == "llama";
   if (c.data != "fashion-mnist" && c.data != "text" && c.data != "synthetic")
     throw UsageError("--data: unknown dataset '" + c.data + "' (expected fashion-mnist, text or synthetic)");
-  if (c.device != "cpu" && c.device != "cuda")
-    throw UsageError("--device: unknown device '" + c.device + "' (expected cpu or cuda)");
-  if (c.backend != "gloo" && c.backend != "mpi" && c.backend != "nccl")
-    throw UsageError("--backend: unknown backend '" + c.backend + "' (expected gloo, mpi or nccl)");
   if (c.batch < 1 || c.batch > 1 << 20) throw UsageError("--batch must be between 1 and 1048576");
   if (c.steps < 1) throw UsageError("--steps must be >= 1");
-  if (c.optimizer.empty()) c.optimizer = language_model ? "adamw" : "sgd";
-  if (c.optimizer != "sgd" && c.optimizer != "adamw")
-    throw UsageError("--optimizer: unknown optimizer '" + c.optimizer + "' (expected sgd or adamw)");
-  if (c.lr < 0) c.lr = c.optimizer == "adamw" ? 1e-3f : 0.05f;
+  if (c.optimizer == OptimizerKind::Auto) c.optimizer = language_model ? OptimizerKind::AdamW : OptimizerKind::Sgd;
+  if (c.lr < 0) c.lr = c.optimizer == OptimizerKind::AdamW ? 1e-3f : 0.05f;
   if (!(c.lr > 0) || !std::isfinite(c.lr)) throw UsageError("--lr must be a positive number");
   if (!(c.momentum >= 0 && c.momentum < 1)) throw UsageError("--momentum must be in [0, 1)");
   if (!(c.weight_decay >= 0) || !std::isfinite(c.weight_decay)) throw UsageError("--weight-decay must be >= 0");
@@ -101,20 +96,16 @@ data::InputSpec resolve_and_validate(TrainConfig& c) {
   if (!c.sensitivity.empty()) parse_sensitivity(c.sensitivity, c.steps);
   sync::make_policy(sync::PolicySpec::parse(c.policy));  // a bad spec is refused before any work
   sync::parse_switches(c.switches);
-  if (c.anomaly != "off" && c.anomaly != "fallback" && c.anomaly != "stop")
-    throw UsageError("--anomaly: '" + c.anomaly + "' (expected off, fallback or stop)");
   if (!(c.anomaly_spike >= 0)) throw UsageError("--anomaly-spike must be >= 0");
   if (c.anomaly_window < 1) throw UsageError("--anomaly-window must be >= 1");
   if (c.inject_nan >= 0 && language_model)
     throw UsageError("--inject-nan poisons image inputs; " + family + " takes tokens");
-  if (c.device == "cuda") validate_cuda(c);
-  if (c.backend == "nccl" && c.device != "cuda" && c.world > 1)
+  if (c.device == Device::Cuda) validate_cuda(c);
+  if (c.backend == BackendKind::Nccl && c.device != Device::Cuda && c.world > 1)
     throw UsageError("--backend nccl reduces GPU memory: it needs --device cuda (or use --backend gloo or mpi)");
   if (c.bucket_cap_mb < 1 || c.bucket_cap_mb > 16384) throw UsageError("--bucket-cap-mb must be in [1, 16384]");
   if (!(c.first_bucket_mb > 0 && c.first_bucket_mb <= 16384)) throw UsageError("--first-bucket-mb must be in (0, 16384]");
   if (c.log_every < 0) throw UsageError("--log-every must be >= 0");
-  if (c.lr_schedule != "const" && c.lr_schedule != "cosine" && c.lr_schedule != "step")
-    throw UsageError("--lr-schedule: unknown schedule '" + c.lr_schedule + "' (expected const, cosine or step)");
   if (c.staleness_gamma != 0 && !(c.staleness_gamma > 0 && c.staleness_gamma <= 1))
     throw UsageError("--staleness-lr must be in (0, 1]");
   // Model-dependent policy mistakes (a `fixed` pattern naming no layer, a profile of another model) are refused
@@ -161,13 +152,13 @@ Trainer::Trainer(const TrainConfig& cfg, Backend* backend, RunData* data) : impl
   check_dataset_fits_model(I.test, *I.model);
   I.sharder = std::make_unique<data::Sharder>(I.train.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
   optim::OptimConfig oc;
-  oc.kind = cfg.optimizer;
+  oc.kind = name(cfg.optimizer);
   oc.momentum = cfg.momentum;
   oc.nesterov = cfg.nesterov;
   oc.weight_decay = cfg.weight_decay;
   I.opt = std::make_unique<optim::Optimizer>(oc, *I.model);
-  if (cfg.device == "cuda") I.dev = make_device_state(cfg, *I.model, oc);
-  I.sched.kind = cfg.lr_schedule;
+  if (cfg.device == Device::Cuda) I.dev = make_device_state(cfg, *I.model, oc);
+  I.sched.kind = name(cfg.lr_schedule);
   I.sched.base_lr = cfg.lr;
   I.sched.warmup = cfg.warmup;
   I.sched.total = cfg.steps;
@@ -200,7 +191,7 @@ class GuardWatch final : public StepWatch {
  public:
   GuardWatch(const TrainConfig& cfg, models::Model& m, bool on_device, sync::SyncEngine* engine,
              telemetry::MetricsWriter* metrics, Progress& progress)
-      : on_(cfg.anomaly != "off"), scan_(!on_device), rank0_(cfg.rank == 0), m_(m), engine_(engine),
+      : on_(cfg.anomaly != AnomalyMode::Off), scan_(!on_device), rank0_(cfg.rank == 0), m_(m), engine_(engine),
         metrics_(metrics), progress_(progress), guard_(cfg.anomaly_spike, 20) {}
   void set_step(int64_t step) { step_ = step; }
   // This rank saw an anomaly in the previous step (what a single process acts on; ranks agree via the engine).
@@ -263,7 +254,7 @@ nlohmann::json run_summary(const TrainConfig& cfg, const std::string& backend, i
   s["model"] = cfg.model;
   s["policy"] = cfg.policy;
   s["backend"] = backend;
-  s["device"] = cfg.device;
+  s["device"] = name(cfg.device);
   s["world"] = cfg.world;
   s["batch"] = cfg.batch;
   s["steps"] = cfg.steps;
@@ -281,6 +272,9 @@ nlohmann::json run_summary(const TrainConfig& cfg, const std::string& backend, i
   for (auto& [k, v] : last_eval.items()) s[k] = v;
   s["comm_bytes"] = tp.comm_bytes;
   s["exposed_comm_fraction"] = tp.exposed_fraction();
+  // This rank's peak resident memory so far (the whole run: model, optimizer, data, engine copies in flight).
+  struct rusage ru {};
+  if (getrusage(RUSAGE_SELF, &ru) == 0) s["peak_rss_mb"] = double(ru.ru_maxrss) / 1024.0;
   return s;
 }
 
@@ -291,7 +285,7 @@ nlohmann::json run_summary(const TrainConfig& cfg, const std::string& backend, i
 void Trainer::Impl::on_agreed_anomaly(int64_t step, int anomalies, int64_t seen_at, RunRecorder& rec,
                                       Progress& progress) {
   const std::string what = std::to_string(anomalies) + " rank(s) saw an anomaly at step " + std::to_string(seen_at);
-  if (cfg.anomaly == "stop") {
+  if (cfg.anomaly == AnomalyMode::Stop) {
     std::string where = "no --out, no checkpoint";
     if (!cfg.out.empty()) {
       if (dev) dev->to_host(*model, *opt);
@@ -419,7 +413,7 @@ nlohmann::json Trainer::run() {
     if (engine) engine->begin_step(step);
     const bool local_anomaly = guard.take_local_anomaly();
     const int anomalies = engine ? engine->agreed_anomalies() : (local_anomaly ? 1 : 0);
-    if (anomalies > 0 && cfg.anomaly != "off")
+    if (anomalies > 0 && cfg.anomaly != AnomalyMode::Off)
       I.on_agreed_anomaly(step, anomalies, engine ? engine->agreed_anomaly_step() : step - 1, rec, progress);
 
     // The step (core/train/step.h): forward, backward with the hook, sync wait and update, after-update.
@@ -428,7 +422,7 @@ nlohmann::json Trainer::run() {
     const StepResult r = train_step(compute, engine, lr, cfg.immediate_update, guard);
 
     loss = r.forward.loss;
-    if (!std::isfinite(loss) && cfg.anomaly == "off")
+    if (!std::isfinite(loss) && cfg.anomaly == AnomalyMode::Off)
       throw std::runtime_error("loss became " + std::to_string(loss) + " at step " + std::to_string(step) +
                                " (try a smaller --lr)");
     const sync::StepCommStats cs = engine ? engine->step_stats() : sync::StepCommStats{};

@@ -11,7 +11,7 @@
 #include "backends/backend.h"
 #include "core/common/clock.h"
 #include "core/common/error.h"
-#include "experiments/commands.h"
+#include "app/commands.h"
 #include "tests/backends/spawn_ranks.h"
 
 namespace dd {

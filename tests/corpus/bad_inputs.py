@@ -150,7 +150,7 @@ def run_case(binary, c, bound):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# CLI options of `dreamddp train` (experiments/cli/train_options.cpp, checked in core/train/trainer.cpp).
+# CLI options of `dreamddp train` (app/cli/train_options.cpp, checked in core/train/trainer.cpp).
 
 INT_OPTS = ["batch", "steps", "warmup", "eval-every", "eval-samples", "checkpoint-every", "threads", "log-every",
             "anomaly-window", "inject-nan", "bucket-cap-mb"]

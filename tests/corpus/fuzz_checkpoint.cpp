@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     dd::train::TrainConfig c;
     c.model = "resnet20";  // the smallest reference model keeps an iteration cheap
     c.data = "synthetic";
-    c.optimizer = "sgd";
+    c.optimizer = dd::train::OptimizerKind::Sgd;
     c.batch = 2;  // seed inputs: bodies of `train --model resnet20 --data synthetic --batch 2` checkpoints
     return c;
   }();

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/common/error.h"
-#include "experiments/launch/launch.h"
+#include "app/launch/launch.h"
 
 namespace {
 

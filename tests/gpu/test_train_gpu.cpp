@@ -34,12 +34,12 @@ TrainConfig base(const std::string& device, const std::string& policy, int64_t s
   TrainConfig c;
   c.model = "mlp";
   c.data = "synthetic";
-  c.device = device;
+  c.device = dd::train::parse_device(device);
   c.policy = policy;
   c.batch = 32;
   c.steps = steps;
   c.lr = 0.05f;
-  c.lr_schedule = "const";
+  c.lr_schedule = dd::train::LrSchedule::Const;
   c.warmup = 0;
   c.eval_samples = 200;
   c.seed = 7;
@@ -130,10 +130,10 @@ TEST(TrainGpu, AdamWOneRankMatchesCpu) {
   SKIP_WITHOUT_GPU();
   dd::testing_common::TmpDir dir("dd-train-gpu");
   auto c = base("cpu", "ddp", 6);
-  c.optimizer = "adamw";
+  c.optimizer = dd::train::OptimizerKind::AdamW;
   c.lr = 1e-3f;
   auto cpu = train_single(c, dir / "cpu.bin");
-  c.device = "cuda";
+  c.device = dd::train::Device::Cuda;
   auto gpu = train_single(c, dir / "gpu.bin");
   EXPECT_LT(max_rel_diff(gpu, cpu), 2e-3);
 }
@@ -145,7 +145,7 @@ TEST(TrainGpu, AdamWResumeMatchesUninterrupted) {
   SKIP_WITHOUT_GPU();
   dd::testing_common::TmpDir dir("dd-train-gpu");
   auto c = base("cuda", "ddp", 6);
-  c.optimizer = "adamw";
+  c.optimizer = dd::train::OptimizerKind::AdamW;
   c.lr = 1e-3f;
   auto ref = train_single(c, dir / "ref.bin");
   auto first = c;
@@ -201,7 +201,7 @@ TEST(TrainGpu, NcclOneRankMatchesCpu) {
   dd::testing_common::TmpDir dir("dd-train-gpu");
   auto cpu = train_single(base("cpu", "ddp", 10), dir / "cpu.bin");
   auto c = base("cuda", "ddp", 10);
-  c.backend = "nccl";
+  c.backend = dd::train::BackendKind::Nccl;
   c.save_params = dir / "nccl.bin";
   dd::train::resolve_and_validate(c);
   dd::BackendOptions o;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/common/error.h"
-#include "experiments/launch/launch.h"
+#include "app/launch/launch.h"
 
 namespace dd::launch {
 namespace {

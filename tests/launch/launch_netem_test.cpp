@@ -7,7 +7,7 @@
 
 #include <set>
 
-#include "experiments/netem/sys_command.h"
+#include "app/netem/sys_command.h"
 #include "tests/launch/launch_test_util.h"
 #include "tests/launch/netem_test_util.h"
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/common/error.h"
-#include "experiments/launch/launch.h"
+#include "app/launch/launch.h"
 
 namespace dd::launch::test {
 
@@ -118,7 +118,7 @@ struct Launcher {
       int rc = 1;
       try {
         rc = cli_main(static_cast<int>(store.size()), argv.data());
-      } catch (const dd::UsageError& e) {  // as experiments/main.cpp maps them
+      } catch (const dd::UsageError& e) {  // as app/main.cpp maps them
         std::fprintf(stderr, "dreamddp launch: error: %s\n", e.what());
         rc = 2;
       } catch (const std::exception& e) {

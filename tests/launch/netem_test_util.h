@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/netem/sys_command.h"
+#include "app/netem/sys_command.h"
 #include "tests/launch/launch_test_util.h"
 
 namespace dd::launch::test {
@@ -54,7 +54,7 @@ inline std::vector<std::string> netem_args(const std::string& spec, int n, const
           kPython, script, dir};
 }
 
-// The shared two-rank link probe (experiments/netem/netprobe.py: echo, rtt, bulk) under --netem SPEC; it writes
+// The shared two-rank link probe (app/netem/netprobe.py: echo, rtt, bulk) under --netem SPEC; it writes
 // its results into DIR.
 inline std::vector<std::string> netprobe_args(const std::string& spec, const std::string& dir,
                                               const std::vector<std::string>& probe) {

@@ -1,6 +1,6 @@
 // gpt2 and llama (docs/models.md): parameter counts in closed form (the numbers the PyTorch peer prints for the
 // same specs), layer names and order as the peer's parameter-owning modules, GPT-2's per-layer bytes against
-// experiments/sim/gpt2_bytes.json (the artifact's GPT-2 small), the tied head, and option errors.
+// app/sim/gpt2_bytes.json (the artifact's GPT-2 small), the tied head, and option errors.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -72,8 +72,8 @@ TEST(Decoders, Gpt2PresetCountNamesAndArtifactBytes) {
 
   // Bytes per layer equal the artifact's GPT-2 small (Hugging Face names; its zero-byte dropout/activation
   // entries own nothing), layer for layer, except lm_head: tied here, so it is wte's and not a layer.
-  std::ifstream f(std::string(DD_SOURCE_DIR) + "/experiments/sim/gpt2_bytes.json");
-  ASSERT_TRUE(f) << "experiments/sim/gpt2_bytes.json";
+  std::ifstream f(std::string(DD_SOURCE_DIR) + "/app/sim/gpt2_bytes.json");
+  ASSERT_TRUE(f) << "app/sim/gpt2_bytes.json";
   const auto art = nlohmann::json::parse(f);
   const std::map<std::string, std::string> hf_block{{"ln1", "ln_1"}, {"ln2", "ln_2"}, {"qkv", "attn.c_attn"},
                                                     {"proj", "attn.c_proj"}, {"fc", "mlp.c_fc"},

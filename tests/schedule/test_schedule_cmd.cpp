@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
-#include "experiments/commands.h"
+#include "app/commands.h"
 
 namespace fs = std::filesystem;
 

@@ -231,17 +231,43 @@ def case_speed(binary, tmp, profiles):
     P = os.path.join(profiles, "gpt2_16_1gbit")
     for pol in ("ddp", "dreamddp:h=10"):
         t0 = time.time()
-        s = simulate(binary, ["--profile", P, "--bytes", os.path.join(HERE, "..", "..", "experiments", "sim",
+        s = simulate(binary, ["--profile", P, "--bytes", os.path.join(HERE, "..", "..", "app", "sim",
                                                                       "gpt2_bytes.json"),
                               "--cluster", "64x1,inter=1Gbps", "--policy", pol, "--steps", "100"])
         dt = time.time() - t0
         check(dt < 30, f"100 steps x 64 ranks x 125 layers, {pol}: {dt:.1f} s wall ({s['flows']} flows; bound 30 s)")
 
 
+def case_own_profile(binary, tmp, _):
+    """A profile written by `dreamddp profile` records its model and layer sizes: simulate needs no --model, and
+    runs exactly what it runs with --model (the same layout, so the same buckets, bytes and times)."""
+    d = os.path.join(tmp, "prof")
+    rc, out, err = run(binary, ["profile", "--model", "mlp", "--batch", "16", "--steps", "3", "--threads", "1",
+                                "--out", d])
+    if rc != 0:
+        raise SystemExit("profile failed: " + err)
+    meta = json.load(open(os.path.join(d, "meta.json")))
+    sizes = json.load(open(os.path.join(d, "bytes.json")))
+    check(meta.get("model") == "mlp" and meta.get("batch") == 16, f"meta.json names the model and batch: {meta}")
+    names = list(json.load(open(os.path.join(d, "bp.json"))))
+    check(list(sizes) == names, f"bytes.json names bp.json's layers in order: {list(sizes)} vs {names}")
+    check(sizes.get("fc1") == 4 * (784 * 1024 + 1024), f"fc1's bytes: {sizes.get('fc1')}")
+    common = ["--profile", d, "--cluster", "2x1,inter=1Gbps", "--policy", "plsgd:h=4", "--steps", "8"]
+    a, b = simulate(binary, common), simulate(binary, common + ["--model", "mlp"])
+    check(a["step_ms"] == b["step_ms"] and a["comm_bytes"] == b["comm_bytes"] and a["comm_bytes"] > 0,
+          f"simulate from the profile alone equals --model mlp: {a['step_ms']} vs {b['step_ms']} ms, "
+          f"{a['comm_bytes']} vs {b['comm_bytes']} B")
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        f.write("[1, 2]")
+    rc, _, err = run(binary, ["simulate"] + common)
+    check(rc == 2 and "meta.json" in err and len(err.strip().splitlines()) == 1,
+          f"a broken meta.json: exit {rc}, {err.strip()}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True)
-    ap.add_argument("--case", required=True, choices=["ring", "model", "sequence", "bad", "speed"])
+    ap.add_argument("--case", required=True, choices=["ring", "model", "sequence", "bad", "speed", "own_profile"])
     ap.add_argument("--profiles", default=os.environ.get("DREAMDDP_PROFILES", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "dreamddp-profiles")))
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="dd_sim_test_") as tmp:

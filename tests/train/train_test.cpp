@@ -275,7 +275,7 @@ TEST(Anomaly, StopWritesACheckpoint) {
   std::string d = tmpdir("anomaly_stop");
   auto c = base("mlp", 30);
   c.inject_nan = 5;
-  c.anomaly = "stop";
+  c.anomaly = dd::train::AnomalyMode::Stop;
   c.out = d + "/run";
   train::prepare_run_dir(c.out, false, true);
   EXPECT_THROW(train::Trainer(c, nullptr).run(), AnomalyStop);
@@ -367,7 +367,7 @@ TEST(Checkpoint, RanksResumeFromTheNewestCommonStep) {
   std::string d = tmpdir("ckpt_common");
   auto ref = base("mlp", 12);
   ref.policy = "plsgd:h=3";
-  ref.lr_schedule = "const";  // the shorter interrupted run must see the same learning rates
+  ref.lr_schedule = train::LrSchedule::Const;  // the shorter interrupted run must see the same learning rates
   ref.warmup = 0;
   ref.save_params = d + "/ref%r.bin";
   run_world(2, ref);
