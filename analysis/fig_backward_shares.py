@@ -132,6 +132,10 @@ def main():
     ap.add_argument("--json", help="also write the shares, with provenance, to this results file")
     ap.add_argument("--command", help="the command line to record (default: this one)")
     a = ap.parse_args()
+    start = None
+    if a.json:
+        import provenance
+        start = provenance.start(REPO)  # before the figure is written: the tree as the study found it
     ours, art = read_bp(a.ours), read_bp(a.artifact)
     layers, kinds, tot_o, tot_a = shares(ours, art)
     label_a = "artifact %s" % os.path.basename(os.path.normpath(a.artifact))
@@ -141,7 +145,6 @@ def main():
         print("%-20s %8.1f %9.1f" % (r["kind"], 100 * r["ours"], 100 * r["artifact"]))
     print("backward: ours %.1f ms, artifact %.1f ms; figure %s" % (1e3 * tot_o, 1e3 * tot_a, png))
     if a.json:
-        import provenance
         doc = {"study": "backward_shares", "ours_profile": provenance.rel_to_repo(a.ours, REPO),
                "artifact_profile": provenance.rel_to_repo(a.artifact, REPO), "ours_backward_s": tot_o,
                "artifact_backward_s": tot_a, "kinds": kinds, "layers": layers,
@@ -149,7 +152,7 @@ def main():
         if os.path.exists(os.path.join(a.ours, "meta.json")):
             doc["ours_meta"] = json.load(open(os.path.join(a.ours, "meta.json")))
         cmd = a.command or provenance.shell_command(["analysis/fig_backward_shares.py"] + sys.argv[1:])
-        provenance.stamp(doc, cmd, provenance.start(REPO))
+        provenance.stamp(doc, cmd, start)
         provenance.write_json_atomic(a.json, doc)
         print("wrote %s" % a.json)
 
