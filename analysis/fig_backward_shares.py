@@ -63,9 +63,9 @@ def kind(name):
         return "embeddings"
     if name in ("ln", "head"):
         return "final norm + head"
-    leaf = name.rsplit(".", 1)[-1]
+    leaf = name.rsplit(".", 1)[-1]  # a leaf GPT-2 does not have: None
     return {"ln1": "layer norms", "ln2": "layer norms", "qkv": "attention qkv", "proj": "attention proj",
-            "fc": "mlp fc", "fc2": "mlp fc2"}[leaf]
+            "fc": "mlp fc", "fc2": "mlp fc2"}.get(leaf)
 
 
 def shares(ours_bp, art_bp):
@@ -80,7 +80,7 @@ def shares(ours_bp, art_bp):
         if n is not None:  # the head's time goes with the final norm's, as it does in our tied model
             n = "ln" if n == "head" else n
             layer_a[n] = layer_a.get(n, 0.0) + t / tot_a
-    unknown = [n for n in ours_bp if kind_or_none(n) is None]
+    unknown = [n for n in ours_bp if kind(n) is None]
     if unknown:
         die("our profile has layers that are not GPT-2's: %s" % ", ".join(unknown[:5]))
     for n, t in ours_bp.items():
@@ -91,13 +91,6 @@ def shares(ours_bp, art_bp):
     layers = [{"layer": n, "ours": t / tot_o, "artifact": layer_a[n]} for n, t in ours_bp.items()]
     kinds = [{"kind": k, "ours": v[0], "artifact": v[1]} for k, v in by_kind.items()]
     return layers, kinds, tot_o, tot_a
-
-
-def kind_or_none(n):
-    try:
-        return kind(n)
-    except KeyError:
-        return None
 
 
 def plot(layers, kinds, out_dir, label_a):

@@ -12,8 +12,10 @@
 #include "core/data/sharder.h"
 #include "core/models/model.h"
 #include "core/ops/ops.h"
+#include "core/sync/layer_meta.h"
 #include "core/sync/profiler.h"
 #include "core/train/trainer.h"
+#include "core/train/trainer_parts.h"
 #include "app/cli/connect.h"
 #include "app/cli/train_options.h"
 #include "app/commands.h"
@@ -47,12 +49,7 @@ int cmd_profile(int argc, char** argv) {
   auto batch = [&](int step) {
     sharder.indices(step, idx.data());
     data::gather(ds, idx.data(), cfg.batch, &b);
-    models::Input in;
-    in.n = b.n;
-    in.x = b.xf.empty() ? nullptr : b.xf.data();
-    in.tokens = b.xi.empty() ? nullptr : b.xi.data();
-    in.y = b.y.data();
-    return in;
+    return train::make_input(b);
   };
   sync::ProfileOptions po;
   po.steps = int(std::min<int64_t>(cfg.steps, 1000));
@@ -68,7 +65,7 @@ int cmd_profile(int argc, char** argv) {
     meta["world"] = cfg.world;
     meta["backend"] = backend ? backend->name() : std::string("none");
     meta["steps"] = po.steps;
-    for (auto* l : model->layers()) bytes[l->name] = 4 * (l->num_params() + l->num_buffers());
+    for (const auto& l : sync::layer_metas(model->layers())) bytes[l.name] = l.bytes;
     train::write_file_atomic(cfg.out + "/meta.json", meta.dump(1) + "\n");
     train::write_file_atomic(cfg.out + "/bytes.json", bytes.dump(1) + "\n");
     double B = 0, C = 0;
