@@ -35,7 +35,25 @@ import provenance  # noqa: E402
 import peer_rules  # noqa: E402
 
 PY = "/usr/bin/python3"
-BATCH = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8}
+BATCH = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8, "resnet18": 32, "resnet50": 32, "gpt2": 1, "llama": 1}
+
+
+def family(spec):
+    """The model family of a spec ('gpt2:layers=4,d=384' -> 'gpt2'): it picks the per-rank batch."""
+    return spec.partition(":")[0]
+
+
+def parse_cell(text):
+    """'MODEL[:key=value,...]:RANKS:RATE' -> (model spec, ranks, rate); the spec may hold colons of its own."""
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        die("--cells: '%s' is not model:ranks:rate (e.g. mlp:2:1gbit, gpt2:layers=4,d=384:2:300mbit)" % text)
+    return parts[0], int(parts[1]), parts[2]
+
+
+def cell_dirname(model, ranks, rate):
+    """A cell's folder: the spec's ':' ',' '=' folded so that the name is one plain path component."""
+    return "%s-n%d-%s" % (model.replace(":", "_").replace(",", "_").replace("=", ""), ranks, rate)
 
 
 def config_period(name):
@@ -199,7 +217,7 @@ class Run:
 
     def cell(self, model, ranks, rate, our_gemm):
         a = self.a
-        cdir = os.path.join(a.out, "%s-n%d-%s" % (model, ranks, rate))
+        cdir = os.path.join(a.out, cell_dirname(model, ranks, rate))
         done = os.path.join(cdir, "cell.json")
         if os.path.exists(done):
             print("== %s: measured in an earlier call, kept" % os.path.basename(cdir), flush=True)
@@ -207,7 +225,7 @@ class Run:
         if os.path.exists(cdir):
             shutil.move(cdir, cdir + ".incomplete-%d" % int(time.time()))
         os.makedirs(cdir)
-        b = BATCH[model]
+        b = BATCH[family(model)]
         H = a.h
         # 1. Profile and schedule of this cell.
         prof = os.path.join(cdir, "profile")
@@ -309,6 +327,8 @@ class Run:
                     system, name, "%.0f" % sps if sps else "-", load, "  NOISY" if r["noisy"] else ""), flush=True)
         cell = summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H)
         cell["steps_ddp"] = steps_ddp
+        big = max(cm, key=cm.get)
+        cell["largest_layer"] = {"name": big, "comm_ms": cm[big] * 1e3, "share_of_C": cm[big] / C}
         json.dump(cell, open(done, "w"), indent=1)
         return cell
 
@@ -375,10 +395,30 @@ def summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H):
         "ours_dreamddp_vs_torch_partial": (dd0 / val[("torch", "partial:h=%d" % H)]
                                            if dd0 and ("torch", "partial:h=%d" % H) in val else None),
     }
+    verdict.update(goal_check(runs, dd, lsgd, pl, B, C, H))
     return {"model": model, "ranks": ranks, "rate": rate, "rate_bps": rate_bps(rate) if rate != "loopback" else None,
             "steps": steps, "H": H, "profile_B_ms": B * 1e3, "profile_C_ms": C * 1e3, "comm_over_backward": C / B,
             "modelled_s": model_s, "phases": phases, "rows": rows, "verdict": verdict, "runs": runs,
             "contention": {k: model_s[k] for k in ("compute_slowdown", "comm_slowdown") if k in model_s}}
+
+
+def goal_check(runs, dd, lsgd, pl, B, C, H):
+    """dreamddp:h=H against each baseline (the goal: >= 1.2x localsgd:k=H and >= 1.0x plsgd:h=H), and the most a
+    perfect overlap could give over Local SGD on this cell: Local SGD's step F + B + U + C/H (its whole-model
+    average amortized over H steps) against F + max(B, C/H) + U (each period's communication hidden behind
+    backward), with F and U measured in the Local SGD runs and B, C from the cell's profile."""
+    out = {"dreamddp_vs_localsgd": dd / lsgd if dd and lsgd else None,
+           "dreamddp_vs_plsgd": dd / pl if dd and pl else None}
+    out["goal_met"] = bool(out["dreamddp_vs_localsgd"] and out["dreamddp_vs_plsgd"] and
+                           out["dreamddp_vs_localsgd"] >= 1.2 and out["dreamddp_vs_plsgd"] >= 1.0)
+    ls = [r["means_ms"] for r in runs if r["system"] == "ours" and r["config"] == "localsgd:k=%d" % H]
+    if ls:
+        F = statistics.median([m["forward"] for m in ls])
+        U = statistics.median([m["update"] for m in ls])
+        Bm, Cm = B * 1e3, C * 1e3
+        out["overlap_bound_vs_localsgd"] = (F + Bm + U + Cm / H) / (F + max(Bm, Cm / H) + U)
+        out["bound_terms_ms"] = {"F": F, "B": Bm, "U": U, "C_over_H": Cm / H}
+    return out
 
 
 def remodel(a):
@@ -481,18 +521,12 @@ def main():
     if os.path.exists(a.out) and os.listdir(a.out) and not a.resume_cells:
         die("%s exists and is not empty: pick another --out, or --resume-cells to complete it" % a.out)
     if a.cells:
-        cells = []
-        for c in a.cells.split():
-            try:
-                m, n, r = c.split(":")
-                cells.append((m, int(n), r))
-            except ValueError:
-                die("--cells: '%s' is not model:ranks:rate" % c)
+        cells = [parse_cell(c) for c in a.cells.split()]
     else:
         cells = [(m, int(n), r) for m in a.models.split() for n in a.ranks.split() for r in a.rates.split()]
     for m, n, r in cells:
-        if m not in BATCH:
-            die("unknown model '%s' (mlp, cnn, resnet20, gpt-mini)" % m)
+        if family(m) not in BATCH:
+            die("unknown model '%s' (%s, with options where CONTRACT.md's models take them)" % (m, ", ".join(BATCH)))
         if n < 2 or n > 16:
             die("ranks must be in 2..16, got %d" % n)
         rate_bps(r)

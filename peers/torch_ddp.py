@@ -340,8 +340,16 @@ def param_count(model):
 # ---- synchronisation -------------------------------------------------------------------------------------------
 
 def sync_layers(model):
-    """The modules that own parameters directly, in registration (forward) order: dreamddp's layers."""
-    return [m for m in model.modules() if len(list(m.parameters(recurse=False))) > 0]
+    """The modules that own parameters directly, in registration (forward) order: dreamddp's layers. A module whose
+    parameters all belong to an earlier one (gpt2's head, tied to the token embedding) is not a layer of its own:
+    the tied weight is one layer, synced once."""
+    seen, layers = set(), []
+    for m in model.modules():
+        own = [id(p) for p in m.parameters(recurse=False)]
+        if own and not all(i in seen for i in own):
+            layers.append(m)
+            seen.update(own)
+    return layers
 
 
 def plsgd_phases(layers, H):

@@ -9,6 +9,17 @@ import regime_map  # noqa: E402
 cases = {"dreamddp:h=4,delay=2": 4, "dreamddp:delay=3,h=16": 16, "localsgd:k=32,outer=nesterov": 32,
          "plsgd:h=2": 2, "dreamddp": 8, "localsgd:delay=2": 8, "ddp": None, "hybrid": None,
          "dreamddp:h=x": None}
+# A cell's model spec may hold colons and commas of its own: the ranks and the rate are the last two fields.
+cells = {"mlp:2:1gbit": ("mlp", 2, "1gbit"),
+         "gpt2:layers=4,d=384,heads=6:2:300mbit": ("gpt2:layers=4,d=384,heads=6", 2, "300mbit"),
+         "resnet50:image=64:4:10gbit": ("resnet50:image=64", 4, "10gbit")}
+for text, want in cells.items():
+    if regime_map.parse_cell(text) != want:
+        print("FAIL: parse_cell(%r) = %r, want %r" % (text, regime_map.parse_cell(text), want))
+        sys.exit(1)
+if regime_map.cell_dirname("gpt2:layers=4,d=384", 2, "1gbit") != "gpt2_layers4_d384-n2-1gbit":
+    print("FAIL: cell_dirname keeps a path-hostile character")
+    sys.exit(1)
 bad = {n: regime_map.config_period(n) for n, want in cases.items() if regime_map.config_period(n) != want}
 for n, got in bad.items():
     print("FAIL: config_period(%r) = %r, want %r" % (n, got, cases[n]))

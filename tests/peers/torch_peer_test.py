@@ -43,9 +43,10 @@ def load(path, name):
     return mod
 
 
-def shape(mod, spec):
+def shape(mod, spec, layers_of=None):
+    """(parameters, per-layer sizes) of a spec built by `mod`, its layers cut by `layers_of` (mod's own by default)."""
     model = mod.build(spec, 2)[0]
-    sizes = [sum(p.numel() for p in m.parameters(recurse=False)) for m in mod.sync_layers(model)]
+    sizes = [sum(p.numel() for p in m.parameters(recurse=False)) for m in (layers_of or mod.sync_layers)(model)]
     return sum(p.numel() for p in model.parameters()), sizes
 
 
@@ -57,6 +58,10 @@ for m, n in DOCUMENTED.items():
 p, _ = shape(peer, TINY[0])
 expect = 50 * 32 + 16 * 32 + 2 * (4 * 32 + 3 * 32 * 32 + 3 * 32 + 32 * 32 + 32 + 4 * 32 * 32 + 4 * 32 + 4 * 32 * 32 + 32) + 2 * 32
 check(p == expect, "%s has %d parameters, by hand %d" % (TINY[0], p, expect))
+# ... and it is one layer, synced once: wte, wpe, 6 per block, the final LayerNorm; no layer for the head.
+_, sizes = shape(peer, TINY[0])
+check(len(sizes) == 2 + 6 * 2 + 1 and sizes[0] == 50 * 32,
+      "%s: %d layers (%s), want 15 with the tied head in the first" % (TINY[0], len(sizes), sizes))
 # bad specs are refused with ValueError (the CLI turns it into exit 2)
 for bad in ("gpt2:layers=0", "gpt2:d=30,heads=4", "mlp:d=3", "nosuch", "llama:ffn=x"):
     try:
@@ -68,7 +73,7 @@ for bad in ("gpt2:layers=0", "gpt2:d=30,heads=4", "mlp:d=3", "nosuch", "llama:ff
 if OTHER and os.path.isfile(OTHER):
     other = load(OTHER, "other_peer")
     for m in list(DOCUMENTED) + TINY:
-        a, b = shape(peer, m), shape(other, m)
+        a, b = shape(peer, m), shape(other, m, peer.sync_layers)  # the same modules, cut into layers as ours
         check(a == b, "%s: %s builds %d params / %d layers, %s %d / %d" % (m, PEER, a[0], len(a[1]), OTHER, b[0], len(b[1])))
     print("compared with", OTHER)
 else:
