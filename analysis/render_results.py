@@ -836,6 +836,38 @@ def _finding_paper(results):
     return " ".join(text)
 
 
+def _finding_paper_models(results):
+    docs = [d for d in (_load(results, n) for n in ("throughput_gpt2.json", "throughput_resnet50.json")) if d]
+    cells = [(d["H"], c) for d in docs for c in d["cells"] if c["verdict"].get("dreamddp_vs_localsgd")]
+    if not cells:
+        return _absent_line("The paper's models on the emulated cluster", "regime-map.md")
+    H = cells[0][0]
+    ls = [c["verdict"]["dreamddp_vs_localsgd"] for _, c in cells]
+    pl = [c["verdict"]["dreamddp_vs_plsgd"] for _, c in cells if c["verdict"].get("dreamddp_vs_plsgd")]
+    best = max((c for _, c in cells), key=lambda c: c["verdict"]["dreamddp_vs_localsgd"])
+    v = best["verdict"]
+    met = [c for _, c in cells if c["verdict"].get("goal_met")]
+    ct = best.get("contention") or {}
+    text = ("**The paper's models on the emulated cluster.** Over %d cells of %s on 2 ranks, dreamddp:h=%d runs at "
+            "%.2f–%.2fx localsgd:k=%d and %.2f–%.2fx plsgd:h=%d. Its best cell is %s: %.2fx Local SGD and %.2fx PLSGD, "
+            % (len(cells), " and ".join(dict.fromkeys(c["model"] for _, c in cells)), H, min(ls), max(ls), H,
+               min(pl), max(pl), H, _where(best), v["dreamddp_vs_localsgd"], v["dreamddp_vs_plsgd"]))
+    if met:
+        text += "and the goal of 1.2x Local SGD with at least PLSGD's speed is met in %s." % (
+            ", ".join(_where(c) for c in met))
+    else:
+        text += ("short of the goal of 1.2x Local SGD: a perfect overlap of all communication with backward would "
+                 "give at most %.2fx there, and overlapped compute and communication slow each other by %+.0f%% and "
+                 "%+.0f%% on these shared cores." % (v["overlap_bound_vs_localsgd"],
+                                                    100 * ct.get("compute_slowdown", 0), 100 * ct.get("comm_slowdown", 0)))
+    dl = [(c["verdict"]["best_delay_vs_localsgd"], c) for _, c in cells if c["verdict"].get("best_delay_vs_localsgd")]
+    if dl:
+        x, c = max(dl, key=lambda t: t[0])
+        text += " A delayed merge reaches %.2fx Local SGD (%s at %s)." % (x, c["verdict"]["best_delay_config"],
+                                                                          _where(c))
+    return text + " ([regime map](%s#the-papers-models))" % _rel("regime-map.md")
+
+
 def _absent_line(title, page):
     return ("**%s.** _No complete record yet: see [%s](%s) once one exists, and the earlier records on "
             "the [history page](%s)._" % (title, page[:-3], _rel(page), _rel(HISTORY)))
@@ -845,7 +877,8 @@ def render_findings(results):
     """The README's bullets, wrapped at 116 characters so that no line of the README runs long."""
     return "\n".join(textwrap.fill(f(results), 116, initial_indent="* ", subsequent_indent="  ",
                                    break_on_hyphens=False, break_long_words=False)
-                     for f in (_finding_ties, _finding_wins, _finding_delay, _finding_sim, _finding_paper)) + "\n"
+                     for f in (_finding_ties, _finding_wins, _finding_paper_models, _finding_delay, _finding_sim,
+                               _finding_paper)) + "\n"
 
 
 # --- the history page ----------------------------------------------------------------------------------------------
