@@ -4,10 +4,10 @@
 #include <stdexcept>
 
 #include "core/common/error.h"
-#include "core/sync/policy.h"
-#include "core/sync/profile_io.h"
-#include "core/sync/schedule_model.h"
-#include "core/sync/schedule_solver.h"
+#include "core/sync/policy/registry.h"
+#include "core/sync/profile/profile_io.h"
+#include "core/sync/schedule/schedule_model.h"
+#include "core/sync/schedule/schedule_solver.h"
 
 using namespace dd::sync;
 
@@ -90,7 +90,7 @@ TEST(Policies, DreamDdpAveragesEveryLayerOncePerWindow) {
     const int H = 10;
     auto p = make_policy(PolicySpec::parse("dreamddp:h=10,profile=" + dir + extra));
     p->setup(layers, 16);
-    EXPECT_EQ(p->profile_steps(), 0);
+    EXPECT_EQ(p->profile_window(), 0);
     auto fills = !std::string(extra).empty() ? FillIn(layers.size()) : fill_in(prof.bp, prof.comm, H, schedule_phases(prof.bp, prof.comm, H));
     for (int64_t w0 : {0, 7, 30}) {
       for (size_t l = 0; l < layers.size(); ++l) {
