@@ -182,7 +182,7 @@ class Run:
         os.makedirs(d, exist_ok=True)
         k = means["backward"] / 1e3 / sum(bp.values())
         json.dump({n: t * k for n, t in bp.items()}, open(os.path.join(d, "bp.json"), "w"), indent=1)
-        # compress=: the codec's bytes on the wire (core/sync/codec.h encoded_bytes: int8 one byte per value + a
+        # compress=: the codec's bytes on the wire (core/sync/merge/codec.h encoded_bytes: int8 one byte per value + a
         # float32 scale per 256 values, bf16 two bytes per value); the model does not see the CPU that encoding takes.
         ratio = {"int8": (1 + 4 / 256) / 4, "bf16": 0.5}.get(name.split("compress=")[1].split(",")[0], 1.0) if "compress=" in name else 1.0
         json.dump({n: t * ratio for n, t in cm.items()}, open(os.path.join(d, "comm.json"), "w"), indent=1)

@@ -5,20 +5,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/connect.h"
+#include "app/cli/train_options.h"
+#include "app/commands.h"
 #include "backends/backend.h"
 #include "core/common/error.h"
-#include "core/train/run_dir.h"
 #include "core/data/dataset.h"
 #include "core/data/sharder.h"
 #include "core/models/model.h"
 #include "core/ops/ops.h"
-#include "core/sync/layer_meta.h"
-#include "core/sync/profiler.h"
+#include "core/sync/policy/layer_meta.h"
+#include "core/sync/profile/profiler.h"
+#include "core/train/run_dir.h"
 #include "core/train/trainer.h"
 #include "core/train/trainer_parts.h"
-#include "app/cli/connect.h"
-#include "app/cli/train_options.h"
-#include "app/commands.h"
 
 namespace dd::cli {
 

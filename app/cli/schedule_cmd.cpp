@@ -9,15 +9,15 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/common/error.h"
-#include "core/train/run_dir.h"
-#include "core/sync/profile_io.h"
-#include "core/sync/schedule_choice.h"
-#include "core/sync/schedule_io.h"
-#include "core/sync/schedule_model.h"
-#include "core/sync/schedule_solver.h"
 #include "app/cli/parse_options.h"
 #include "app/commands.h"
+#include "core/common/error.h"
+#include "core/sync/profile/profile_io.h"
+#include "core/sync/schedule/schedule_choice.h"
+#include "core/sync/schedule/schedule_io.h"
+#include "core/sync/schedule/schedule_model.h"
+#include "core/sync/schedule/schedule_solver.h"
+#include "core/train/run_dir.h"
 
 namespace dd::cli {
 

@@ -3,15 +3,15 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "backends/backend.h"
-#include "core/common/error.h"
-#include "core/sync/policy.h"
-#include "core/train/checkpoint.h"
-#include "core/train/run_dir.h"
-#include "core/train/trainer.h"
 #include "app/cli/connect.h"
 #include "app/cli/train_options.h"
 #include "app/commands.h"
+#include "backends/backend.h"
+#include "core/common/error.h"
+#include "core/sync/policy/registry.h"
+#include "core/train/checkpoint.h"
+#include "core/train/run_dir.h"
+#include "core/train/trainer.h"
 
 namespace dd::cli {
 

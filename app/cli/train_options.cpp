@@ -54,7 +54,7 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     ("model", with_default(&c.model), "mlp | cnn | resnet20 | gpt-mini | gpt2[:k=v,...] | llama[:k=v,...] | resnet18[:k=v,...] | resnet50[:k=v,...] (docs/models.md)")
     ("data", with_default(&c.data), "fashion-mnist | text | synthetic")
     ("data-dir", po::value(&c.data_dir), "dataset location (default: the Debian package's)")
-    ("policy", with_default(&c.policy), "ddp | localsgd:k=8 | plsgd:h=8 | dreamddp:h=8[,profile=DIR][,fillin=1] | fixed:... | threshold:... | autothreshold | staleness:t=T | hybrid | hier:nodes=AxB | A+staleness:t=T (core/sync/POLICIES.md)")
+    ("policy", with_default(&c.policy), "ddp | localsgd:k=8 | plsgd:h=8 | dreamddp:h=8[,profile=DIR][,fillin=1] | fixed:... | threshold:... | autothreshold | staleness:t=T | hybrid | hier:nodes=AxB | A+staleness:t=T (core/sync/policies/POLICIES.md)")
     ("switch", po::value(&c.switches)->composing(), "STEP:SPEC, change policy at STEP (repeatable)")
     ("backend", with_default(&backend), "gloo | mpi | nccl")
     ("device", with_default(&device), "cpu | cuda")

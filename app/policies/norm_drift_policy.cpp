@@ -7,18 +7,21 @@
 #include <cmath>
 #include <sstream>
 
-#include "core/sync/policy.h"
+#include "core/sync/policy/registry.h"
 
 namespace {
 
 using dd::sync::Action;
 
-class NormDriftPolicy : public dd::sync::Policy {
+// The core interface (decide, on_actions, ...) plus one optional capability, Voting: this policy decides from
+// local statistics, so it takes on the votes that turn them into numbers every rank agrees on.
+class NormDriftPolicy : public dd::sync::Policy, public dd::sync::Voting {
  public:
   // Keys and defaults; PolicySpec checks ranges and refuses unknown keys (exit 2 with a clear message).
   explicit NormDriftPolicy(const dd::sync::PolicySpec& s)
       : drift_(s.get_double("drift", 0.3, 0.0, 100.0)), max_(s.get_int("max", 16, 1, 1 << 20)) {
     s.allow_only({"drift", "max"});
+    caps_.voting = this;  // the engine asks for votes only of a policy that names the capability
   }
   std::string describe() const override {
     std::ostringstream o;

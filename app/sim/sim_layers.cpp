@@ -1,4 +1,4 @@
-// load_layers: profile times from core/sync/profile_io, sizes from a model, a bytes file or the comm times.
+// load_layers: profile times from core/sync/profile/profile_io, sizes from a model, a bytes file or the comm times.
 #include "app/sim/sim_layers.h"
 
 #include <cmath>
@@ -10,7 +10,7 @@
 
 #include "core/common/error.h"
 #include "core/models/model.h"
-#include "core/sync/profile_io.h"
+#include "core/sync/profile/profile_io.h"
 
 namespace dd::sim {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/sync/bucket_plan.h"
-#include "core/sync/policy.h"
+#include "core/sync/engine/bucket_plan.h"
+#include "core/sync/policy/layer_meta.h"
 
 namespace dd::sim {
 
@@ -27,7 +27,7 @@ struct LayerSizeSource {
                        // CM02's model, no latency, takes exactly comm_l)
 };
 
-// Reads DIR/bp.json, DIR/comm.json (core/sync/profile_io) and the sizes; without any source, DIR/bytes.json.
+// Reads DIR/bp.json, DIR/comm.json (core/sync/profile/profile_io) and the sizes; without any source, DIR/bytes.json.
 // Throws dd::UsageError naming the file or the layer that is missing or bad.
 SimLayers load_layers(const std::string& profile_dir, const LayerSizeSource& src);
 

@@ -12,9 +12,10 @@
 #include <tuple>
 #include <memory>
 
-#include "core/common/error.h"
-#include "core/sync/step_plan.h"
 #include "app/sim/simulator.h"
+#include "core/common/error.h"
+#include "core/sync/engine/step_plan.h"
+#include "core/sync/policy/registry.h"
 
 namespace sg4 = simgrid::s4u;
 
@@ -155,7 +156,7 @@ void comm_actor(World* w, int r, int ch) {
   }
 }
 
-// The training loop and the sync engine of one rank (core/train/trainer.cpp + core/sync/layer_sync.cpp), with
+// The training loop and the sync engine of one rank (core/train/trainer.cpp + core/sync/engine/layer_sync.cpp), with
 // compute replaced by the profile's times and the collectives by jobs for the communication actor.
 class RankLoop {
  public:
@@ -173,7 +174,7 @@ class RankLoop {
     signals_.grad_norm.assign(nl, 1);
     signals_.cos_prev.assign(nl, 1);
     signals_.stale.assign(nl, 0);
-    policy_votes_ = size_t(nl) * size_t(policy_->votes_per_layer());
+    policy_votes_ = size_t(nl) * size_t(policy_->caps().voting ? policy_->caps().voting->votes_per_layer() : 0);
     votes_.assign(policy_votes_ + (o_.anomaly_votes ? 1 : 0), 0.0f);
     // LayerSync: the anomaly flag alone is applied two steps late (its all-reduce hides behind a whole step).
     vote_lag_ = policy_votes_ == 0 ? 2 : 1;
@@ -191,7 +192,7 @@ class RankLoop {
       bytes_ = 0;
       apply_agreed_votes(false);
       merge_delayed(false);
-      const bool lockstep_all = step < policy_->profile_steps();
+      const bool lockstep_all = step < policy_->profile_window();
       auto entering = sync::decide_step(*policy_, step, lockstep_all, actions_, lockstep_, stale_);
       if (std::find(entering.begin(), entering.end(), true) != entering.end()) {
         merge_delayed(true);
@@ -248,7 +249,7 @@ class RankLoop {
     }
     w_.last_end = std::max(w_.last_end, now());
     if (r_ == 0) {
-      w_.res->plan = policy_->plan();
+      w_.res->plan = policy_->caps().reporting ? policy_->caps().reporting->plan() : std::string();
       const int64_t timed = o_.steps - warm;
       w_.res->step_ms = timed > 0 ? (now() - t_warm) / double(timed) * 1e3 : 0;
       w_.res->exposed_comm_fraction = step_total > 0 ? exposed_total / step_total : 0;
@@ -384,7 +385,7 @@ class RankLoop {
         // Every rank cast the same votes (identical constant signals): the sum over ranks is world x votes.
         std::vector<float> sums(votes_.begin(), votes_.begin() + long(policy_votes_));
         for (auto& v : sums) v *= float(w_.n);
-        policy_->on_agreed(c.first, sums.data(), w_.n);
+        policy_->caps().voting->on_agreed(c.first, sums.data(), w_.n);
       }
     }
   }
@@ -393,7 +394,7 @@ class RankLoop {
     if (!votes_.empty()) {  // LayerSync::cast_votes: the control all-reduce, waited for at the next step
       if (policy_votes_) {
         for (size_t l = 0; l < stale_.size(); ++l) signals_.stale[l] = stale_[l];
-        policy_->cast_votes(step_, signals_, votes_.data());
+        policy_->caps().voting->cast_votes(step_, signals_, votes_.data());
       }
       controls_.push_back({step_, push(&w_.all, int64_t(4 * votes_.size()), ctl_)});
     }
@@ -404,7 +405,7 @@ class RankLoop {
       exposed_ms_ += (now() - t0) * 1e3;
       std::fill(stale_.begin(), stale_.end(), 0);
     }
-    if (policy_->profile_steps() > 0 && step_ + 1 == policy_->profile_steps()) finish_profile();
+    if (policy_->profile_window() > 0 && step_ + 1 == policy_->profile_window()) finish_profile();
   }
 
   // LayerSync::finish_profile + measure_comm_model, in simulated time: backward per layer as the hook measured it
@@ -441,7 +442,7 @@ class RankLoop {
     }
     push(&w_.all, 8 * int64_t(L_.size()));
     wait_for(push(&w_.all, 8 * int64_t(L_.size())));  // rank 0 has stored its numbers before it took part
-    policy_->on_profile(w_.measured);
+    policy_->caps().profiled->on_profile(w_.measured);
   }
 
   bool logs() const { return r_ == 0 || o_.all_rank_events; }
@@ -550,7 +551,7 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   // Refuse what the simulation cannot run faithfully, before SimGrid starts.
   {
     auto p = sync::make_policy(sync::PolicySpec::parse(opt.policy));
-    if (p->wants_signals() && !opt.constant_signals)
+    if (p->caps().voting && p->caps().voting->wants_signals() && !opt.constant_signals)
       throw UsageError("--policy " + opt.policy + ": decides from local gradient signals, which a simulation has "
                        "none of; add --signals constant (every layer cos = 1, norm = 1) or use ddp, localsgd, "
                        "plsgd, dreamddp, fixed, staleness");
@@ -626,7 +627,7 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   {
     auto p = sync::make_policy(sync::PolicySpec::parse(opt.policy));
     p->setup(layers.meta, w.n);
-    auto g = p->groups(nodes);
+    auto g = p->caps().grouped ? p->caps().grouped->groups(nodes) : std::vector<int>{};
     if (!g.empty()) {
       if (int(g.size()) != w.n) throw UsageError("--policy " + opt.policy + ": topology does not cover the ranks");
       int ng = *std::max_element(g.begin(), g.end()) + 1;

@@ -18,9 +18,9 @@
 #include "backends/backend.h"
 #include "core/common/bytes.h"
 #include "core/common/error.h"
-#include "core/sync/engine.h"
-#include "core/train/sensitivity.h"
+#include "core/sync/engine/sync_engine.h"
 #include "core/train/run_dir.h"
+#include "core/train/sensitivity.h"
 
 namespace dd::train {
 

@@ -9,8 +9,8 @@
 #include "core/data/dataset.h"
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
-#include "core/sync/engine.h"
-#include "core/sync/layer_sync.h"
+#include "core/sync/engine/make_layer_sync.h"
+#include "core/sync/engine/sync_engine.h"
 #include "core/train/config.h"
 
 namespace dd {

@@ -7,7 +7,7 @@
 #include "core/common/clock.h"
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
-#include "core/sync/engine.h"
+#include "core/sync/engine/sync_engine.h"
 
 namespace dd::train {
 

@@ -8,7 +8,7 @@
 #include "core/data/dataset.h"
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
-#include "core/sync/engine.h"
+#include "core/sync/engine/sync_engine.h"
 #include "core/telemetry/rows.h"
 #include "core/train/config.h"
 

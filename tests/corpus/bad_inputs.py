@@ -521,7 +521,7 @@ def idx_cases(tmp):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Profile JSON (core/sync/profile_io.cpp) through `schedule --profile DIR` and `--policy dreamddp:profile=DIR`.
+# Profile JSON (core/sync/profile/profile_io.cpp) through `schedule --profile DIR` and `--policy dreamddp:profile=DIR`.
 
 def profile_cases(tmp):
     cases = []
@@ -831,7 +831,7 @@ def checkpoint_cases(binary, tmp):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Policy specs (core/sync/policy_spec.cpp and the policies), --switch, --sensitivity.
+# Policy specs (core/sync/policy/policy_spec.cpp and the policies), --switch, --sensitivity.
 
 def policy_cases(tmp):
     cases = []

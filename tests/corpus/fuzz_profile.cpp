@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "core/common/error.h"
-#include "core/sync/profile_io.h"
+#include "core/sync/profile/profile_io.h"
 #include "tests/corpus/fuzz_input_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

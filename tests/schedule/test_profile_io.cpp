@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "core/common/error.h"
-#include "core/sync/profile_io.h"
+#include "core/sync/profile/profile_io.h"
 
 namespace fs = std::filesystem;
 using namespace dd::sync;

@@ -4,8 +4,8 @@
 
 #include <random>
 
-#include "core/sync/schedule_choice.h"
-#include "core/sync/schedule_solver.h"
+#include "core/sync/schedule/schedule_choice.h"
+#include "core/sync/schedule/schedule_solver.h"
 
 using namespace dd::sync;
 

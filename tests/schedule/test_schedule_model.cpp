@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "core/sync/schedule_model.h"
+#include "core/sync/schedule/schedule_model.h"
 
 using namespace dd::sync;
 

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <random>
 
-#include "core/sync/profile_io.h"
-#include "core/sync/schedule_bound.h"
-#include "core/sync/schedule_model.h"
-#include "core/sync/schedule_solver.h"
+#include "core/sync/profile/profile_io.h"
+#include "core/sync/schedule/schedule_bound.h"
+#include "core/sync/schedule/schedule_model.h"
+#include "core/sync/schedule/schedule_solver.h"
 
 using namespace dd::sync;
 

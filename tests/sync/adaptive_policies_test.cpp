@@ -9,7 +9,7 @@
 #include "core/sync/policies/fixed.h"
 #include "core/sync/policies/staleness.h"
 #include "core/sync/policies/threshold.h"
-#include "core/sync/policy.h"
+#include "core/sync/policy/registry.h"
 
 using namespace dd::sync;
 
@@ -69,7 +69,7 @@ std::vector<int> count_syncs(Policy& p, int layers, int steps) {
 void agree(Policy& p, int64_t step, const std::vector<double>& cos, const std::vector<double>& after, int world) {
   std::vector<float> sums;
   for (size_t l = 0; l < cos.size(); ++l) sums.push_back(float(cos[l] * world)), sums.push_back(float(after[l] * world));
-  p.on_agreed(step, sums.data(), world);
+  p.caps().voting->on_agreed(step, sums.data(), world);
 }
 
 }  // namespace
@@ -131,8 +131,8 @@ TEST(Fixed, EachLayerSyncsExactlyOncePerPeriodWindowStaggered) {
 
 TEST(Fixed, PlanPrintsEveryLayersPeriod) {
   auto p = policy("fixed", kMlp);
-  EXPECT_NE(p->plan().find("fc1=8@"), std::string::npos) << p->plan();
-  EXPECT_NE(p->plan().find("fc4=1"), std::string::npos) << p->plan();
+  EXPECT_NE(p->caps().reporting->plan().find("fc1=8@"), std::string::npos) << p->caps().reporting->plan();
+  EXPECT_NE(p->caps().reporting->plan().find("fc4=1"), std::string::npos) << p->caps().reporting->plan();
 }
 
 TEST(Fixed, BadSpecsAreUsageErrors) {
@@ -270,7 +270,7 @@ TEST(Staleness, CapsAnyInnerPolicy) {
   // Order does not matter; dreamddp's profiling request passes through.
   auto d = make_policy(PolicySpec::parse("staleness:t=4+dreamddp:h=8"));
   EXPECT_EQ(d->describe(), "dreamddp:h=8+staleness:t=4");
-  EXPECT_GT(d->profile_steps(), 0);
+  EXPECT_GT(d->profile_window(), 0);
 }
 
 TEST(Staleness, BadCompositionsAreUsageErrors) {
@@ -285,7 +285,7 @@ TEST(Staleness, BadCompositionsAreUsageErrors) {
 TEST(Hybrid, CapOrThresholdWhicheverFiresFirst) {
   auto p = policy("hybrid:t=4,thr=0.5,min=1", kMlp);
   EXPECT_EQ(p->describe().rfind("hybrid:t=4,thr=0.5,", 0), 0u) << p->describe();
-  EXPECT_EQ(p->votes_per_layer(), 2);
+  EXPECT_EQ(p->caps().voting->votes_per_layer(), 2);
   std::vector<int> n(4, 0);
   for (int s = 0; s < 40; ++s) {
     if (s > 0) agree(*p, s - 1, {0.2, 0.9, 0.2, 0.9}, {0.2, 0.9, 0.2, 0.9}, 3);

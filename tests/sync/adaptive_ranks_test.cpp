@@ -20,8 +20,8 @@
 #include "core/models/model.h"
 #include "core/ops/ops.h"
 #include "core/optim/optimizer.h"
-#include "core/sync/layer_sync.h"
-#include "core/sync/policy.h"
+#include "core/sync/engine/make_layer_sync.h"
+#include "core/sync/policy/registry.h"
 #include "core/tensor/rng.h"
 #include "tests/sync/ranks_harness.h"
 
@@ -36,7 +36,11 @@ thread_local std::vector<int> decision_log;
 
 class Logged : public sync::Policy {
  public:
-  explicit Logged(const sync::PolicySpec&) : p_(sync::make_policy(sync::PolicySpec::parse(inner_spec))) {}
+  // The wrapped policy's profile and votes are the wrapper's (its capabilities, handed on as they are).
+  explicit Logged(const sync::PolicySpec&) : p_(sync::make_policy(sync::PolicySpec::parse(inner_spec))) {
+    caps_.profiled = p_->caps().profiled;
+    caps_.voting = p_->caps().voting;
+  }
   std::string describe() const override { return "logged(" + p_->describe() + ")"; }
   void setup(const std::vector<sync::LayerMeta>& l, int w) override { p_->setup(l, w); }
   sync::Action decide(int l, int64_t s) const override {
@@ -46,12 +50,6 @@ class Logged : public sync::Policy {
   }
   void on_actions(int64_t s, const std::vector<sync::Action>& a) override { p_->on_actions(s, a); }
   bool full_average_after(int64_t s) const override { return p_->full_average_after(s); }
-  int64_t profile_steps() const override { return p_->profile_steps(); }
-  void on_profile(const sync::LayerTimes& t) override { p_->on_profile(t); }
-  int votes_per_layer() const override { return p_->votes_per_layer(); }
-  bool wants_signals() const override { return p_->wants_signals(); }
-  void cast_votes(int64_t s, const sync::LayerSignals& g, float* v) override { p_->cast_votes(s, g, v); }
-  void on_agreed(int64_t s, const float* v, int w) override { p_->on_agreed(s, v, w); }
 
  private:
   std::unique_ptr<sync::Policy> p_;
@@ -100,7 +98,7 @@ TEST_P(AdaptiveOnRanks, IdenticalDecisionsAndFinalModelWithDifferentDataPerRank)
   const int world = 3, steps = 16;
   auto res = run_policy(GetParam(), "cnn", world, steps);
   auto proto = models::make_model("cnn", 7);
-  const int64_t profiling = sync::make_policy(sync::PolicySpec::parse(GetParam()))->profile_steps();  // lock-step
+  const int64_t profiling = sync::make_policy(sync::PolicySpec::parse(GetParam()))->profile_window();  // lock-step
   ASSERT_EQ(res.logs[0].size(), size_t((steps - profiling) * proto->num_layers()));
   int syncs = 0;
   for (int a : res.logs[0]) syncs += a != int(sync::Action::None);

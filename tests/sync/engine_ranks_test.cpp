@@ -18,8 +18,8 @@
 #include "core/models/model.h"
 #include "core/ops/ops.h"
 #include "core/optim/optimizer.h"
-#include "core/sync/layer_sync.h"
-#include "core/sync/policy.h"
+#include "core/sync/engine/make_layer_sync.h"
+#include "core/sync/policy/registry.h"
 #include "core/tensor/rng.h"
 #include "tests/sync/ranks_harness.h"
 
@@ -356,9 +356,12 @@ namespace {
 
 // A user policy in one file, decided from LOCAL statistics through the control all-reduce: a layer averages its
 // parameters when the rank-summed gradient norms, agreed one step late, say so. Records its decisions.
-class VotePolicy : public sync::Policy {
+class VotePolicy : public sync::Policy, public sync::Voting {
  public:
-  explicit VotePolicy(const sync::PolicySpec& s) { s.allow_only({}); }
+  explicit VotePolicy(const sync::PolicySpec& s) {
+    s.allow_only({});
+    caps_.voting = this;
+  }
   std::string describe() const override { return "test-vote"; }
   int votes_per_layer() const override { return 1; }
   void cast_votes(int64_t, const sync::LayerSignals& s, float* v) override {

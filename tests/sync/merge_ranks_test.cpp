@@ -13,9 +13,10 @@
 #include "core/models/model.h"
 #include "core/ops/ops.h"
 #include "core/optim/optimizer.h"
-#include "core/sync/codec.h"
-#include "core/sync/compressed_average.h"
-#include "core/sync/layer_sync.h"
+#include "core/sync/engine/make_layer_sync.h"
+#include "core/sync/merge/codec.h"
+#include "core/sync/merge/compressed_average.h"
+#include "core/sync/policy/registry.h"
 #include "core/tensor/rng.h"
 #include "tests/sync/ranks_harness.h"
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/common/error.h"
-#include "core/sync/codec.h"
-#include "core/sync/param_merge.h"
-#include "core/sync/policy.h"
+#include "core/sync/merge/codec.h"
+#include "core/sync/merge/param_merge.h"
+#include "core/sync/policy/registry.h"
 #include "core/tensor/rng.h"
 
 using namespace dd::sync;

@@ -1,13 +1,14 @@
-// Policy specs: parsing, key checks, and the baseline policies' decisions.
+// Policy specs: parsing, key checks, the baseline policies' decisions, and the capabilities each policy takes on.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
 #include "core/common/error.h"
-#include "core/sync/policy.h"
-#include "core/sync/profile_io.h"
-#include "core/sync/schedule_model.h"
-#include "core/sync/schedule_solver.h"
+#include "core/sync/policies/staleness.h"
+#include "core/sync/policy/registry.h"
+#include "core/sync/profile/profile_io.h"
+#include "core/sync/schedule/schedule_model.h"
+#include "core/sync/schedule/schedule_solver.h"
 
 using namespace dd::sync;
 
@@ -90,7 +91,7 @@ TEST(Policies, DreamDdpAveragesEveryLayerOncePerWindow) {
     const int H = 10;
     auto p = make_policy(PolicySpec::parse("dreamddp:h=10,profile=" + dir + extra));
     p->setup(layers, 16);
-    EXPECT_EQ(p->profile_steps(), 0);
+    EXPECT_EQ(p->profile_window(), 0);
     auto fills = !std::string(extra).empty() ? FillIn(layers.size()) : fill_in(prof.bp, prof.comm, H, schedule_phases(prof.bp, prof.comm, H));
     for (int64_t w0 : {0, 7, 30}) {
       for (size_t l = 0; l < layers.size(); ++l) {
@@ -119,4 +120,36 @@ TEST(PolicyRegistry, BuiltinsAreRegisteredAndNamesAreUnique) {
   EXPECT_THROW(register_policy("fresh-name", nullptr), std::logic_error);
   EXPECT_TRUE(register_policy("fresh-name", f));
   EXPECT_EQ(make_policy(PolicySpec::parse("fresh-name"))->describe(), "ddp");
+}
+
+// The core interface is what every policy has; a capability only where the policy needs it, and a composite names
+// those of the policy it wraps (its profile, trial, votes and groups), plus its own plan line and counters.
+TEST(PolicyCapabilities, EachPolicyTakesOnOnlyWhatItNeeds) {
+  auto make = [](const std::string& spec) { return make_policy(PolicySpec::parse(spec)); };
+  const auto ddp = make("ddp");
+  const Capabilities& c = ddp->caps();
+  EXPECT_FALSE(c.profiled || c.voting || c.trialled || c.reporting || c.checkpointed || c.grouped);
+  const auto th = make("threshold");
+  EXPECT_TRUE(th->caps().voting && th->caps().reporting && th->caps().checkpointed);
+  EXPECT_FALSE(th->caps().profiled || th->caps().trialled || th->caps().grouped);
+  const auto dd = make("dreamddp:h=4");
+  EXPECT_TRUE(dd->caps().profiled && dd->caps().trialled && dd->caps().reporting && dd->caps().checkpointed);
+  EXPECT_FALSE(dd->caps().voting || dd->caps().grouped);
+  EXPECT_GT(dd->profile_window(), 0);
+  EXPECT_TRUE(make("hier:nodes=2x1")->caps().grouped);
+  for (const std::string inner : {"dreamddp:h=4", "threshold", "hier:nodes=2x1", "plsgd:h=4"}) {
+    const auto p = make(inner + "+staleness:t=3");
+    const auto* cap = dynamic_cast<const StalenessCap*>(p.get());
+    ASSERT_NE(cap, nullptr) << inner;
+    const Capabilities& in = cap->inner()->caps();
+    EXPECT_EQ(p->caps().profiled, in.profiled) << inner;
+    EXPECT_EQ(p->caps().voting, in.voting) << inner;
+    EXPECT_EQ(p->caps().trialled, in.trialled) << inner;
+    EXPECT_EQ(p->caps().grouped, in.grouped) << inner;
+    EXPECT_TRUE(p->caps().reporting && p->caps().checkpointed) << inner;
+  }
+  // The period and the merge keys come with the spec.
+  EXPECT_EQ(make("plsgd:h=4,delay=2")->merge().delay, 2);
+  EXPECT_EQ(make("plsgd:h=4,delay=2")->period(), 4);
+  EXPECT_EQ(make("localsgd:k=6,outer=nesterov")->merge().nesterov, true);
 }

@@ -13,7 +13,7 @@
 #include "backends/gloo/gloo_backend.h"
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
-#include "core/sync/layer_sync.h"
+#include "core/sync/engine/make_layer_sync.h"
 #include "core/tensor/rng.h"
 #include "core/train/step.h"
 

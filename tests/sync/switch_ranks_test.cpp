@@ -13,8 +13,8 @@
 #include "core/models/model.h"
 #include "core/ops/ops.h"
 #include "core/optim/optimizer.h"
-#include "core/sync/layer_sync.h"
-#include "core/sync/policy.h"
+#include "core/sync/engine/make_layer_sync.h"
+#include "core/sync/policy/registry.h"
 #include "tests/sync/ranks_harness.h"
 
 using namespace dd;

@@ -1,5 +1,5 @@
 // Measured trials: the engine times the windows a policy asks for and hands every rank the same seconds
-// (Policy::timed_periods / on_period_times); dreamddp measures its layer-wise schedule against Local SGD's where
+// (Trialled::timed_periods / on_period_times); dreamddp measures its layer-wise schedule against Local SGD's where
 // the model calls them close on shared cores, and runs the faster.
 #include <gtest/gtest.h>
 
@@ -8,10 +8,10 @@
 #include <fstream>
 #include <mutex>
 
-#include "core/ops/ops.h"
-#include "core/sync/policy.h"
-#include "core/sync/profile_io.h"
 #include "core/common/error.h"
+#include "core/ops/ops.h"
+#include "core/sync/policy/registry.h"
+#include "core/sync/profile/profile_io.h"
 #include "core/telemetry/metrics_import.h"
 #include "core/telemetry/metrics_writer.h"
 #include <nlohmann/json.hpp>
@@ -28,8 +28,9 @@ std::vector<std::vector<std::pair<int64_t, std::vector<double>>>> received;  // 
 thread_local int my_rank = 0;
 
 // Asks for windows [s, s+2), [s+2, s+5) from the first step >= 3 it sees, once.
-class Timed : public sync::Policy {
+class Timed : public sync::Policy, public sync::Trialled {
  public:
+  Timed() { caps_.trialled = this; }
   std::string describe() const override { return "test-timed"; }
   sync::Action decide(int, int64_t) const override { return sync::Action::AverageParams; }
   void on_step_begin(int64_t step) override {
@@ -102,10 +103,10 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   const auto dir = contended_profile("pick", 0.6, 1.0);
   auto p = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=1,profile=" + dir));
   p->setup(kMlpLayers, 2);
-  EXPECT_NE(p->plan().find("measuring both"), std::string::npos) << p->plan();
-  EXPECT_TRUE(p->timed_periods().empty());  // anchored at the first step it sees
+  EXPECT_NE(p->caps().reporting->plan().find("measuring both"), std::string::npos) << p->caps().reporting->plan();
+  EXPECT_TRUE(p->caps().trialled->timed_periods().empty());  // anchored at the first step it sees
   p->on_step_begin(5);  // one whole period first, then the first boundary
-  ASSERT_EQ(p->timed_periods(), (std::vector<int64_t>{12, 16, 20, 24, 28}));
+  ASSERT_EQ(p->caps().trialled->timed_periods(), (std::vector<int64_t>{12, 16, 20, 24, 28}));
   auto syncs = [&](int64_t s) {
     int n = 0;
     for (int l = 0; l < 4; ++l) n += p->decide(l, s) != sync::Action::None;
@@ -124,15 +125,15 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   for (int64_t s = 24; s < 28; ++s) layerwise += syncs(s);
   EXPECT_EQ(layerwise, 8);
   // A missed boundary (resumed inside the trial): measured again, one period after the next boundary.
-  p->on_period_times(28, {});
-  EXPECT_TRUE(p->timed_periods().empty());
+  p->caps().trialled->on_period_times(28, {});
+  EXPECT_TRUE(p->caps().trialled->timed_periods().empty());
   p->on_step_begin(30);
-  ASSERT_EQ(p->timed_periods().front(), 36);
-  const auto v0 = p->plan_version();
-  p->on_period_times(48, {1.0, 0.8, 0.9, 1.1});  // Local SGD's windows faster
-  EXPECT_TRUE(p->timed_periods().empty());
-  EXPECT_GT(p->plan_version(), v0);
-  EXPECT_NE(p->plan().find("runs Local SGD's schedule"), std::string::npos) << p->plan();
+  ASSERT_EQ(p->caps().trialled->timed_periods().front(), 36);
+  const auto v0 = p->caps().reporting->plan_version();
+  p->caps().trialled->on_period_times(48, {1.0, 0.8, 0.9, 1.1});  // Local SGD's windows faster
+  EXPECT_TRUE(p->caps().trialled->timed_periods().empty());
+  EXPECT_GT(p->caps().reporting->plan_version(), v0);
+  EXPECT_NE(p->caps().reporting->plan().find("runs Local SGD's schedule"), std::string::npos) << p->caps().reporting->plan();
   for (int64_t s = 48; s < 64; ++s) {
     EXPECT_EQ(syncs(s), 0);
     EXPECT_EQ(p->full_average_after(s), (s + 1) % 4 == 0);
@@ -140,14 +141,14 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   // The decision survives a checkpoint.
   auto q = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=1,profile=" + dir));
   q->setup(kMlpLayers, 2);
-  q->load_state(p->save_state());
-  EXPECT_TRUE(q->timed_periods().empty());
+  q->caps().checkpointed->load_state(p->caps().checkpointed->save_state());
+  EXPECT_TRUE(q->caps().trialled->timed_periods().empty());
   for (int64_t s = 48; s < 56; ++s) EXPECT_EQ(q->full_average_after(s), (s + 1) % 4 == 0);
   // The layer-wise windows faster: the layer-wise schedule stays.
   auto k = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=1,profile=" + dir));
   k->setup(kMlpLayers, 2);
   k->on_step_begin(0);
-  k->on_period_times(16, {0.8, 1.0, 1.1, 0.9});
+  k->caps().trialled->on_period_times(16, {0.8, 1.0, 1.1, 0.9});
   int n = 0;
   for (int64_t s = 16; s < 20; ++s) {
     for (int l = 0; l < 4; ++l) n += k->decide(l, s) != sync::Action::None;
@@ -173,7 +174,7 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
     auto x = sync::make_policy(sync::PolicySpec::parse(spec));
     x->setup(kMlpLayers, 2);
     x->on_step_begin(0);
-    EXPECT_TRUE(x->timed_periods().empty()) << spec;
+    EXPECT_TRUE(x->caps().trialled->timed_periods().empty()) << spec;
   }
 }
 

@@ -10,11 +10,12 @@
 #include <thread>
 
 #include "backends/gloo/gloo_backend.h"
+#include "core/common/error.h"
 #include "core/models/model.h"
-#include "core/sync/bucket_plan.h"
+#include "core/sync/engine/bucket_plan.h"
+#include "core/sync/policy/registry.h"
 #include "core/train/checkpoint.h"
 #include "core/train/run_dir.h"
-#include "core/common/error.h"
 #include "core/train/trainer.h"
 #include <nlohmann/json.hpp>
 #include <cmath>

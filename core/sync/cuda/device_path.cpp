@@ -16,64 +16,10 @@
 
 #include "core/common/clock.h"
 #include "core/ops/cuda/cuda_check.h"
+#include "core/sync/cuda/device_job.h"
 
 namespace dd::sync {
-namespace {
-
-cudaEvent_t new_event() {
-  cudaEvent_t e;
-  DD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  return e;
-}
-
-enum class JobKind { Allreduce, Broadcast, HostAllreduce };
-
-// One collective between its submission and its completion; shared by the staging thread and the Work.
-struct Job {
-  JobKind kind;
-  Backend* g;
-  float* dev = nullptr;   // arena slice (device), or the device copy of a host vector (Nccl HostAllreduce)
-  float* host = nullptr;  // pinned mirror slice (Staged), or the caller's host vector (HostAllreduce)
-  size_t n = 0;
-  ReduceOp op = ReduceOp::Avg;
-  int root = 0;
-  cudaEvent_t gate = nullptr;  // data final on the device (Nccl) / copied to the pinned mirror (Staged)
-  cudaEvent_t h2d = nullptr;   // Staged: the result is back in the arena
-
-  std::mutex m;
-  std::condition_variable cv;
-  bool done = false;
-  std::exception_ptr err;
-  WorkPtr inner;  // the backend's handle
-  double end_s = 0;
-
-  ~Job() {
-    if (gate) cudaEventDestroy(gate);
-    if (h2d) cudaEventDestroy(h2d);
-  }
-};
-
-class DevicePath;
-
-class DeviceWork : public Work {
- public:
-  DeviceWork(std::shared_ptr<Job> j, DevicePath* p) : j_(std::move(j)), p_(p) {}
-  void wait() override;
-  bool test() override {
-    std::lock_guard<std::mutex> lk(j_->m);
-    if (!j_->done) return false;
-    return j_->err || !j_->inner || j_->inner->test();
-  }
-  double end_time() const override {
-    if (j_->inner && j_->inner->end_time() > 0) return j_->inner->end_time();
-    return j_->end_s;
-  }
-
- private:
-  std::shared_ptr<Job> j_;
-  DevicePath* p_;
-  bool finished_ = false;
-};
+namespace device {
 
 class DevicePath : public DataPath {
  public:
@@ -327,11 +273,11 @@ void DeviceWork::wait() {
   }
 }
 
-}  // namespace
+}  // namespace device
 
 std::unique_ptr<DataPath> make_device_path(DeviceCollectives kind, const Arenas& a, cudaStream_t compute,
                                            std::function<cudaEvent_t(int)> ready_event) {
-  return std::make_unique<DevicePath>(kind, a, compute, std::move(ready_event));
+  return std::make_unique<device::DevicePath>(kind, a, compute, std::move(ready_event));
 }
 
 }  // namespace dd::sync

@@ -1,5 +1,5 @@
 // ddp: every layer lock-step, its gradient all-reduced from the hook each step (PyTorch DDP).
-#include "core/sync/policy.h"
+#include "core/sync/policy/registry.h"
 
 namespace dd::sync {
 namespace {

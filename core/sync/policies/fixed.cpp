@@ -5,7 +5,8 @@
 
 #include "core/common/error.h"
 #include "core/sync/policies/fixed.h"
-#include "core/sync/schedule_model.h"
+#include "core/sync/policy/registry.h"
+#include "core/sync/schedule/schedule_model.h"
 
 namespace dd::sync {
 
@@ -65,6 +66,7 @@ std::vector<std::string> keys_in_order(const PolicySpec& s) {
 }  // namespace
 
 FixedPolicy::FixedPolicy(const PolicySpec& s) {
+  caps_.reporting = this;
   const int64_t kMax = 1 << 20;
   for (auto& k : keys_in_order(s)) {
     if (is_rule_key(k)) continue;

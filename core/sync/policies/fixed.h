@@ -4,7 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "core/sync/policy.h"
+#include "core/sync/policy/policy.h"
+#include "core/sync/policy/policy_spec.h"
 
 namespace dd::sync {
 
@@ -13,7 +14,7 @@ bool glob_match(const std::string& pattern, const std::string& name);
 
 // fixed: layer l averages its parameters once per K_l steps, at steps where (step - offset_l) % K_l == 0
 // (K_l = 1: gradient all-reduce every step). K_l by rule (in/mid/out) or by name patterns, first match wins.
-class FixedPolicy : public Policy {
+class FixedPolicy : public Policy, public Reporting {
  public:
   explicit FixedPolicy(const PolicySpec& s);
   std::string describe() const override;

@@ -13,18 +13,22 @@
 
 #include "core/common/bytes.h"
 #include "core/common/error.h"
-#include "core/sync/policy.h"
+#include "core/sync/policy/registry.h"
 
 namespace dd::sync {
 namespace {
 
-class HierPolicy : public Policy {
+class HierPolicy : public Policy, public Grouped, public Voting, public Reporting, public Checkpointed {
  public:
   explicit HierPolicy(const PolicySpec& s)
       : nodes_(s.get_str("nodes", "auto")), intra_(s.get_int("intra", 2, 1, 1 << 20)),
         inter_(s.get_int("inter", 32, 1, 1 << 20)), slow_(s.get_int("slow", 16, 1, 1 << 20)),
         fast_(s.get_double("fast", 0.25, 0.0, 1.0)), profile_steps_(s.get_int("profile_steps", 10, 2, 100000)) {
     s.allow_only({"nodes", "intra", "inter", "slow", "fast", "profile_steps"});
+    caps_.grouped = this;
+    caps_.voting = this;
+    caps_.reporting = this;
+    caps_.checkpointed = this;
     if (nodes_ != "auto") {
       auto x = nodes_.find('x');
       char* e1 = nullptr;

@@ -2,6 +2,7 @@
 // the auto-tuned line (measured best; POLICIES.md); thr= selects a fixed line.
 #include "core/sync/policies/staleness.h"
 #include "core/sync/policies/threshold.h"
+#include "core/sync/policy/registry.h"
 
 namespace dd::sync {
 namespace {

@@ -1,22 +1,23 @@
 // localsgd:k=K: the whole model averaged every K steps, blocking, after the update (plain Local SGD); with
 // delay=T launched without waiting and merged T steps later.
-#include "core/sync/policy.h"
+#include "core/sync/policy/registry.h"
 
 namespace dd::sync {
 namespace {
 
-class LocalSgdPolicy : public Policy {
+class LocalSgdPolicy : public Policy, public Reporting {
  public:
   explicit LocalSgdPolicy(const PolicySpec& s)
       : k_(s.get_int("k", 8, 1, 1 << 20)), merge_(parse_merge(s, "localsgd", k_)) {
     s.allow_only_with_merge_keys({"k"});
+    // With delay=T the whole-model average after step t is launched without waiting and merged at step t + T.
+    set_merge(merge_);
+    set_period(k_);
+    caps_.reporting = this;
   }
   std::string describe() const override { return "localsgd:k=" + std::to_string(k_) + merge_.describe(); }
-  // With delay=T the whole-model average after step t is launched without waiting and merged at step t + T.
-  MergeSpec merge() const override { return merge_; }
   Action decide(int, int64_t) const override { return Action::None; }
   bool full_average_after(int64_t step) const override { return (step + 1) % k_ == 0; }
-  int64_t period() const override { return k_; }
   // With a delay, what overlaps the average: launched after the update, merged at the start of step + T, so T - 1
   // whole steps run beside it (delay=1 overlaps nothing; dreamddp's delay=1 overlaps the rest of its backward).
   std::string plan() const override {

@@ -1,21 +1,23 @@
 // plsgd:h=H: H contiguous groups of about equal bytes, group j averaged from the hook at steps = j mod H.
 #include <sstream>
 
-#include "core/sync/policy.h"
-#include "core/sync/schedule_model.h"
-#include "core/sync/schedule_solver.h"
+#include "core/sync/policy/registry.h"
+#include "core/sync/schedule/schedule_model.h"
+#include "core/sync/schedule/schedule_solver.h"
 
 namespace dd::sync {
 namespace {
 
-class PlSgdPolicy : public Policy {
+class PlSgdPolicy : public Policy, public Reporting {
  public:
   explicit PlSgdPolicy(const PolicySpec& s)
       : h_(int(s.get_int("h", 8, 1, kMaxPhases))), merge_(parse_merge(s, "plsgd", h_)) {
     s.allow_only_with_merge_keys({"h"});
+    set_merge(merge_);
+    set_period(h_);
+    caps_.reporting = this;
   }
   std::string describe() const override { return "plsgd:h=" + std::to_string(h_) + merge_.describe(); }
-  MergeSpec merge() const override { return merge_; }
   void setup(const std::vector<LayerMeta>& layers, int world) override {
     Policy::setup(layers, world);
     std::vector<double> bytes;
@@ -25,7 +27,6 @@ class PlSgdPolicy : public Policy {
   Action decide(int layer, int64_t step) const override {
     return step % h_ == group_[layer] ? Action::AverageParams : Action::None;
   }
-  int64_t period() const override { return h_; }
   std::string plan() const override {
     std::ostringstream o;
     o << "plsgd: " << h_ << " contiguous groups of ~equal bytes:";

@@ -5,6 +5,7 @@
 #include "core/common/bytes.h"
 #include "core/common/error.h"
 #include "core/sync/policies/staleness.h"
+#include "core/sync/policy/registry.h"
 
 namespace dd::sync {
 
@@ -13,7 +14,17 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::min() / 2;
 }
 
 StalenessCap::StalenessCap(std::unique_ptr<Policy> inner, int64_t t, std::string name)
-    : inner_(std::move(inner)), t_(t), name_(std::move(name)) {}
+    : inner_(std::move(inner)), t_(t), name_(std::move(name)) {
+  if (inner_) {
+    const Capabilities& in = inner_->caps();
+    caps_.profiled = in.profiled;
+    caps_.voting = in.voting;
+    caps_.trialled = in.trialled;
+    caps_.grouped = in.grouped;
+  }
+  caps_.reporting = this;
+  caps_.checkpointed = this;
+}
 
 std::string StalenessCap::describe() const {
   if (!name_.empty()) return name_;
@@ -48,21 +59,9 @@ void StalenessCap::on_actions(int64_t step, const std::vector<Action>& actions) 
 }
 
 bool StalenessCap::full_average_after(int64_t step) const { return inner_ && inner_->full_average_after(step); }
-int64_t StalenessCap::profile_steps() const { return inner_ ? inner_->profile_steps() : 0; }
-void StalenessCap::on_profile(const LayerTimes& t) {
-  if (inner_) inner_->on_profile(t);
-}
-int StalenessCap::votes_per_layer() const { return inner_ ? inner_->votes_per_layer() : 0; }
-bool StalenessCap::wants_signals() const { return inner_ && inner_->wants_signals(); }
-void StalenessCap::cast_votes(int64_t step, const LayerSignals& s, float* votes) {
-  if (inner_) inner_->cast_votes(step, s, votes);
-}
-void StalenessCap::on_agreed(int64_t step, const float* sums, int world) {
-  if (inner_) inner_->on_agreed(step, sums, world);
-}
 
 std::string StalenessCap::plan() const {
-  std::string p = inner_ ? inner_->plan() : "";
+  std::string p = inner_reports() ? inner_reports()->plan() : "";
   return p + (p.empty() ? "" : "\n") + "staleness cap: every layer synced at least once every " +
          std::to_string(t_) + " steps";
 }
@@ -71,7 +70,8 @@ std::string StalenessCap::plan() const {
 std::string StalenessCap::save_state() const {
   ByteWriter w;
   w.put_vec(last_sync_);
-  w.put_str(inner_ ? inner_->save_state() : std::string());
+  Checkpointed* in = inner_ ? inner_->caps().checkpointed : nullptr;
+  w.put_str(in ? in->save_state() : std::string());
   return w.bytes();
 }
 
@@ -79,7 +79,7 @@ void StalenessCap::load_state(const std::string& s) {
   ByteReader r(s);
   last_sync_ = r.get_vec<int64_t>();
   const std::string inner = r.get_str();
-  if (inner_) inner_->load_state(inner);
+  if (Checkpointed* in = inner_ ? inner_->caps().checkpointed : nullptr) in->load_state(inner);
 }
 
 namespace {

@@ -5,9 +5,10 @@
 #include <limits>
 #include <sstream>
 
-#include "core/common/error.h"
 #include "core/common/bytes.h"
+#include "core/common/error.h"
 #include "core/sync/policies/threshold.h"
+#include "core/sync/policy/registry.h"
 
 namespace dd::sync {
 
@@ -25,6 +26,9 @@ ThresholdPolicy::ThresholdPolicy(const PolicySpec& s)
       // At most one sync per `min` steps bounds the traffic to 1/min of ddp (25% by default) whatever the signal.
       min_(s.get_int("min", std::min<int64_t>(4, max_), 1, 1 << 20)), auto_(s.get_bool("auto", s.name == "autothreshold")) {
   s.allow_only({"thr", "ema", "aema", "min", "max", "auto", "z", "slow", "t"});
+  caps_.voting = this;
+  caps_.reporting = this;
+  caps_.checkpointed = this;
   if (s.kv.count("t")) throw UsageError("--policy " + s.name + ": t= is the staleness cap of hybrid; use max= here");
   if (min_ > max_)
     throw UsageError("--policy " + s.name + ": min=" + std::to_string(min_) + " exceeds max=" + std::to_string(max_));

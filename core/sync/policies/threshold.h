@@ -4,7 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "core/sync/policy.h"
+#include "core/sync/policy/policy.h"
+#include "core/sync/policy/policy_spec.h"
 
 namespace dd::sync {
 
@@ -13,7 +14,7 @@ namespace dd::sync {
 // layer's disruption at its syncs (how much that cosine falls across an averaging: the jump from the local to the
 // averaged parameters is large when ranks disagree). Line = thr, or with auto=1 adapted per layer from the slow
 // EMA of its direction change 1 - cos and its spread: sync when the change exceeds its usual level by z std. Two votes per layer, so every input to decide() is rank-identical.
-class ThresholdPolicy : public Policy {
+class ThresholdPolicy : public Policy, public Voting, public Reporting, public Checkpointed {
  public:
   explicit ThresholdPolicy(const PolicySpec& s);
   std::string describe() const override;

@@ -1,0 +1,41 @@
+// Collectives: fingerprinted, counted collectives of the sync engine (collectives.h).
+#include "core/sync/engine/collectives.h"
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "core/sync/merge/compressed_average.h"
+
+namespace dd::sync {
+
+void Collectives::fingerprint(const char* what, int64_t n) {
+  const int64_t seq = seq_++;
+  if (!check_) return;
+  std::ostringstream s;
+  s << "#" << seq << " step " << step_ << " " << what << " floats=" << n;
+  auto all = world_.allgather(s.str());
+  const int me = world_.rank();
+  for (size_t r = 0; r < all.size(); ++r)
+    if (all[r] != all[size_t(me)])
+      throw std::runtime_error("--check-collectives: collective mismatch: rank " + std::to_string(me) + " issues '" +
+                               all[size_t(me)] + "' but rank " + std::to_string(r) + " issues '" + all[r] + "'");
+}
+
+WorkPtr Collectives::average(Backend& g, float* p, int64_t n, const char* what, int ready_layer) {
+  fingerprint(what, n);
+  stats_.bytes += 4 * n;
+  ++stats_.collectives;
+  return dp_.allreduce(g, p, size_t(n), ReduceOp::Avg, ready_layer);
+}
+
+WorkPtr Collectives::compressed(Backend& g, Codec c, float* buf, int64_t n, float* e1, float* e2, int64_t* bytes) {
+  fingerprint(c == Codec::Int8 ? "average-params-int8" : "average-params-bf16", n);
+  const int64_t sent = compressed_bytes(c, size_t(n), g.size());
+  stats_.bytes += sent;
+  *bytes += sent;
+  ++stats_.collectives;
+  return compressed_average(g, c, buf, size_t(n), e1, e2, buf);
+}
+
+}  // namespace dd::sync

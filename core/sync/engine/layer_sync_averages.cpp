@@ -1,0 +1,94 @@
+// LayerSync's averages outside the hook (layer_sync.h): Local SGD's whole-model average after the update,
+// the delayed corrections merged when due, the blocking averages of a switch, a fallback or a lock-step entry, the
+// final average, and the consensus model of evaluation.
+#include <algorithm>
+
+#include "core/common/clock.h"
+#include "core/sync/engine/layer_sync.h"
+#include "core/sync/engine/step_plan.h"
+
+namespace dd::sync {
+
+// localsgd with delay= or a transform: the whole-model average after the update of this step, on copies; blocking
+// and applied at once (delay=0) or merged at the start of step + delay.
+void LayerSync::periodic_average() {
+  std::vector<CopyAverage> sent;
+  for (auto& bk : plan_average(local_layers(), ranges_, o_.bucket_cap_bytes))
+    sent.push_back(copies_.launch(b_, bk, step_, step_ + merge_.delay, t_bwd_, -1));
+  if (merge_.delay > 0) {
+    for (auto& d : sent) copies_.defer(std::move(d));
+    return;
+  }
+  for (auto& d : sent) {
+    for (auto& w : d.works) w->wait();
+    copies_.apply(d, /*in_step=*/true);
+    InFlight f{d.bucket, {}, d.launch_s, d.bytes};
+    f.works = d.works;
+    log_sync_event(f, now_s(), step_, t_bwd_);
+  }
+}
+
+// Merges the delayed averages due by this step (all of them when `all`: before a switch, a fallback, a lock-step
+// entry, the end), oldest first: theta += avg(theta(t)) - theta(t).
+void LayerSync::merge_delayed(bool all) {
+  while (copies_.due(step_, all)) {
+    CopyAverage d = copies_.pop();
+    const double t0 = now_s();
+    double end = 0;
+    for (auto& w : d.works)
+      if (w) w->wait(), end = std::max(end, w->end_time());
+    coll_.stats().exposed_ms += (now_s() - t0) * 1e3;
+    copies_.apply(d, /*in_step=*/false);
+    if (o_.metrics && d.t_bwd > 0) {
+      InFlight f{d.bucket, {}, d.launch_s, d.bytes};
+      log_sync_event(f, end > 0 ? end : now_s(), d.step, d.t_bwd);
+    }
+  }
+}
+
+// Blocking average of every layer that is not lock-step (their parameters differ across ranks) and of all buffers.
+// Lock-step layers are already bitwise identical and are left alone: re-averaging equal values can round
+// (x+x+x != 3x in float). `log`: write one /sync_events row per bucket (the blocking averages of a step: Local
+// SGD's, a switch's); the consensus copies of evaluation and the final average are not steps and are not logged.
+void LayerSync::average_all(bool count_stats, bool log) {
+  const int64_t bytes0 = coll_.stats().bytes;
+  average_layers(local_layers(), o_.average_optimizer_state, /*all_buffers=*/true, log);
+  if (!count_stats) coll_.stats().bytes = bytes0;
+}
+
+// Blocking average of the parameters of the chosen layers (and, optionally, their optimizer state); buffers of the
+// chosen layers, or of all layers.
+void LayerSync::average_layers(const std::vector<bool>& which, bool optimizer_state, bool all_buffers, bool log) {
+  std::vector<InFlight> sent;
+  for (auto& bk : plan_average(which, ranges_, o_.bucket_cap_bytes)) {
+    InFlight f{bk, {}, now_s()};
+    for (auto& part : bucket_parts(bk, !all_buffers, optimizer_state ? a_.state_slots : 0, a_.num_params))
+      f.works.push_back(coll_.average(b_, arena_ptr(a_, part), part.n, part.what));
+    sent.push_back(std::move(f));
+  }
+  WorkPtr buffers;
+  if (all_buffers && a_.num_buffers) buffers = coll_.average(b_, a_.buffers, a_.num_buffers, "average-buffers");
+  for (auto& f : sent)
+    for (auto& w : f.works) w->wait();
+  if (buffers) buffers->wait();
+  if (log)
+    for (auto& f : sent) log_sync_event(f, now_s(), step_, t_bwd_);
+}
+
+void LayerSync::finalize() {
+  apply_agreed_votes(/*all=*/true);
+  merge_delayed(/*all=*/true);
+  average_all(false);
+}
+
+void LayerSync::with_consensus(const std::function<void()>& fn) {
+  std::vector<float> p, bu;
+  dp_->save(a_.params, size_t(a_.num_params), p);
+  dp_->save(a_.buffers, size_t(a_.num_buffers), bu);
+  average_all(false);
+  fn();
+  dp_->restore(a_.params, size_t(a_.num_params), p);
+  dp_->restore(a_.buffers, size_t(a_.num_buffers), bu);
+}
+
+}  // namespace dd::sync

@@ -1,0 +1,139 @@
+// CopyAverages: averages on copies (delayed merge, outer step, compression), see copy_average.h.
+#include "core/sync/merge/copy_average.h"
+
+#include <algorithm>
+
+#include "core/common/clock.h"
+#include "core/common/error.h"
+
+namespace dd::sync {
+
+float* arena_ptr(const Arenas& a, const BucketPart& p) {
+  switch (p.arena) {
+    case Arena::Grads: return a.grads + p.off;
+    case Arena::Params: return a.params + p.off;
+    case Arena::Buffers: return a.buffers + p.off;
+    case Arena::OptState: return a.opt_state + p.off;
+  }
+  return nullptr;
+}
+
+CopyAverages::~CopyAverages() {
+  try {
+    for (auto& d : delayed_)
+      for (auto& w : d.works)
+        if (w) w->wait();
+  } catch (...) {
+  }
+}
+
+CopyAverage CopyAverages::launch(Backend& g, const Bucket& bk, int64_t step, int64_t merge_step, double t_bwd,
+                                 int ready_layer) {
+  CopyAverage d;
+  d.bucket = bk;
+  d.step = step;
+  d.merge_step = merge_step;
+  d.launch_s = now_s();
+  d.t_bwd = t_bwd;
+  d.transformed = pm_.active();
+  d.parts = bucket_parts(bk, true, opt_slots_, a_.num_params);
+  int64_t bytes = 0;
+  bool compressed_any = false;
+  // theta(t) is kept only for a delayed merge (the correction needs it); an in-step average replaces the layers.
+  const bool delayed = merge_step > step;
+  for (auto& part : d.parts) {
+    const float* x = arena_ptr(a_, part);
+    d.orig.emplace_back(delayed ? std::vector<float>(x, x + part.n) : std::vector<float>());
+    const bool payload = d.transformed && part.arena == Arena::Params;
+    d.avg.emplace_back(payload ? std::vector<float>(size_t(part.n)) : std::vector<float>(x, x + part.n));
+    float* buf = d.avg.back().data();
+    if (payload) {
+      pm_.payload(x, part.off, part.n, buf);
+      if (pm_.codec() != Codec::None) {
+        // One compressed average per run of adjacent layers with the same codec (compress=auto mixes them).
+        for (int l = bk.lo; l <= bk.hi;) {
+          int e = l;
+          while (e < bk.hi && codec_[size_t(e + 1)] == codec_[size_t(l)]) ++e;
+          const int64_t off = ranges_[size_t(l)].param_off;
+          const int64_t n = ranges_[size_t(e)].param_off + ranges_[size_t(e)].param_n - off;
+          if (n > 0)
+            d.works.push_back(c_.compressed(g, codec_[size_t(l)], buf + (off - part.off), n, pm_.residual_send(off),
+                                            pm_.residual_owner(off), &bytes));
+          l = e + 1;
+        }
+        compressed_any = true;
+        continue;
+      }
+    }
+    bytes += 4 * part.n;
+    d.works.push_back(c_.average(g, buf, part.n, part.what, ready_layer));
+  }
+  if (compressed_any) d.bytes = bytes;
+  return d;
+}
+
+void CopyAverages::apply(CopyAverage& d, bool in_step) {
+  for (size_t i = 0; i < d.parts.size(); ++i) {
+    float* x = arena_ptr(a_, d.parts[i]);
+    float* avg = d.avg[i].data();
+    if (d.transformed && d.parts[i].arena == Arena::Params) pm_.finish(d.parts[i].off, d.parts[i].n, avg);
+    if (in_step) {
+      std::copy(avg, avg + d.parts[i].n, x);
+      continue;
+    }
+    const float* orig = d.orig[i].data();
+    for (int64_t j = 0; j < d.parts[i].n; ++j) x[j] += avg[j] - orig[j];
+  }
+}
+
+void CopyAverages::save(ByteWriter& w) {
+  w.put<uint32_t>(uint32_t(delayed_.size()));
+  for (auto& d : delayed_) {
+    for (auto& wk : d.works)
+      if (wk) wk->wait();
+    w.put<int64_t>(d.step);
+    w.put<int64_t>(d.merge_step);
+    w.put<int32_t>(d.bucket.lo);
+    w.put<int32_t>(d.bucket.hi);
+    w.put<int32_t>(int32_t(d.bucket.action));
+    w.put<uint8_t>(d.transformed);
+    w.put<int64_t>(d.bytes);
+    for (size_t i = 0; i < d.parts.size(); ++i) {
+      w.put_floats(d.orig[i].data(), d.orig[i].size());
+      w.put_floats(d.avg[i].data(), d.avg[i].size());
+    }
+  }
+}
+
+void CopyAverages::load(ByteReader& r, int num_layers) {
+  delayed_.clear();
+  const uint32_t n = r.get<uint32_t>();
+  if (n > uint32_t(num_layers)) throw UsageError("checkpoint: engine state holds too many delayed averages");
+  for (uint32_t i = 0; i < n; ++i) {
+    CopyAverage d;
+    d.step = r.get<int64_t>();
+    d.merge_step = r.get<int64_t>();
+    const int lo = r.get<int32_t>(), hi = r.get<int32_t>(), action = r.get<int32_t>();
+    if (lo < 0 || hi < lo || hi >= num_layers || !averages_params(Action(action)))
+      throw UsageError("checkpoint: engine state holds a malformed delayed average");
+    d.bucket.lo = lo, d.bucket.hi = hi, d.bucket.action = Action(action);
+    d.transformed = r.get<uint8_t>() != 0;
+    d.bytes = r.get<int64_t>();
+    if (d.transformed && !pm_.active())
+      throw UsageError("checkpoint: engine state holds a transformed average for a policy without one");
+    d.bucket.param_off = ranges_[size_t(lo)].param_off;
+    d.bucket.param_n = ranges_[size_t(hi)].param_off + ranges_[size_t(hi)].param_n - d.bucket.param_off;
+    d.bucket.buffer_off = ranges_[size_t(lo)].buffer_off;
+    d.bucket.buffer_n = ranges_[size_t(hi)].buffer_off + ranges_[size_t(hi)].buffer_n - d.bucket.buffer_off;
+    d.parts = bucket_parts(d.bucket, true, opt_slots_, a_.num_params);
+    for (auto& part : d.parts) {
+      d.orig.emplace_back(size_t(part.n));
+      d.avg.emplace_back(size_t(part.n));
+      r.get_floats(d.orig.back().data(), d.orig.back().size());
+      r.get_floats(d.avg.back().data(), d.avg.back().size());
+    }
+    delayed_.push_back(std::move(d));
+  }
+}
+
+}  // namespace dd::sync

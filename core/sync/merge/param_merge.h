@@ -1,0 +1,49 @@
+// ParamMerge: how a local layer's average becomes its new parameters when the policy transforms it (outer=nesterov,
+// compress=bf16|int8; docs/design.md "Delayed merge, outer optimizer, compression"). It owns the per-parameter state that needs: the anchors
+// (each layer's value at its previous sync, identical on every rank), the outer momentum and the two residuals of
+// error feedback, and their checkpoint. LayerSync decides when a layer syncs; ParamMerge only what the sync computes.
+//
+// One sync of parameters [off, off + n), launched on theta(t) (`orig`):
+//   payload(orig, buf)   buf = orig - anchor (compress) or orig (outer only), to be averaged in place over the ranks;
+//   finish(buf)          avg = anchor + buf (compress) or buf; then outer=nesterov: g = anchor - avg, m = mu m + g,
+//                        anchor -= lr (g + mu m), buf = anchor; outer=avg: anchor = buf = avg. buf is then the layer's
+//                        new synchronized value, equal on all ranks.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/common/bytes.h"
+#include "core/sync/policy/merge_spec.h"
+
+namespace dd::sync {
+
+class ParamMerge {
+ public:
+  explicit ParamMerge(int64_t num_params) : n_(num_params) {}
+  // For a (new) policy's merge spec: allocates what it needs (fresh anchors are copies of `params`, which must be
+  // identical on every rank when the spec starts transforming), frees what it does not.
+  void configure(const MergeSpec& m, const float* params);
+  bool active() const { return m_.transforms(); }
+  Codec codec() const { return m_.compress; }
+  // Parameters [off, off + n) are identical on every rank now: they become the anchors.
+  void anchor(const float* params, int64_t off, int64_t n);
+  void payload(const float* orig, int64_t off, int64_t n, float* buf) const;
+  void finish(int64_t off, int64_t n, float* buf);
+  // Residuals of error feedback at parameter `off` (compress only; see compressed_average).
+  float* residual_send(int64_t off) { return e1_.data() + off; }
+  float* residual_owner(int64_t off) { return e2_.data() + off; }
+
+  void save(ByteWriter& w) const;
+  void load(ByteReader& r);  // after configure() with the saved spec
+
+ private:
+  int64_t n_;
+  MergeSpec m_;
+  std::vector<float> anchor_, mom_, e1_, e2_;
+};
+
+// One step of DiLoCo's outer optimizer on n values (torch.optim.SGD(nesterov=True) on the pseudo-gradient
+// g = anchor - avg): m = mu m + g; anchor -= lr (g + mu m).
+void outer_nesterov(float* anchor, float* mom, const float* avg, int64_t n, float lr, float mu);
+
+}  // namespace dd::sync

@@ -1,0 +1,102 @@
+// DreamDdpPolicy, dreamddp:h=H (dreamddp.cpp describes the policy). Its member functions in one file per job:
+//   dreamddp.cpp         the spec, the profile (self-measured, from profile=DIR or replayed), the schedule, decide
+//   dreamddp_trial.cpp   the measured trial of Local SGD's schedule, and reading a recorded run's decisions (replay=)
+//   dreamddp_report.cpp  the plan rank 0 prints, the decisions metrics.h5 records, the checkpoint
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/sync/policy/policy.h"
+#include "core/sync/policy/policy_spec.h"
+#include "core/sync/profile/profile_io.h"
+#include "core/sync/schedule/schedule_model.h"
+
+namespace dd::sync {
+
+class DreamDdpPolicy : public Policy, public Profiled, public Trialled, public Reporting, public Checkpointed {
+ public:
+  explicit DreamDdpPolicy(const PolicySpec& s);
+  std::string describe() const override;
+  void setup(const std::vector<LayerMeta>& layers, int world) override;
+  Action decide(int layer, int64_t step) const override;
+  // Local SGD's schedule: the whole model, blocking, after the update of every H-th step.
+  bool full_average_after(int64_t step) const override { return local_at(step) && (step + 1) % h_ == 0; }
+  void on_step_begin(int64_t step) override;
+
+  // Profiled: lock-step until it has a profile.
+  int64_t profile_steps() const override { return phase_.empty() ? profile_steps_ : 0; }
+  void on_profile(const LayerTimes& measured) override;
+
+  // Trialled (dreamddp_trial.cpp).
+  int64_t settled_after(int64_t from) const override;
+  std::vector<int64_t> timed_periods() const override;
+  void on_period_times(int64_t step, const std::vector<double>& s) override;
+
+  // Reporting and Checkpointed (dreamddp_report.cpp).
+  std::string plan() const override;
+  int64_t plan_version() const override { return phase_.empty() ? 0 : 1 + decisions_; }
+  std::string decisions() const override;
+  std::string save_state() const override;
+  void load_state(const std::string& s) override;
+
+ private:
+  // Fill-in is on for the plain in-step average; off with a delay (it cannot be combined) and with an outer
+  // optimizer or compression (each extra average would be one more outer step / encoded payload; ask with fillin=1).
+  bool default_fillin() const { return delay_ == 0 && !merge_.transforms(); }
+  bool default_trial() const { return profile_dir_.empty() && replay_dir_.empty(); }
+  // The schedule the model chose (a trial's verdict may differ; local_sgd_ is what runs).
+  bool local_sgd_model() const { return model_local_sgd_; }
+
+  // A recorded run's decisions (its metrics.h5 /decisions, the first dreamddp policy that ran there).
+  struct Replay {
+    bool self_profiled = false;
+    std::vector<std::string> names;
+    LayerTimes times;
+    std::vector<int> phase;
+    FillIn fill;
+    bool model_local_sgd = false;
+    bool trial = false;
+    int64_t trial_offset = 0;  // the trial's first step from the policy's first step
+    bool trial_local_sgd = false;
+    double trial_layerwise_s = 0, trial_local_s = 0;
+  };
+  void load_replay();  // dreamddp_trial.cpp
+
+  // Local SGD's schedule at `step`: the trial's windows 1 and 2, else the decision.
+  bool local_at(int64_t step) const {
+    if (trial_pending_ && trial_start_ >= 0 && step >= trial_start_ &&
+        step < trial_start_ + kTrialPeriods * int64_t(h_)) {
+      const int64_t w = (step - trial_start_) / h_;
+      return w == 1 || w == 2;
+    }
+    return local_sgd_;
+  }
+  // The trial's first step for a policy first asked at `step`: the period boundary after one whole period.
+  int64_t first_trial_step(int64_t step) const { return (step + h_ - 1) / h_ * h_ + h_; }
+  static constexpr int kTrialPeriods = 4;  // layer-wise, Local SGD, Local SGD, layer-wise
+  static constexpr double kTrialMargin = 0.10;
+  static constexpr double kContended = 0.05;  // below: the probe's own noise (a few % on a quiet machine)
+
+  int h_;
+  MergeSpec merge_;
+  int delay_;
+  bool fillin_;
+  std::string profile_dir_, replay_dir_;
+  int64_t profile_steps_;
+  std::optional<Replay> replay_;
+  LayerProfile file_profile_;
+  LayerTimes times_;
+  std::vector<int> phase_;
+  FillIn extra_;
+  bool fallback_, trial_;
+  bool trial_pending_ = false;
+  int64_t trial_start_ = -1, decisions_ = 0;
+  double trial_layerwise_s_ = 0, trial_local_s_ = 0;
+  double modelled_ = 0, bound_ = 0, localsgd_modelled_ = 0;
+  bool local_sgd_ = false;  // Local SGD's schedule is run (fallback)
+  bool model_local_sgd_ = false;
+};
+
+}  // namespace dd::sync

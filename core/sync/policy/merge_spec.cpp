@@ -1,0 +1,64 @@
+// The merge keys of the local policies (merge_spec.h): parsed, checked against the policy's period, described.
+#include <cstdio>
+
+#include "core/common/error.h"
+#include "core/sync/policy/merge_spec.h"
+
+namespace dd::sync {
+
+const char* codec_name(Codec c) {
+  switch (c) {
+    case Codec::None: return "none";
+    case Codec::Bf16: return "bf16";
+    case Codec::Int8: return "int8";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& merge_keys() {
+  static const std::vector<std::string> keys = {"delay", "outer", "outer.lr", "outer.momentum", "compress"};
+  return keys;
+}
+
+MergeSpec parse_merge(const PolicySpec& s, const std::string& policy, int64_t h) {
+  MergeSpec m;
+  const int64_t d = s.get_int("delay", 0, 0, 1024);
+  if (d >= h)
+    throw UsageError("--policy " + policy + ": delay=" + std::to_string(d) + " must be below " +
+                     (policy == "localsgd" ? "k=" : "h=") + std::to_string(h) +
+                     " (a layer's next average starts that many steps after the last, which must have been merged)");
+  m.delay = int(d);
+  const std::string outer = s.get_str("outer", "avg");
+  if (outer == "nesterov") {
+    m.nesterov = true;
+    m.outer_lr = s.get_double("outer.lr", 0.7, 1e-6, 10);
+    m.outer_momentum = s.get_double("outer.momentum", 0.9, 0, 0.999);
+  } else if (outer == "avg") {
+    if (s.kv.count("outer.lr") || s.kv.count("outer.momentum"))
+      throw UsageError("--policy " + policy + ": outer=avg takes no lr or momentum (did you mean outer=nesterov:lr=...?)");
+  } else {
+    throw UsageError("--policy " + policy + ": outer=" + outer + " is not one of avg, nesterov");
+  }
+  const std::string c = s.get_str("compress", "none");
+  if (c == "none") m.compress = Codec::None;
+  else if (c == "bf16") m.compress = Codec::Bf16;
+  else if (c == "int8") m.compress = Codec::Int8;
+  else if (c == "auto") m.compress = Codec::Bf16, m.compress_auto = true;
+  else throw UsageError("--policy " + policy + ": compress=" + c + " is not one of none, bf16, int8, auto");
+  return m;
+}
+
+std::string MergeSpec::describe() const {
+  std::string o;
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", v);
+    return std::string(b);
+  };
+  if (delay) o += ",delay=" + std::to_string(delay);
+  if (nesterov) o += ",outer=nesterov:lr=" + num(outer_lr) + ",momentum=" + num(outer_momentum);
+  if (compress != Codec::None) o += std::string(",compress=") + (compress_auto ? "auto" : codec_name(compress));
+  return o;
+}
+
+}  // namespace dd::sync

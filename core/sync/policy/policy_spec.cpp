@@ -1,0 +1,121 @@
+// PolicySpec parsing and typed key access with range checks (bad specs are usage errors, exit 2).
+#include <cmath>
+#include <map>
+#include <cstdlib>
+
+#include "core/common/error.h"
+#include "core/sync/policy/merge_spec.h"
+#include "core/sync/policy/policy_spec.h"
+
+namespace dd::sync {
+
+namespace {
+// Keys whose value may carry its own keys, and those keys.
+const std::map<std::string, std::vector<std::string>> kNestedKeys = {{"outer", {"lr", "momentum"}}};
+
+bool nested_key_of(const std::string& parent, const std::string& key) {
+  auto it = kNestedKeys.find(parent);
+  if (it == kNestedKeys.end()) return false;
+  for (auto& k : it->second)
+    if (k == key) return true;
+  return false;
+}
+}  // namespace
+
+PolicySpec PolicySpec::parse(const std::string& text) {
+  PolicySpec s;
+  s.text = text;
+  auto colon = text.find(':');
+  s.name = text.substr(0, colon);
+  if (s.name.empty()) throw UsageError("--policy '" + text + "': missing policy name");
+  if (colon == std::string::npos) return s;
+  std::string rest = text.substr(colon + 1);
+  size_t pos = 0;
+  std::string nested;  // the key whose own keys the next items may be
+  while (pos <= rest.size()) {
+    size_t comma = rest.find(',', pos);
+    std::string item = rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (item.empty()) throw UsageError("--policy '" + text + "': empty key=value item");
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw UsageError("--policy '" + text + "': expected key=value, got '" + item + "'");
+    std::string k = item.substr(0, eq);
+    std::string v = item.substr(eq + 1);
+    // "outer=nesterov:lr=0.7": a value with keys of its own opens them; the items after it that are its keys follow.
+    if (!nested.empty() && nested_key_of(nested, k)) k = nested + "." + k;
+    else nested.clear();
+    const auto colon2 = v.find(':');
+    if (colon2 != std::string::npos && kNestedKeys.count(k)) {
+      std::string sub = v.substr(colon2 + 1);
+      v = v.substr(0, colon2);
+      auto eq2 = sub.find('=');
+      if (eq2 == std::string::npos || eq2 == 0 || eq2 + 1 == sub.size() || !nested_key_of(k, sub.substr(0, eq2)))
+        throw UsageError("--policy '" + text + "': expected " + k + "=NAME:key=value with a key of " + k + ", got '" + item + "'");
+      const std::string k2 = k + "." + sub.substr(0, eq2);
+      if (s.kv.count(k2)) throw UsageError("--policy '" + text + "': key '" + k2 + "' given twice");
+      s.kv[k2] = sub.substr(eq2 + 1);
+    }
+    if (kNestedKeys.count(k)) nested = k;
+    if (s.kv.count(k)) throw UsageError("--policy '" + text + "': key '" + k + "' given twice");
+    s.kv[k] = v;
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return s;
+}
+
+int64_t PolicySpec::get_int(const std::string& key, int64_t dflt, int64_t lo, int64_t hi) const {
+  auto it = kv.find(key);
+  if (it == kv.end()) return dflt;
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (errno || !end || *end || v < lo || v > hi)
+    throw UsageError("--policy " + name + ": " + key + "=" + it->second + " must be an integer in [" +
+                     std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+
+double PolicySpec::get_double(const std::string& key, double dflt, double lo, double hi) const {
+  auto it = kv.find(key);
+  if (it == kv.end()) return dflt;
+  char* end = nullptr;
+  double v = std::strtod(it->second.c_str(), &end);
+  if (!end || *end || !std::isfinite(v) || v < lo || v > hi)
+    throw UsageError("--policy " + name + ": " + key + "=" + it->second + " must be a number in [" +
+                     std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+
+std::string PolicySpec::get_str(const std::string& key, const std::string& dflt) const {
+  auto it = kv.find(key);
+  return it == kv.end() ? dflt : it->second;
+}
+
+bool PolicySpec::get_bool(const std::string& key, bool dflt) const {
+  auto it = kv.find(key);
+  if (it == kv.end()) return dflt;
+  if (it->second == "1" || it->second == "true" || it->second == "on") return true;
+  if (it->second == "0" || it->second == "false" || it->second == "off") return false;
+  throw UsageError("--policy " + name + ": " + key + "=" + it->second + " must be 0/1");
+}
+
+void PolicySpec::allow_only_with_merge_keys(std::vector<std::string> keys) const {
+  keys.insert(keys.end(), merge_keys().begin(), merge_keys().end());
+  allow_only(keys);
+}
+
+void PolicySpec::allow_only(const std::vector<std::string>& keys) const {
+  for (auto& [k, v] : kv) {
+    bool ok = false;
+    for (auto& a : keys) ok |= (a == k);
+    if (!ok) {
+      std::string list;
+      for (auto& a : keys) list += (list.empty() ? "" : ", ") + a;
+      throw UsageError("--policy " + name + ": unknown key '" + k + "'" +
+                       (list.empty() ? " (it takes none)" : " (known: " + list + ")"));
+    }
+  }
+}
+
+}  // namespace dd::sync

@@ -1,0 +1,32 @@
+// Per-layer profile files (bp.json, comm.json: layer name -> seconds, forward order; optional overlap.json:
+// {"compute_slowdown": x, "comm_slowdown": y}, see contention.h) read and written.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/sync/profile/contention.h"
+
+namespace dd::sync {
+
+// One profile: per layer (forward order) its backward time and its all-reduce time, in seconds.
+struct LayerProfile {
+  std::vector<std::string> names;
+  std::vector<double> bp;
+  std::vector<double> comm;
+  // What overlapped communication and compute cost each other (self_profile.h measure_contention); none when
+  // the directory has no overlap.json (the artifact's profiles).
+  Contention contention;
+};
+
+// Reads DIR/bp.json, DIR/comm.json and, if present, DIR/overlap.json. Layer order is bp.json's key order. Throws
+// dd::UsageError naming the file for a missing directory/file, invalid JSON, a non-object, a null/NaN,
+// non-numeric, infinite or negative value, and naming the layers when the two files do not time the same layers.
+LayerProfile read_profile(const std::string& dir);
+
+// Reads one layer -> seconds JSON object (same value rules as read_profile); names keep the file's key order.
+std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file);
+
+// Writes DIR/bp.json, DIR/comm.json and DIR/overlap.json (creating DIR). Refuses to replace existing files unless overwrite.
+void write_profile(const std::string& dir, const LayerProfile& profile, bool overwrite = false);
+
+}  // namespace dd::sync

@@ -1,0 +1,149 @@
+// SelfProfile: ready-time backward profile and the alpha-beta comm model, agreed across ranks (self_profile.h).
+#include "core/sync/profile/self_profile.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/common/clock.h"
+#include "core/common/error.h"
+#include "core/ops/ops.h"
+
+namespace dd::sync {
+
+std::vector<double> backward_times(const std::vector<double>& ready, double t_bwd) {
+  const int L = int(ready.size());
+  std::vector<double> t(size_t(L), 0.0);
+  for (int l = L - 1; l >= 0; --l) t[size_t(l)] = ready[size_t(l)] - (l == L - 1 ? t_bwd : ready[size_t(l + 1)]);
+  return t;
+}
+
+void SelfProfile::add(int64_t step, const std::vector<double>& ready, double t_bwd) {
+  if (step == 0) return;
+  const auto t = backward_times(ready, t_bwd);
+  for (size_t l = 0; l < sum_.size(); ++l) sum_[l] += t[l];
+  ++n_;
+}
+
+LayerTimes SelfProfile::finish(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers) {
+  const int L = int(sum_.size());
+  LayerTimes t;
+  t.backward_s.resize(size_t(L));
+  for (int l = 0; l < L; ++l) t.backward_s[size_t(l)] = n_ ? sum_[size_t(l)] / n_ : 0;
+  t.comm_s = measure_comm_model(dp, b, layers);
+  t.contention = measure_contention(dp, b);
+  agree_profile(dp, b, t.backward_s, t.comm_s, &t.contention);
+  return t;
+}
+
+void agree_floats(DataPath& dp, Backend& b, std::vector<float>& v, ReduceOp op) {
+  dp.allreduce_host(b, v.data(), v.size(), op)->wait();
+  if (!dp.on_device()) {
+    b.broadcast(v.data(), v.size(), 0)->wait();
+  } else {  // the broadcast of rank 0's floats, as an allreduce of (rank 0's values, zeros elsewhere)
+    if (b.rank() != 0) std::fill(v.begin(), v.end(), 0.0f);
+    dp.allreduce_host(b, v.data(), v.size(), ReduceOp::Sum)->wait();
+  }
+}
+
+void agree_profile(DataPath& dp, Backend& b, std::vector<double>& bp, std::vector<double>& comm, Contention* k) {
+  const size_t L = bp.size();
+  if (comm.size() != L) throw std::invalid_argument("agree_profile: backward and comm times differ in length");
+  std::vector<float> v(2 * L + (k ? 2 : 0));
+  for (size_t l = 0; l < L; ++l) v[l] = float(bp[l]), v[L + l] = float(comm[l]);
+  if (k) v[2 * L] = float(k->compute), v[2 * L + 1] = float(k->comm);
+  agree_floats(dp, b, v, ReduceOp::Avg);
+  for (size_t l = 0; l < L; ++l) bp[l] = v[l], comm[l] = v[L + l];
+  if (k) k->compute = v[2 * L], k->comm = v[2 * L + 1];
+}
+
+void SelfProfile::save(ByteWriter& w) const {
+  w.put_vec(sum_);
+  w.put<int32_t>(n_);
+}
+
+void SelfProfile::load(ByteReader& r) {
+  auto s = r.get_vec<double>();
+  if (s.size() != sum_.size()) throw UsageError("checkpoint: engine state is for another model (profile)");
+  sum_ = s;
+  n_ = r.get<int32_t>();
+}
+
+std::vector<double> measure_comm_model(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers) {
+  auto timed = [&](int64_t n) {
+    // In arena space: on a device the timed collective includes its staging, as the real buckets do.
+    const size_t len = size_t(std::max<int64_t>(n, 1));
+    float* buf = dp.scratch(len);
+    std::vector<double> ts;
+    for (int i = 0; i < 4; ++i) {
+      double t0 = now_s();
+      dp.allreduce(b, buf, len, ReduceOp::Sum, -1)->wait();
+      ts.push_back(now_s() - t0);
+    }
+    std::sort(ts.begin() + 1, ts.end());
+    return ts[2];
+  };
+  const int64_t small = 256, large = 1 << 20;
+  const double ts = timed(small), tl = timed(large);
+  const double per_byte = std::max(0.0, (tl - ts) / double(4 * (large - small)));
+  const double alpha = std::max(0.0, ts - per_byte * 4 * small);
+  std::vector<double> c;
+  for (auto& m : layers) c.push_back(alpha + per_byte * double(m.bytes));
+  return c;
+}
+
+Contention measure_contention(DataPath& dp, Backend& b) {
+  if (dp.on_device() || b.size() < 2) return {};  // the same on every rank: no collective is skipped by one
+  const int64_t n = 256;
+  std::vector<float> A(size_t(n * n), 0.5f), B(size_t(n * n), 0.25f), C(size_t(n * n), 0.0f);
+  auto gemms = [&](int reps) {
+    const double t0 = now_s();
+    for (int i = 0; i < reps; ++i) ops::gemm(false, false, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+    return now_s() - t0;
+  };
+  gemms(2);  // warm-up: the primitive
+  const double probe_s = 0.02;
+  const int reps = int(std::clamp(probe_s / std::max(gemms(8) / 8, 1e-7), 8.0, 4096.0));
+  // Two all-reduces sized at the rate of a 1 Mi-float one on this network: a long one that outlasts the GEMM loop
+  // (twice its length) and a short one that ends inside it (half), rank 0's sizes everywhere (every rank must
+  // launch the same collectives). Host memory (the path is on the host here), freed after the probe.
+  const size_t ref = size_t(1) << 20;
+  std::vector<float> buf(ref, 0.0f);
+  b.allreduce(buf.data(), ref, ReduceOp::Sum)->wait();
+  const double t0 = now_s();
+  b.allreduce(buf.data(), ref, ReduceOp::Sum)->wait();
+  const double t_ref = std::max(now_s() - t0, 1e-6);
+  float len[2] = {float(std::clamp(double(ref) * 2 * probe_s / t_ref, 65536.0, 16777216.0)),
+                  float(std::clamp(double(ref) * 0.5 * probe_s / t_ref, 4096.0, 16777216.0))};
+  b.broadcast(len, 2, 0)->wait();
+  buf.assign(size_t(len[0]), 0.0f);
+  std::vector<double> alone, overlapped, comm_alone, comm_overlapped;
+  for (int r = 0; r < 3; ++r) {
+    b.barrier();
+    alone.push_back(gemms(reps));
+    b.barrier();
+    auto w = b.allreduce(buf.data(), size_t(len[0]), ReduceOp::Sum);
+    overlapped.push_back(gemms(reps));
+    w->wait();
+    b.barrier();
+    double s = now_s();
+    b.allreduce(buf.data(), size_t(len[1]), ReduceOp::Sum)->wait();
+    comm_alone.push_back(now_s() - s);
+    b.barrier();
+    s = now_s();
+    w = b.allreduce(buf.data(), size_t(len[1]), ReduceOp::Sum);
+    gemms(reps);
+    w->wait();
+    // The end as the communication thread saw it (a backend that does not record it: the wait's return).
+    comm_overlapped.push_back((w->end_time() > 0 ? w->end_time() : now_s()) - s);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[1];
+  };
+  Contention k;
+  k.compute = std::max(0.0, median(overlapped) / median(alone) - 1.0);
+  k.comm = std::max(0.0, median(comm_overlapped) / median(comm_alone) - 1.0);
+  return k;
+}
+
+}  // namespace dd::sync

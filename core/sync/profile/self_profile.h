@@ -1,0 +1,59 @@
+// SelfProfile: the engine's own profile of dreamddp's first (lock-step) steps — per-layer backward times from the
+// hook's ready times, the all-reduce time of every layer from a latency-bandwidth fit on this backend and network,
+// one profile agreed by every rank (each must compute the same schedule). `dreamddp profile` measures the same two
+// things offline (core/sync/profile/profiler.h); both take backward times from ready times with backward_times().
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/common/bytes.h"
+#include "core/sync/engine/data_path.h"
+#include "core/sync/policy/layer_meta.h"
+#include "core/sync/profile/layer_times.h"
+
+namespace dd::sync {
+
+// Per-layer backward time of one backward pass: layer l's ready time minus the next layer's (the last layer's
+// minus the start of the backward), forward layer order.
+std::vector<double> backward_times(const std::vector<double>& ready, double t_bwd);
+
+class SelfProfile {
+ public:
+  explicit SelfProfile(int layers) : sum_(size_t(layers), 0.0) {}
+  // One profiling step's ready times (step 0 is warm-up and is skipped).
+  void add(int64_t step, const std::vector<double>& ready, double t_bwd);
+  // Collective: the agreed profile (rank-averaged, then rank 0's floats everywhere), with the comm model of
+  // `layers` measured on b through dp.
+  LayerTimes finish(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers);
+
+  void save(ByteWriter& w) const;
+  void load(ByteReader& r);
+
+ private:
+  std::vector<double> sum_;
+  int32_t n_ = 0;
+};
+
+// Collective: `v` reduced with `op` over the ranks, then rank 0's floats everywhere (bitwise one answer on every
+// rank, whatever the backend's reduction order). `v` is host memory on either data path.
+void agree_floats(DataPath& dp, Backend& b, std::vector<float>& v, ReduceOp op);
+
+// Collective: one profile for every rank (each must compute the same schedule) — the rank average of `bp`,
+// `comm` and `contention` (when given), then rank 0's floats everywhere. Used by the engine's self-profile and by
+// `dreamddp profile`.
+void agree_profile(DataPath& dp, Backend& b, std::vector<double>& bp, std::vector<double>& comm,
+                   Contention* contention = nullptr);
+
+// Collective: what overlapped communication and compute cost each other on this rank (contention.h), ranks in
+// step, median of 3 rounds: `compute` from a fixed GEMM loop (~20 ms, the rank's compute threads) timed alone and
+// while an all-reduce that outlasts it runs on the communication thread; `comm` from an all-reduce of half that
+// length timed alone and while the GEMM loop runs. Both near 0 where ranks do not share cores with each other's
+// communication threads and network stacks; none on a device data path (compute does not run on the host's
+// cores) and for one rank.
+Contention measure_contention(DataPath& dp, Backend& b);
+
+// c(bytes) = alpha + bytes / beta from timed all-reduces of a small and a large buffer (median of 3 after one
+// warm-up each), evaluated at every layer's bytes.
+std::vector<double> measure_comm_model(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers);
+
+}  // namespace dd::sync
