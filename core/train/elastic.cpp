@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -65,7 +66,8 @@ class FileKeyStore final : public KeyStore {
   std::string write_temp(const std::string& key, const std::string& value) {
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
-    const std::string tmp = path(key) + ".tmp" + std::to_string(::getpid());
+    static std::atomic<unsigned> serial{0};  // unique per process and call: ranks may be threads (tests)
+    const std::string tmp = path(key) + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(serial++);
     {
       std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
       f << value;
