@@ -214,6 +214,7 @@ class GuardWatch final : public StepWatch {
       : on_(cfg.anomaly != AnomalyMode::Off), scan_(!on_device), rank0_(cfg.rank == 0), m_(m), engine_(engine),
         metrics_(metrics), progress_(progress), guard_(cfg.anomaly_spike, 20) {}
   void set_step(int64_t step) { step_ = step; }
+  void set_engine(sync::SyncEngine* e) { engine_ = e; }  // a shrink built a new one
   // This rank saw an anomaly in the previous step (what a single process acts on; ranks agree via the engine).
   bool take_local_anomaly() { return std::exchange(local_anomaly_, false); }
 
@@ -233,10 +234,6 @@ class GuardWatch final : public StepWatch {
   models::Model& m_;
   sync::SyncEngine* engine_;
 
- public:
-  void set_engine(sync::SyncEngine* e) { engine_ = e; }  // a shrink built a new one
-
- private:
   telemetry::MetricsWriter* metrics_;
   Progress& progress_;
   AnomalyGuard guard_;
