@@ -409,7 +409,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
       auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, new_world, new_rank, cfg.batch);
       moved->continue_at(next.step, position);
       sharder = std::move(moved);
-      engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr);
+      engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, next.step);
     } catch (const QuorumLost&) {
       throw;
     } catch (const PeerLost& e) {
