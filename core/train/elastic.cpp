@@ -16,8 +16,6 @@
 #include <thread>
 
 #include "core/common/clock.h"
-#include "core/sync/policy.h"
-#include "core/train/checkpoint.h"
 
 namespace dd::train {
 namespace {
@@ -100,23 +98,6 @@ Membership decode(const std::string& s, int generation) {
 }  // namespace
 
 std::unique_ptr<KeyStore> make_file_key_store(const std::string& dir) { return std::make_unique<FileKeyStore>(dir); }
-
-void check_shrink_fits(const TrainConfig& c) {
-  const std::string head = "--on-peer-loss shrink: ";
-  if (c.backend == BackendKind::Mpi)
-    throw UsageError(head + "the mpi backend has no fault tolerance here: a lost peer ends the job with exit 3 "
-                     "(use --backend gloo, or --on-peer-loss exit)");
-  if (c.backend == BackendKind::Nccl)
-    throw UsageError(head + "the nccl backend cannot be rebuilt after a lost peer here; use --backend gloo");
-  if (c.device == Device::Cuda)
-    throw UsageError(head + "not with --device cuda (a failed step is redone from a host copy of its start state)");
-  if (!c.sensitivity.empty()) throw UsageError(head + "not with --sensitivity (its open probe is per rank)");
-  std::vector<std::string> specs{c.policy};
-  for (auto& sw : sync::parse_switches(c.switches)) specs.push_back(sw.spec);
-  for (auto& spec : specs)
-    if (const std::string why = unmappable_policy_state(spec); !why.empty())
-      throw UsageError(head + why + ", so its state does not carry to a smaller world");
-}
 
 std::string join_ranks(const std::vector<int>& ranks) {
   std::string s;

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "core/common/error.h"
-#include "core/train/config.h"
 
 namespace dd {
 class Backend;
@@ -60,12 +59,6 @@ struct AgreeTiming {
 // join_s + decide_s; the message names the quorum it missed.
 Membership agree_survivors(KeyStore& store, const std::string& prefix, const Membership& old, int me,
                            int64_t failed_step, const AgreeTiming& timing);
-
-// Refuses --on-peer-loss shrink where it cannot work, with one line (dd::UsageError): the mpi and nccl backends
-// (no fault tolerance here: a lost peer ends the job with exit 3), --device cuda (the step's start state is kept on
-// the host), --sensitivity (its open probe is per rank) and policies whose state does not carry to a smaller world
-// (the rule of --resume on another world size), also as a --switch.
-void check_shrink_fits(const TrainConfig& cfg);
 
 // "0, 2, 3"
 std::string join_ranks(const std::vector<int>& ranks);

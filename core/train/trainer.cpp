@@ -51,6 +51,27 @@ static void validate_cuda(const TrainConfig& c) {
   for (auto& spec : specs) sync::check_policy_fits_device(*sync::make_policy(sync::PolicySpec::parse(spec)), spec, true);
 }
 
+// Refuses --on-peer-loss shrink where it cannot work, with one line (dd::UsageError): the mpi and nccl backends
+// (no fault tolerance here: a lost peer ends the job with exit 3), --device cuda (the step's start state is kept on
+// the host), --sensitivity (its open probe is per rank) and policies whose state does not carry to a smaller world
+// (the rule of --resume on another world size), also as a --switch.
+static void check_shrink_fits(const TrainConfig& c) {
+  const std::string head = "--on-peer-loss shrink: ";
+  if (c.backend == BackendKind::Mpi)
+    throw UsageError(head + "the mpi backend has no fault tolerance here: a lost peer ends the job with exit 3 "
+                     "(use --backend gloo, or --on-peer-loss exit)");
+  if (c.backend == BackendKind::Nccl)
+    throw UsageError(head + "the nccl backend cannot be rebuilt after a lost peer here; use --backend gloo");
+  if (c.device == Device::Cuda)
+    throw UsageError(head + "not with --device cuda (a failed step is redone from a host copy of its start state)");
+  if (!c.sensitivity.empty()) throw UsageError(head + "not with --sensitivity (its open probe is per rank)");
+  std::vector<std::string> specs{c.policy};
+  for (auto& sw : sync::parse_switches(c.switches)) specs.push_back(sw.spec);
+  for (auto& spec : specs)
+    if (const std::string why = unmappable_policy_state(spec); !why.empty())
+      throw UsageError(head + why + ", so its state does not carry to a smaller world");
+}
+
 data::InputSpec input_spec_of(const models::Model& m, const std::string& spec) {
   data::InputSpec s;
   s.model = spec;
