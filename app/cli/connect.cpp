@@ -45,19 +45,23 @@ void handshake(Backend& b, const train::TrainConfig& c) {
 
 }  // namespace
 
+BackendOptions backend_options(const train::TrainConfig& cfg) {
+  BackendOptions bo;
+  bo.kind = name(cfg.backend);
+  bo.rank = cfg.rank;
+  bo.world = cfg.world;
+  bo.rendezvous = resolve_rendezvous(cfg.rendezvous, cfg.backend == train::BackendKind::Gloo ? cfg.out : "");
+  if (bo.rendezvous.empty() && cfg.backend == train::BackendKind::Gloo)
+    throw UsageError("several ranks need --rendezvous (or --out for a file store under the run directory)");
+  bo.iface = cfg.iface;
+  bo.timeout_s = cfg.timeout_s;
+  return bo;
+}
+
 std::unique_ptr<Backend> connect(const train::TrainConfig& cfg) {
   std::unique_ptr<Backend> backend;
   if (cfg.world > 1) {
-    BackendOptions bo;
-    bo.kind = name(cfg.backend);
-    bo.rank = cfg.rank;
-    bo.world = cfg.world;
-    bo.rendezvous = resolve_rendezvous(cfg.rendezvous, cfg.backend == train::BackendKind::Gloo ? cfg.out : "");
-    if (bo.rendezvous.empty() && cfg.backend == train::BackendKind::Gloo)
-      throw UsageError("several ranks need --rendezvous (or --out for a file store under the run directory)");
-    bo.iface = cfg.iface;
-    bo.timeout_s = cfg.timeout_s;
-    backend = make_backend(bo);
+    backend = make_backend(backend_options(cfg));
     handshake(*backend, cfg);
   }
   return backend;

@@ -7,6 +7,10 @@
 
 namespace dd::cli {
 
+// The backend options of this rank (kind, rank, world, the resolved rendezvous, interface, timeout). Throws
+// dd::UsageError when several gloo ranks have no rendezvous.
+BackendOptions backend_options(const train::TrainConfig& cfg);
+
 // Null for a single process. Throws dd::UsageError when ranks disagree (naming the fields), dd::PeerLost when
 // peers do not show up within the timeout.
 std::unique_ptr<Backend> connect(const train::TrainConfig& cfg);

@@ -23,6 +23,12 @@ int cmd_train(int argc, char** argv) {
   if (!cfg.resume.empty() && cfg.out.empty()) cfg.out = cfg.resume;
   const data::InputSpec input = train::resolve_and_validate(cfg);
   check_rendezvous_scheme(cfg.rendezvous);  // also where one process never opens the store
+  if (cfg.shrink_on_peer_loss && cfg.world > 1) {
+    const std::string url = backend_options(cfg).rendezvous;
+    if (url.rfind("file://", 0) != 0)
+      throw UsageError("--on-peer-loss shrink: the survivors agree through a file:// rendezvous; " + url +
+                       " is not one (pass --rendezvous file:///a/shared/dir, or --out for one under the run directory)");
+  }
   // This rank has an intact checkpoint, or one this world size can resume (decided from the files alone, so every
   // rank refuses an impossible resume at once, before the rendezvous).
   if (!cfg.resume.empty()) train::plan_resume(cfg.resume, cfg);
@@ -48,6 +54,18 @@ int cmd_train(int argc, char** argv) {
         std::fprintf(stderr, "train: note: --switch %lld:%s is not before the last step (%lld steps): it will not "
                      "apply in this run\n", (long long)sw.step, sw.spec.c_str(), (long long)cfg.steps);
   train::Trainer t(cfg, backend.get(), &data);
+  if (backend && cfg.shrink_on_peer_loss) {
+    // The survivors of a lost peer agree in the rendezvous directory and meet there again, under a fresh key
+    // prefix per generation (docs/elastic.md "Shrink without restart").
+    const BackendOptions base = backend_options(cfg);
+    t.enable_shrink(&backend, [base](int rank, int world, const std::string& prefix) {
+      BackendOptions o = base;
+      o.rank = rank;
+      o.world = world;
+      o.prefix = prefix;
+      return make_backend(o);
+    }, base.rendezvous.substr(7) + "/shrink");
+  }
   auto summary = t.run();
   if (backend) backend->barrier();
   if (cfg.rank == 0) std::printf("%s\n", summary.dump().c_str());

@@ -45,7 +45,7 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
   std::string seed, optimizer;
   // Enumerated options are read as words and parsed once below; the rest of the program sees only values.
   std::string backend = name(c.backend), device = name(c.device), lr_schedule = name(c.lr_schedule),
-              anomaly = name(c.anomaly);
+              anomaly = name(c.anomaly), on_peer_loss = "exit";
   po::options_description d("dreamddp train options");
   // clang-format off
   d.add_options()
@@ -79,6 +79,7 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     ("rendezvous", po::value(&c.rendezvous), "file:///path | redis://host:port")
     ("iface", po::value(&c.iface), "network interface for Gloo (also GLOO_SOCKET_IFNAME)")
     ("timeout", with_default(&c.timeout_s), "collective timeout, seconds")
+    ("on-peer-loss", with_default(&on_peer_loss), "exit | shrink: a lost peer ends the run (exit 3), or the survivors continue")
     ("threads", with_default(&c.threads), "compute threads per rank (0: auto)")
     ("log-every", with_default(&c.log_every), "progress line every N steps (0: auto)")
     ("check-collectives", po::bool_switch(&c.check_collectives), "fingerprint every collective across ranks")
@@ -132,6 +133,9 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
   c.optimizer = train::parse_optimizer(optimizer);
   c.lr_schedule = train::parse_lr_schedule(lr_schedule);
   c.anomaly = train::parse_anomaly(anomaly);
+  if (on_peer_loss != "exit" && on_peer_loss != "shrink")
+    throw UsageError("--on-peer-loss '" + on_peer_loss + "' is not one of exit, shrink");
+  c.shrink_on_peer_loss = on_peer_loss == "shrink";
   return true;
 }
 

@@ -107,6 +107,14 @@ void RankGroup::reap() {
     c.running = false;
     c.status = st;
     kill(-c.pid, SIGKILL);  // whatever the rank left running in its process group
+    if (keep_going_ && decode_status(st) != 0 && !stopping_) {
+      if (first_failure_ < 0) first_failure_ = static_cast<int>(r);
+      int others = 0;
+      for (const auto& o : children_) others += o.running ? 1 : 0;
+      std::fprintf(stderr, "dreamddp launch: rank %zu (pid %d) %s; the other %d rank(s) continue without it "
+                   "(--on-peer-loss shrink)\n", r, static_cast<int>(c.pid), describe_status(st).c_str(), others);
+      continue;
+    }
     if (decode_status(st) == 0 || first_failure_ >= 0) continue;
     first_failure_ = static_cast<int>(r);
     int others = 0;
@@ -175,6 +183,17 @@ int RankGroup::supervise(double grace_s) {
         abandon_at = now_s() + 5;
       }
     }
+  }
+  if (keep_going_ && first_failure_ >= 0 && launcher_signal_ == 0) {
+    // The job succeeded when a quorum finished: some rank exited 0, and the others were lost (a signal) or left
+    // the world (exit 3). Anything else (a usage error, a crash) is the job's status, as without shrink.
+    bool finished = false, lost_only = true;
+    for (const auto& c : children_) {
+      const int rc = decode_status(c.status);
+      finished = finished || rc == 0;
+      lost_only = lost_only && (rc == 0 || rc == 3 || WIFSIGNALED(c.status));
+    }
+    if (finished && lost_only) return 0;
   }
   if (first_failure_ >= 0) return decode_status(children_[first_failure_].status);
   if (launcher_signal_ != 0) return 128 + launcher_signal_;

@@ -27,6 +27,10 @@ class RankGroup {
   RankGroup(const RankGroup&) = delete;
   RankGroup& operator=(const RankGroup&) = delete;
 
+  // `train --on-peer-loss shrink`: a rank that fails does not take the others down (they continue without it);
+  // supervise() then returns 0 when some rank exited 0 and every other one exited 3 or died by a signal.
+  void set_keep_going(bool on) { keep_going_ = on; }
+
   void spawn(const RankSpec& spec);  // the next rank; throws std::runtime_error when fork or opening the netns fails
 
   // Waits until every rank has exited. Returns 0, the first failing rank's status (128+signal if it was
@@ -54,6 +58,7 @@ class RankGroup {
   int first_failure_ = -1;   // rank
   int launcher_signal_ = 0;  // first SIGINT/SIGTERM/SIGHUP received
   bool stopping_ = false;
+  bool keep_going_ = false;
   int stop_signal_ = SIGTERM;  // what the ranks were asked to stop with (for messages)
 };
 

@@ -174,6 +174,11 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
                        "or none, got " + o.rendezvous);
   }
 
+  // `train --on-peer-loss shrink`: the survivors of a lost rank continue, so the launcher lets them.
+  bool shrink = false;
+  for (size_t i = 0; i < argv.size(); ++i)
+    shrink = shrink || argv[i] == "--on-peer-loss=shrink" ||
+             (argv[i] == "--on-peer-loss" && i + 1 < argv.size() && argv[i + 1] == "shrink");
   SignalBlock signals;
   std::unique_ptr<netem::EmulatedCluster> cluster;
   if (o.netem) cluster = std::make_unique<netem::EmulatedCluster>(hosts, *o.netem, o.iface_prefix);
@@ -202,6 +207,7 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
     }
     const int master_port = o.master_port ? o.master_port : (cluster ? 29500 : free_loopback_port());
     RankGroup group(signals.old_mask());
+    group.set_keep_going(shrink);
     for (int r = 0; r < o.nprocs; ++r) {
       const int node = r / per_host;
       // Without --nodes every rank counts as local: the ranks share this machine's cores, and LOCAL_WORLD_SIZE is

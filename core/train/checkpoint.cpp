@@ -97,10 +97,12 @@ std::vector<std::pair<int64_t, std::string>> intact_checkpoints(const std::strin
   return out;
 }
 
+}  // namespace
+
 // Why a policy's saved state cannot be carried to another world size ("" when it can). Parameters, optimizer
 // state, schedules, delayed averages in flight and outer-optimizer anchors are rank 0's and identical on every new
 // rank; what is refused keeps state that is per old rank or laid out over the old ranks.
-std::string unmappable(const std::string& spec) {
+std::string unmappable_policy_state(const std::string& spec) {
   std::istringstream parts(spec);
   for (std::string part; std::getline(parts, part, '+');) {
     const std::string name = part.substr(0, part.find(':'));
@@ -113,8 +115,6 @@ std::string unmappable(const std::string& spec) {
   }
   return "";
 }
-
-}  // namespace
 
 ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
   ResumePlan plan;
@@ -158,7 +158,7 @@ ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
   std::vector<std::string> specs{cfg.policy};
   for (auto& sw : cfg.switches) specs.push_back(sw.substr(sw.find(':') + 1));
   for (auto& spec : specs)
-    if (const std::string why = unmappable(spec); !why.empty()) throw UsageError(head + why);
+    if (const std::string why = unmappable_policy_state(spec); !why.empty()) throw UsageError(head + why);
   if (!cfg.sensitivity.empty()) throw UsageError(head + "the sensitivity probe's open probe is per rank (drop --sensitivity)");
   // The newest step every old rank holds when their files are here (a complete generation), else rank 0's newest.
   std::vector<std::vector<std::pair<int64_t, std::string>>> others;

@@ -47,6 +47,10 @@ struct ResumePlan {
 // or configuration, a policy whose state does not map, --sensitivity).
 ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg);
 
+// Why a policy's state cannot be carried to another world size ("" when it can): state per old rank or laid out
+// over the old ranks (--resume on another world size, and --on-peer-loss shrink).
+std::string unmappable_policy_state(const std::string& spec);
+
 // The fields a checkpoint must agree on with the run that loads it, as "key=value" lines.
 std::string checkpoint_fingerprint(const TrainConfig& cfg, const models::Model& m);
 

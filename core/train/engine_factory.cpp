@@ -7,7 +7,8 @@
 namespace dd::train {
 
 std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
-                                                  Backend& b, telemetry::MetricsWriter* metrics, DeviceState* dev) {
+                                                  Backend& b, telemetry::MetricsWriter* metrics, DeviceState* dev,
+                                                  int64_t first_step) {
   sync::EngineOptions eo;
   eo.policy = cfg.policy;
   eo.switches = cfg.switches;
@@ -20,6 +21,7 @@ std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models
   eo.anomaly_votes = cfg.anomaly != AnomalyMode::Off;
   eo.control_file = cfg.control_file;
   eo.verbose = cfg.rank == 0;
+  eo.first_step = first_step;
   if (dev) return dev->make_engine(eo, m, b);
   return sync::make_layer_sync(eo, m, o, b);
 }

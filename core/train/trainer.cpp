@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -29,6 +30,7 @@
 #include "core/train/anomaly.h"
 #include "core/train/checkpoint.h"
 #include "core/train/device_state.h"
+#include "core/train/elastic.h"
 #include "core/train/progress.h"
 #include "core/train/run_dir.h"
 #include "core/train/sensitivity.h"
@@ -47,6 +49,27 @@ static void validate_cuda(const TrainConfig& c) {
   std::vector<std::string> specs{c.policy};
   for (auto& sw : sync::parse_switches(c.switches)) specs.push_back(sw.spec);
   for (auto& spec : specs) sync::check_policy_fits_device(*sync::make_policy(sync::PolicySpec::parse(spec)), spec, true);
+}
+
+// Refuses --on-peer-loss shrink where it cannot work, with one line (dd::UsageError): the mpi and nccl backends
+// (no fault tolerance here: a lost peer ends the job with exit 3), --device cuda (the step's start state is kept on
+// the host), --sensitivity (its open probe is per rank) and policies whose state does not carry to a smaller world
+// (the rule of --resume on another world size), also as a --switch.
+static void check_shrink_fits(const TrainConfig& c) {
+  const std::string head = "--on-peer-loss shrink: ";
+  if (c.backend == BackendKind::Mpi)
+    throw UsageError(head + "the mpi backend has no fault tolerance here: a lost peer ends the job with exit 3 "
+                     "(use --backend gloo, or --on-peer-loss exit)");
+  if (c.backend == BackendKind::Nccl)
+    throw UsageError(head + "the nccl backend cannot be rebuilt after a lost peer here; use --backend gloo");
+  if (c.device == Device::Cuda)
+    throw UsageError(head + "not with --device cuda (a failed step is redone from a host copy of its start state)");
+  if (!c.sensitivity.empty()) throw UsageError(head + "not with --sensitivity (its open probe is per rank)");
+  std::vector<std::string> specs{c.policy};
+  for (auto& sw : sync::parse_switches(c.switches)) specs.push_back(sw.spec);
+  for (auto& spec : specs)
+    if (const std::string why = unmappable_policy_state(spec); !why.empty())
+      throw UsageError(head + why + ", so its state does not carry to a smaller world");
 }
 
 data::InputSpec input_spec_of(const models::Model& m, const std::string& spec) {
@@ -103,6 +126,7 @@ data::InputSpec resolve_and_validate(TrainConfig& c) {
   if (c.device == Device::Cuda) validate_cuda(c);
   if (c.backend == BackendKind::Nccl && c.device != Device::Cuda && c.world > 1)
     throw UsageError("--backend nccl reduces GPU memory: it needs --device cuda (or use --backend gloo or mpi)");
+  if (c.shrink_on_peer_loss) check_shrink_fits(c);
   if (c.bucket_cap_mb < 1 || c.bucket_cap_mb > 16384) throw UsageError("--bucket-cap-mb must be in [1, 16384]");
   if (!(c.first_bucket_mb > 0 && c.first_bucket_mb <= 16384)) throw UsageError("--first-bucket-mb must be in (0, 16384]");
   if (c.log_every < 0) throw UsageError("--log-every must be >= 0");
@@ -132,6 +156,23 @@ struct Trainer::Impl {
   std::unique_ptr<DeviceState> dev;
   std::unique_ptr<sync::SyncEngine> engine;
   bool rank0() const { return cfg.rank == 0; }
+
+  // --on-peer-loss shrink: who owns the backend, how a new world's backend is made, the agreement's store, the
+  // current world, and this rank's state at the start of the running step (what a failed step is redone from).
+  struct Shrink {
+    std::unique_ptr<Backend>* owner = nullptr;
+    BackendMaker make;
+    std::unique_ptr<KeyStore> store;
+    Membership world;
+    int start_rank = 0;
+    std::vector<float> params, buffers, opt_state;
+    std::vector<int64_t> layer_steps;
+  };
+  std::unique_ptr<Shrink> shrink;
+  void keep_step_start();
+  // After a lost peer in `failed_step` (begun at t_step): agree, rebuild, restore; returns the step to continue at.
+  int64_t shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
+                       Progress& progress);
 
   // The parts of run() around the step, each at its point of the loop.
   void on_agreed_anomaly(int64_t step, int anomalies, int64_t seen_at, RunRecorder& rec, Progress& progress);
@@ -194,6 +235,7 @@ class GuardWatch final : public StepWatch {
       : on_(cfg.anomaly != AnomalyMode::Off), scan_(!on_device), rank0_(cfg.rank == 0), m_(m), engine_(engine),
         metrics_(metrics), progress_(progress), guard_(cfg.anomaly_spike, 20) {}
   void set_step(int64_t step) { step_ = step; }
+  void set_engine(sync::SyncEngine* e) { engine_ = e; }  // a shrink built a new one
   // This rank saw an anomaly in the previous step (what a single process acts on; ranks agree via the engine).
   bool take_local_anomaly() { return std::exchange(local_anomaly_, false); }
 
@@ -212,6 +254,7 @@ class GuardWatch final : public StepWatch {
   const bool on_, scan_, rank0_;
   models::Model& m_;
   sync::SyncEngine* engine_;
+
   telemetry::MetricsWriter* metrics_;
   Progress& progress_;
   AnomalyGuard guard_;
@@ -316,6 +359,110 @@ void Trainer::Impl::checkpoint(int64_t step, RunRecorder& rec, const Sensitivity
   }
 }
 
+void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, const std::string& store_dir) {
+  auto& I = *impl_;
+  if (!owner || !*owner || owner->get() != I.backend) throw std::logic_error("enable_shrink: not this trainer's backend");
+  auto s = std::make_unique<Impl::Shrink>();
+  s->owner = owner;
+  s->make = std::move(make);
+  s->store = make_file_key_store(store_dir);
+  s->start_rank = I.cfg.rank;
+  for (int r = 0; r < I.cfg.world; ++r) s->world.members.push_back(r);
+  I.shrink = std::move(s);
+}
+
+void Trainer::Impl::keep_step_start() {
+  auto copy = [](auto& arena, std::vector<float>& to) { to.assign(arena.data(), arena.data() + arena.size()); };
+  copy(model->params(), shrink->params);
+  copy(model->buffers(), shrink->buffers);
+  copy(opt->state(), shrink->opt_state);
+  shrink->layer_steps = opt->layer_steps();
+}
+
+int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
+                                    Progress& progress) {
+  Shrink& S = *shrink;
+  const double t_detect = now_s();
+  const Membership old = S.world;
+  // Every wait below is bounded: the join window covers a peer still blocked in a collective until its timeout
+  // plus the backend's post-mortem; a member that dies during the rebuild fails the new backend's connect (or
+  // its first collective) within its timeout, and the survivors agree again, on a smaller world.
+  AgreeTiming timing;
+  timing.join_s = cfg.timeout_s + std::min(cfg.timeout_s, 3.0) + 2;
+  timing.decide_s = timing.join_s;
+  std::string cause = why;
+  std::fprintf(stderr, "train: rank %d (started as rank %d): peer lost in step %lld; agreeing on the survivors "
+               "(window %.0f s): %s\n", cfg.rank, S.start_rank, (long long)failed_step, timing.join_s, why.c_str());
+  for (size_t attempt = 0;; ++attempt) {
+    // The engine's collectives have failed and it refers to the backend: both go, which closes this rank's
+    // sockets, so peers still blocked on them fail at once.
+    engine.reset();
+    backend = nullptr;
+    S.owner->reset();
+    if (attempt > old.members.size())
+      throw PeerLost("on-peer-loss shrink: no stable world after " + std::to_string(attempt) + " attempts: " + cause);
+    Membership next;
+    try {
+      next = agree_survivors(*S.store, "shrink", S.world, S.start_rank, failed_step, timing);
+    } catch (const QuorumLost& e) {
+      if (auto* w = rec.metrics()) {
+        w->append_event(failed_step, "shrink-quorum-lost", e.what());
+        rec.finish_partial();
+      }
+      throw;
+    }
+    const double t_agreed = now_s();
+    const int new_rank = int(std::find(next.members.begin(), next.members.end(), S.start_rank) - next.members.begin());
+    const int new_world = int(next.members.size());
+    const int64_t position = sharder->position_of(next.step);
+    try {
+      *S.owner = S.make(new_rank, new_world, "dd-g" + std::to_string(next.generation));
+      backend = S.owner->get();
+      cfg.rank = new_rank;
+      cfg.world = new_world;
+      // This rank's state at the start of the step it failed in; then one average across the survivors.
+      std::copy(S.params.begin(), S.params.end(), model->params().data());
+      std::copy(S.buffers.begin(), S.buffers.end(), model->buffers().data());
+      std::copy(S.opt_state.begin(), S.opt_state.end(), opt->state().data());
+      opt->layer_steps() = S.layer_steps;
+      if (!S.params.empty()) backend->allreduce(model->params().data(), S.params.size(), ReduceOp::Avg)->wait();
+      if (!S.buffers.empty()) backend->allreduce(model->buffers().data(), S.buffers.size(), ReduceOp::Avg)->wait();
+      auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, new_world, new_rank, cfg.batch);
+      moved->continue_at(next.step, position);
+      sharder = std::move(moved);
+      engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, next.step);
+    } catch (const QuorumLost&) {
+      throw;
+    } catch (const PeerLost& e) {
+      cause = e.what();
+      S.world = next;
+      continue;  // lost another member while rebuilding: agree again, one generation on
+    }
+    const double t_done = now_s();
+    S.world = next;
+    std::vector<int> lost;
+    for (int id : old.members)
+      if (std::find(next.members.begin(), next.members.end(), id) == next.members.end()) lost.push_back(id);
+    char times[160];
+    std::snprintf(times, sizeof(times), "detect %.2f s, agree %.2f s, rebuild %.2f s, recover %.2f s",
+                  t_detect - t_step, t_agreed - t_detect, t_done - t_agreed, t_done - t_detect);
+    const std::string what =
+        std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
+        std::to_string(next.generation) + ": lost rank " + (lost.empty() ? std::string("none") : join_ranks(lost)) +
+        "; ranks " + join_ranks(next.members) + " now 0.." + std::to_string(new_world - 1) + "): " + times +
+        "; step " + std::to_string(next.step) + " redone from its start state, parameters averaged over the " +
+        std::to_string(new_world) + " survivors; data continues at sample position " + std::to_string(position) +
+        ", global batch " + std::to_string(int64_t(old.members.size()) * cfg.batch) + " -> " +
+        std::to_string(int64_t(new_world) * cfg.batch);
+    if (auto* w = rec.metrics()) {
+      w->append_event(next.step, "shrink", what);
+      w->flush();
+    }
+    if (rank0()) progress.message("shrink: " + what);
+    return next.step;
+  }
+}
+
 nlohmann::json Trainer::Impl::evaluate_now(int64_t step) {
   if (step + 1 == cfg.steps && engine) engine->finalize();
   if (!dev) return evaluate(*model, test, cfg, engine.get());
@@ -402,44 +549,55 @@ nlohmann::json Trainer::run() {
   tp.t_start = tp.t_warm = now_s();
   float loss = NAN;
   nlohmann::json last_eval;
+  int64_t recorded = tp.start - 1;  // the last step with a /steps row (a step redone after a shrink has one)
   for (int64_t step = tp.start; step < cfg.steps; ++step) {
     if (step == tp.warm) tp.t_warm = now_s();
     const double t0 = now_s();
-    I.sharder->indices(step, idx.data());
-    data::gather(I.train, idx.data(), cfg.batch, &I.batch);
-    if (step == cfg.inject_nan && cfg.rank == 0) I.batch.xf[0] = NAN;  // testing the anomaly guard: bad data
-    in = make_input(I.batch);
-    if (probe) probe->before_step(step, in);
-    if (engine) engine->begin_step(step);
-    const bool local_anomaly = guard.take_local_anomaly();
-    const int anomalies = engine ? engine->agreed_anomalies() : (local_anomaly ? 1 : 0);
-    if (anomalies > 0 && cfg.anomaly != AnomalyMode::Off)
-      I.on_agreed_anomaly(step, anomalies, engine ? engine->agreed_anomaly_step() : step - 1, rec, progress);
+    if (I.shrink) I.keep_step_start();
+    try {
+      I.sharder->indices(step, idx.data());
+      data::gather(I.train, idx.data(), cfg.batch, &I.batch);
+      if (step == cfg.inject_nan && cfg.rank == 0) I.batch.xf[0] = NAN;  // testing the anomaly guard: bad data
+      in = make_input(I.batch);
+      if (probe) probe->before_step(step, in);
+      if (engine) engine->begin_step(step);
+      const bool local_anomaly = guard.take_local_anomaly();
+      const int anomalies = engine ? engine->agreed_anomalies() : (local_anomaly ? 1 : 0);
+      if (anomalies > 0 && cfg.anomaly != AnomalyMode::Off)
+        I.on_agreed_anomaly(step, anomalies, engine ? engine->agreed_anomaly_step() : step - 1, rec, progress);
 
-    // The step (core/train/step.h): forward, backward with the hook, sync wait and update, after-update.
-    const float lr = I.sched.at(step);
-    guard.set_step(step);
-    const StepResult r = train_step(compute, engine, lr, cfg.immediate_update, guard);
+      // The step (core/train/step.h): forward, backward with the hook, sync wait and update, after-update.
+      const float lr = I.sched.at(step);
+      guard.set_step(step);
+      const StepResult r = train_step(compute, engine, lr, cfg.immediate_update, guard);
 
-    loss = r.forward.loss;
-    if (!std::isfinite(loss) && cfg.anomaly == AnomalyMode::Off)
-      throw std::runtime_error("loss became " + std::to_string(loss) + " at step " + std::to_string(step) +
-                               " (try a smaller --lr)");
-    const sync::StepCommStats cs = engine ? engine->step_stats() : sync::StepCommStats{};
-    const double sps = tp.add_step(cfg, step, t0, r.end_s, cs), elapsed = r.end_s - tp.t_start;
-    if (step + 1 == tp.end) tp.t_end = r.end_s, tp.eval_end_s = tp.eval_s;
-    rec.step(telemetry::StepRow{step, elapsed, loss, lr, r.forward_ms, r.backward_ms, r.update_ms, cs.exposed_ms,
-                                cs.bytes, sps});
-    if (I.rank0()) progress.update(step, loss, sps, tp.exposed_fraction(), elapsed);
+      loss = r.forward.loss;
+      if (!std::isfinite(loss) && cfg.anomaly == AnomalyMode::Off)
+        throw std::runtime_error("loss became " + std::to_string(loss) + " at step " + std::to_string(step) +
+                                 " (try a smaller --lr)");
+      const sync::StepCommStats cs = engine ? engine->step_stats() : sync::StepCommStats{};
+      const double sps = tp.add_step(cfg, step, t0, r.end_s, cs), elapsed = r.end_s - tp.t_start;
+      if (step + 1 == tp.end) tp.t_end = r.end_s, tp.eval_end_s = tp.eval_s;
+      if (step > recorded)
+        rec.step(telemetry::StepRow{step, elapsed, loss, lr, r.forward_ms, r.backward_ms, r.update_ms,
+                                    cs.exposed_ms, cs.bytes, sps});
+      recorded = std::max(recorded, step);
+      if (I.rank0()) progress.update(step, loss, sps, tp.exposed_fraction(), elapsed);
 
-    if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !cfg.out.empty())
-      I.checkpoint(step, rec, probe.get());
-    if ((cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0) || step + 1 == cfg.steps) {
-      const double te = now_s();
-      last_eval = I.evaluate_now(step);
-      if (step >= tp.warm) tp.eval_s += now_s() - te;
-      rec.eval(step, last_eval);
-      if (I.rank0()) progress.message(format_eval(step, last_eval));
+      if (cfg.checkpoint_every > 0 && (step + 1) % cfg.checkpoint_every == 0 && !cfg.out.empty())
+        I.checkpoint(step, rec, probe.get());
+      if ((cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0) || step + 1 == cfg.steps) {
+        const double te = now_s();
+        last_eval = I.evaluate_now(step);
+        if (step >= tp.warm) tp.eval_s += now_s() - te;
+        rec.eval(step, last_eval);
+        if (I.rank0()) progress.message(format_eval(step, last_eval));
+      }
+    } catch (const PeerLost& e) {
+      if (!I.shrink || dynamic_cast<const QuorumLost*>(&e)) throw;
+      step = I.shrink_world(step, t0, e.what(), rec, progress) - 1;  // the loop's ++step: the step redone
+      engine = I.engine.get();
+      guard.set_engine(engine);
     }
   }
   progress.done();
@@ -447,7 +605,8 @@ nlohmann::json Trainer::run() {
                                  loss, last_eval);
   if (!cfg.save_params.empty()) {
     if (I.dev) I.dev->params_to_host(model);
-    save_params(model, cfg.save_params, cfg.rank);
+    // "%r": the rank this process started as (a shrink renumbers the ranks, not the files).
+    save_params(model, cfg.save_params, I.shrink ? I.shrink->start_rank : cfg.rank);
   }
   rec.finish(s);
   return s;

@@ -1,8 +1,10 @@
 // The training loop of one rank (docs/design.md "One training step"): data shard, forward, backward with the sync
 // hook, per-layer update, evaluation, progress line, telemetry and the run summary.
 #pragma once
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/data/dataset.h"
 #include "core/train/config.h"
@@ -36,6 +38,12 @@ class Trainer {
   ~Trainer();
   // Runs the configured steps; returns summary.json's content (also written to --out by rank 0).
   nlohmann::json run();
+
+  // --on-peer-loss shrink (docs/elastic.md): the trainer replaces the backend `*owner` holds (the one passed to the
+  // constructor) by the backend of each new world, made by make(rank, world, key prefix); the survivors agree
+  // through the key store in `store_dir` (the directory of the file:// rendezvous).
+  using BackendMaker = std::function<std::unique_ptr<Backend>(int rank, int world, const std::string& prefix)>;
+  void enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, const std::string& store_dir);
 
  private:
   struct Impl;

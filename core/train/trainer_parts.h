@@ -39,7 +39,7 @@ void save_params(models::Model& m, const std::string& path, int rank);
 class DeviceState;
 std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
                                                   Backend& b, telemetry::MetricsWriter* metrics,
-                                                  DeviceState* dev = nullptr);
+                                                  DeviceState* dev = nullptr, int64_t first_step = 0);
 
 
 // Rank 0 records the run: metrics.h5 (/steps, /eval, /layers, root attributes) and, at the end, summary.json.

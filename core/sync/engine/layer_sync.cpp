@@ -30,6 +30,7 @@ LayerSync::LayerSync(const EngineOptions& o, models::Model& m, const Arenas& a, 
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   hosts_ = b_.allgather(host);
+  step_ = o.first_step;  // the policy is in force (and profiles) from here
   set_policy(o.policy);
   // Identical starting point everywhere (PyTorch DDP broadcasts at construction too).
   dp_->broadcast(b_, a_.params, size_t(a_.num_params), 0)->wait();

@@ -32,6 +32,7 @@ struct EngineOptions {
   bool anomaly_votes = false;                // carry the anomaly flag in the control all-reduce
   std::string control_file;                  // rank 0 watches it: a policy spec written there is switched to
   bool verbose = true;                       // rank 0 prints the plan
+  int64_t first_step = 0;                    // the first step: 0, or where a world rebuilt after a lost peer goes on
 };
 
 // Host arenas: the model's and the optimizer's own (CPU training).

@@ -1,0 +1,153 @@
+// The survivors' agreement of shrink without restart, and the file key store it runs on.
+#include "core/train/elastic.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/common/clock.h"
+
+namespace dd::train {
+namespace {
+
+class FileKeyStore final : public KeyStore {
+ public:
+  explicit FileKeyStore(std::string dir) : dir_(std::move(dir)) {}
+
+  void set(const std::string& key, const std::string& value) override {
+    const std::string tmp = write_temp(key, value);
+    if (std::rename(tmp.c_str(), path(key).c_str()) != 0) {
+      const int e = errno;
+      ::unlink(tmp.c_str());
+      throw PeerLost("rendezvous store: cannot write " + path(key) + ": " + std::strerror(e));
+    }
+  }
+
+  bool get(const std::string& key, std::string* value) override {
+    std::ifstream f(path(key), std::ios::binary);
+    if (!f) return false;
+    std::ostringstream s;
+    s << f.rdbuf();
+    *value = s.str();
+    return true;
+  }
+
+  std::string claim(const std::string& key, const std::string& value) override {
+    const std::string tmp = write_temp(key, value);
+    const int rc = ::link(tmp.c_str(), path(key).c_str());
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    if (rc != 0 && e != EEXIST) throw PeerLost("rendezvous store: cannot write " + path(key) + ": " + std::strerror(e));
+    std::string v;
+    if (!get(key, &v)) throw PeerLost("rendezvous store: " + path(key) + " vanished");
+    return v;
+  }
+
+ private:
+  // Keys are '/'-separated names; one flat directory holds them.
+  std::string path(const std::string& key) const {
+    std::string name = key;
+    for (char& c : name)
+      if (c == '/') c = '.';
+    return dir_ + "/" + name;
+  }
+  std::string write_temp(const std::string& key, const std::string& value) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    static std::atomic<unsigned> serial{0};  // unique per process and call: ranks may be threads (tests)
+    const std::string tmp = path(key) + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(serial++);
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      f << value;
+      f.flush();
+      if (!f) throw PeerLost("rendezvous store: cannot write " + tmp);
+    }
+    return tmp;
+  }
+  std::string dir_;
+};
+
+// "ids;step", e.g. "0,2,3;17".
+std::string encode(const std::vector<int>& ids, int64_t step) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s + ";" + std::to_string(step);
+}
+
+Membership decode(const std::string& s, int generation) {
+  Membership m;
+  m.generation = generation;
+  const auto semi = s.find(';');
+  if (semi == std::string::npos) throw PeerLost("rendezvous store: malformed decision '" + s + "'");
+  std::istringstream ids(s.substr(0, semi));
+  for (std::string id; std::getline(ids, id, ',');) m.members.push_back(std::stoi(id));
+  m.step = std::stoll(s.substr(semi + 1));
+  return m;
+}
+
+}  // namespace
+
+std::unique_ptr<KeyStore> make_file_key_store(const std::string& dir) { return std::make_unique<FileKeyStore>(dir); }
+
+std::string join_ranks(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+Membership agree_survivors(KeyStore& store, const std::string& prefix, const Membership& old, int me,
+                           int64_t failed_step, const AgreeTiming& timing) {
+  const int gen = old.generation + 1;
+  const std::string base = prefix + "/g" + std::to_string(gen);
+  const size_t n = old.members.size();
+  store.set(base + "/alive/" + std::to_string(me), std::to_string(failed_step));
+  const double t0 = now_s();
+  std::vector<int> seen;
+  Membership decided;
+  for (;;) {
+    std::string d;
+    if (store.get(base + "/decision", &d)) {
+      decided = decode(d, gen);
+      break;
+    }
+    seen.clear();
+    int64_t step = -1;
+    for (int id : old.members) {
+      std::string v;
+      if (!store.get(base + "/alive/" + std::to_string(id), &v)) continue;
+      seen.push_back(id);
+      step = std::max<int64_t>(step, std::stoll(v));
+    }
+    const double waited = now_s() - t0;
+    const bool quorum = 2 * seen.size() > n;
+    if (seen.size() == n || (quorum && waited >= timing.join_s)) {
+      decided = decode(store.claim(base + "/decision", encode(seen, step)), gen);
+      break;
+    }
+    if (waited >= timing.join_s + timing.decide_s)
+      throw QuorumLost("on-peer-loss shrink: no quorum: only " + std::to_string(seen.size()) + " of the " +
+                       std::to_string(n) + " ranks of generation " + std::to_string(old.generation) + " (" +
+                       (seen.empty() ? std::string("none") : "rank " + join_ranks(seen)) + ") reported within " +
+                       std::to_string(int(timing.join_s + timing.decide_s)) + " s; a new world needs more than half (" +
+                       std::to_string(n / 2 + 1) + ")");
+    std::this_thread::sleep_for(std::chrono::duration<double>(timing.poll_s));
+  }
+  if (std::find(decided.members.begin(), decided.members.end(), me) == decided.members.end())
+    throw QuorumLost("on-peer-loss shrink: excluded: rank " + join_ranks(decided.members) + " (" +
+                     std::to_string(decided.members.size()) + " of " + std::to_string(n) +
+                     ", a quorum) formed generation " + std::to_string(gen) + " without this rank (started as rank " +
+                     std::to_string(me) + ")");
+  return decided;
+}
+
+}  // namespace dd::train

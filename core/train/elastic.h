@@ -1,0 +1,66 @@
+// Shrink without restart (docs/elastic.md "Shrink without restart", `train --on-peer-loss shrink`): when a peer is
+// lost, the survivors agree on who is left through the rendezvous store, and only a quorum of more than half of
+// the previous world continues, on new backends (dense new ranks), from its current parameters averaged once.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/common/error.h"
+
+namespace dd {
+class Backend;
+}
+
+namespace dd::train {
+
+// This rank may not continue: it is not in the quorum that formed the new world, or no quorum formed in time.
+// A PeerLost: exit 3.
+struct QuorumLost : PeerLost {
+  using PeerLost::PeerLost;
+};
+
+// The few operations the agreement needs from the rendezvous store. set() may overwrite; claim() is atomic
+// first-writer-wins: it stores `value` under `key` unless the key exists, and returns the value stored there.
+class KeyStore {
+ public:
+  virtual ~KeyStore() = default;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  virtual bool get(const std::string& key, std::string* value) = 0;  // false when absent
+  virtual std::string claim(const std::string& key, const std::string& value) = 0;
+};
+
+// A key store over a directory (the directory of a file:// rendezvous): one file per key, written to a temporary
+// name and renamed (set), or linked into place (claim: link() fails when the name exists).
+std::unique_ptr<KeyStore> make_file_key_store(const std::string& dir);
+
+// One world of the run: its generation (0: the world the run started with) and its members, named by the rank
+// each process was started as, in new-rank order.
+struct Membership {
+  int generation = 0;
+  std::vector<int> members;
+  int64_t step = 0;  // the step every member continues at
+};
+
+struct AgreeTiming {
+  double join_s = 8;     // how long after its own detection a rank waits for every member to report
+  double decide_s = 8;   // after that, how long a rank without a quorum in sight waits for a decision
+  double poll_s = 0.02;
+};
+
+// The survivors' agreement after a loss in world `old`. Every live member calls it with its start rank `me` and
+// the step it failed in. Each reports under the key prefix `<prefix>/g<old.generation + 1>` (a fresh prefix per
+// generation, so keys of different worlds never mix); once every member has reported, or the join window has
+// passed with more than half of them reported, the first such proposal is claimed as the decision, which every
+// member reads. The new world: the reported members in start-rank order, continuing at the latest step any of
+// them failed in. Throws QuorumLost when this rank is not in the decision, or when no quorum formed within
+// join_s + decide_s; the message names the quorum it missed.
+Membership agree_survivors(KeyStore& store, const std::string& prefix, const Membership& old, int me,
+                           int64_t failed_step, const AgreeTiming& timing);
+
+// "0, 2, 3"
+std::string join_ranks(const std::vector<int>& ranks);
+
+}  // namespace dd::train

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `train --on-peer-loss shrink` (docs/elastic.md "Shrink without restart"): rank 2 of 4 is killed with SIGKILL
+# mid-run. The 3 survivors agree on who is left, rebuild their world and finish every requested step without a
+# checkpoint: each exits 0, their final parameters are bitwise equal, metrics.h5 holds every step once and a
+# `shrink` event with the timings. MODE hand: ranks started by hand; launch: under `dreamddp launch -n 4`, which
+# lets the survivors continue and exits 0. Usage: shrink_kill9.sh DREAMDDP_BIN POLICY MODE
+set -euo pipefail
+BIN=$1
+POLICY=$2
+MODE=$3
+STEPS=300
+W=$(mktemp -d /tmp/dd_shrink.XXXXXX)
+source "$(dirname "$0")/shrink_lib.sh"
+ARGS=(train --model mlp --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3 --policy "$POLICY"
+      --eval-every 0 --eval-samples 64 --log-every 1 --on-peer-loss shrink --out "$W/run" --save-params "$W/p%r.bin")
+t0=$SECONDS
+if [ "$MODE" = hand ]; then
+  start_ranks kill9 4 "${ARGS[@]}"
+  LOG0=$W/kill9.0.log
+  wait_for_line "$LOG0" "^step 30/$STEPS"
+  kill -9 "${PIDS[2]}"
+  for r in 0 1 3; do
+    status_of $r
+    [ "$RC" -eq 0 ] || { echo "survivor $r exited $RC:"; cat "$W/kill9.$r.log"; exit 1; }
+  done
+  { wait "${PIDS[2]}"; } 2>/dev/null || true
+  PIDS=()
+else
+  "$BIN" launch -n 4 -- "${ARGS[@]}" > /dev/null 2> "$W/launch.log" &
+  PIDS=($!)
+  LOG0=$W/launch.log
+  wait_for_line "$LOG0" "^step 30/$STEPS"
+  killed=
+  for p in $(pgrep -P "${PIDS[0]}"); do
+    if tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx RANK=2; then kill -9 $p; killed=$p; fi
+  done
+  [ -n "$killed" ] || { echo "no rank 2 under the launcher"; exit 1; }
+  status_of 0
+  PIDS=()
+  [ "$RC" -eq 0 ] || { echo "launcher exited $RC:"; cat "$LOG0"; exit 1; }
+  grep -q "^dreamddp launch: rank 2 (pid $killed) was killed by signal 9 (Killed); the other 3 rank(s) continue without it (--on-peer-loss shrink)$" "$LOG0" ||
+    { cat "$LOG0"; exit 1; }
+fi
+echo "survivors done after $((SECONDS - t0)) s"
+cmp "$W/p0.bin" "$W/p1.bin" && cmp "$W/p0.bin" "$W/p3.bin" || { echo "survivors' parameters differ"; exit 1; }
+grep -E "^shrink: 4 -> 3 ranks \(generation 1: lost rank 2; ranks 0, 1, 3 now 0..2\): detect [0-9.]+ s, agree [0-9.]+ s, rebuild [0-9.]+ s, recover [0-9.]+ s; step [0-9]+ redone" "$LOG0" ||
+  { echo "no shrink line on rank 0:"; cat "$LOG0"; exit 1; }
+ev=$(events_of "$W/run/metrics.h5" shrink)
+[ "$(echo "$ev" | wc -l)" -eq 1 ] && echo "$ev" | grep -q "4 -> 3 ranks" || { echo "events: $ev"; exit 1; }
+/usr/bin/python3 - "$W/run/metrics.h5" $STEPS <<'PY'
+import h5py, sys
+steps = list(h5py.File(sys.argv[1], "r")["steps"]["step"])
+assert steps == list(range(int(sys.argv[2]))), steps
+PY
+echo "$ev" | sed 's/^/event: /'
+echo "OK: $POLICY ($MODE), 3 of 4 ranks finished after a SIGKILL, bitwise equal"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# `train --on-peer-loss shrink`: only a quorum of more than half of the previous world continues.
+#  1. Partition of one rank of 3 by SIGSTOP: the other two time out, agree without it and continue (2 > 3/2); the
+#     stopped rank, continued with SIGCONT after they rebuilt, finds itself excluded and exits 3 naming the quorum.
+#     The two finish every step with bitwise-equal parameters.
+#  2. Two of 4 ranks killed at once: the remaining 2 are not more than half of 4, so both exit 3 within bounded
+#     time ("no quorum"), and rank 0 records a shrink-quorum-lost event.
+# Usage: shrink_quorum.sh DREAMDDP_BIN
+set -euo pipefail
+BIN=$1
+STEPS=300
+W=$(mktemp -d /tmp/dd_shrink.XXXXXX)
+source "$(dirname "$0")/shrink_lib.sh"
+ARGS=(train --model mlp --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3 --policy localsgd:k=4
+      --eval-every 0 --eval-samples 64 --log-every 1 --on-peer-loss shrink)
+
+# 1. {2} stopped vs {0, 1}.
+start_ranks stop 3 "${ARGS[@]}" --out "$W/stop" --save-params "$W/stop%r.bin"
+wait_for_line "$W/stop.0.log" "^step 30/$STEPS"
+kill -STOP "${PIDS[2]}"
+wait_for_line "$W/stop.0.log" "^shrink: 3 -> 2 ranks (generation 1: lost rank 2; ranks 0, 1 now 0..1)"
+kill -CONT "${PIDS[2]}"
+t0=$SECONDS
+status_of 2
+[ "$RC" -eq 3 ] || { echo "the stopped rank exited $RC, not 3:"; cat "$W/stop.2.log"; exit 1; }
+[ $((SECONDS - t0)) -lt 60 ] || { echo "the stopped rank took $((SECONDS - t0)) s to exit"; exit 1; }
+grep -q "on-peer-loss shrink: excluded: rank 0, 1 (2 of 3, a quorum) formed generation 1 without this rank (started as rank 2)" \
+  "$W/stop.2.log" || { cat "$W/stop.2.log"; exit 1; }
+for r in 0 1; do
+  status_of $r
+  [ "$RC" -eq 0 ] || { echo "rank $r of the majority exited $RC:"; cat "$W/stop.$r.log"; exit 1; }
+done
+PIDS=()
+cmp "$W/stop0.bin" "$W/stop1.bin" || { echo "the majority's parameters differ"; exit 1; }
+events_of "$W/stop/metrics.h5" shrink | grep -q "3 -> 2 ranks" || { echo "no shrink event"; exit 1; }
+echo "partition: the majority continued, the stopped rank exited 3"
+
+# 2. {0, 1} of 4: no quorum.
+start_ranks minority 4 "${ARGS[@]}" --out "$W/minority"
+wait_for_line "$W/minority.0.log" "^step 30/$STEPS"
+kill -9 "${PIDS[2]}" "${PIDS[3]}"
+t0=$SECONDS
+for r in 0 1; do
+  status_of $r
+  [ "$RC" -eq 3 ] || { echo "rank $r of the minority exited $RC, not 3:"; cat "$W/minority.$r.log"; exit 1; }
+  grep -q "on-peer-loss shrink: no quorum: only 2 of the 4 ranks of generation 0 (rank 0, 1) reported within [0-9]* s; a new world needs more than half (3)" \
+    "$W/minority.$r.log" || { cat "$W/minority.$r.log"; exit 1; }
+done
+{ wait "${PIDS[2]}"; wait "${PIDS[3]}"; } 2>/dev/null || true
+PIDS=()
+[ $((SECONDS - t0)) -lt 60 ] || { echo "the minority took $((SECONDS - t0)) s to exit"; exit 1; }
+events_of "$W/minority/metrics.h5" shrink-quorum-lost | grep -q "no quorum" || { echo "no shrink-quorum-lost event"; exit 1; }
+echo "OK: a partitioned rank and a minority exit 3, the majority continues"

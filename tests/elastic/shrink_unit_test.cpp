@@ -1,0 +1,129 @@
+// The survivors' agreement of --on-peer-loss shrink (core/train/elastic.h), ranks as threads over one file key store.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "core/train/elastic.h"
+
+namespace dd::train {
+namespace {
+
+struct TempDir {
+  TempDir() {
+    char t[] = "/tmp/dd_shrink_unit.XXXXXX";
+    path = mkdtemp(t);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string path;
+};
+
+Membership world_of(std::vector<int> members, int generation = 0) {
+  Membership m;
+  m.generation = generation;
+  m.members = std::move(members);
+  return m;
+}
+
+AgreeTiming quick() {
+  AgreeTiming t;
+  t.join_s = 0.3;
+  t.decide_s = 0.3;
+  t.poll_s = 0.005;
+  return t;
+}
+
+// Each of `ranks` agrees on its own thread (with its own store handle); results in rank order.
+std::vector<std::future<Membership>> agree_all(const std::string& dir, const Membership& old, std::vector<int> ranks,
+                                               std::vector<int64_t> steps, AgreeTiming t = quick()) {
+  std::vector<std::future<Membership>> out;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    out.push_back(std::async(std::launch::async, [=] {
+      auto store = make_file_key_store(dir);
+      return agree_survivors(*store, "shrink", old, ranks[i], steps[i], t);
+    }));
+  return out;
+}
+
+TEST(ShrinkKeyStore, ClaimIsFirstWriterWins) {
+  TempDir d;
+  auto s = make_file_key_store(d.path);
+  EXPECT_EQ(s->claim("g1/decision", "a"), "a");
+  EXPECT_EQ(s->claim("g1/decision", "b"), "a");
+  std::string v;
+  EXPECT_FALSE(s->get("g1/other", &v));
+  s->set("g1/other", "x");
+  s->set("g1/other", "y");
+  ASSERT_TRUE(s->get("g1/other", &v));
+  EXPECT_EQ(v, "y");
+}
+
+TEST(ShrinkAgree, EveryMemberReportsSameWorldAtLatestStep) {
+  TempDir d;
+  auto fs = agree_all(d.path, world_of({0, 1, 2}), {0, 1, 2}, {5, 6, 5}, AgreeTiming{});  // all report: no waiting
+  for (auto& f : fs) {
+    Membership m = f.get();
+    EXPECT_EQ(m.generation, 1);
+    EXPECT_EQ(m.members, (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(m.step, 6);
+  }
+}
+
+TEST(ShrinkAgree, QuorumContinuesWithoutTheLostRank) {
+  TempDir d;
+  auto fs = agree_all(d.path, world_of({0, 1, 2, 3}), {0, 1, 3}, {7, 7, 7});
+  for (auto& f : fs) EXPECT_EQ(f.get().members, (std::vector<int>{0, 1, 3}));
+}
+
+TEST(ShrinkAgree, MinorityExitsWithQuorumLost) {
+  TempDir d;
+  auto fs = agree_all(d.path, world_of({0, 1, 2, 3}), {0, 1}, {7, 7});
+  for (auto& f : fs) {
+    try {
+      f.get();
+      ADD_FAILURE() << "a minority of 2 of 4 continued";
+    } catch (const QuorumLost& e) {
+      EXPECT_NE(std::string(e.what()).find("no quorum: only 2 of the 4 ranks of generation 0 (rank 0, 1)"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("needs more than half (3)"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ShrinkAgree, LateRankFindsItselfExcluded) {
+  TempDir d;
+  for (auto& f : agree_all(d.path, world_of({0, 1, 2}), {0, 1}, {4, 4})) EXPECT_EQ(f.get().members, (std::vector<int>{0, 1}));
+  auto late = agree_all(d.path, world_of({0, 1, 2}), {2}, {4});
+  try {
+    late[0].get();
+    ADD_FAILURE() << "the excluded rank continued";
+  } catch (const QuorumLost& e) {
+    EXPECT_NE(std::string(e.what()).find("excluded: rank 0, 1 (2 of 3, a quorum) formed generation 1 without this rank "
+                                         "(started as rank 2)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ShrinkAgree, GenerationsUseFreshKeys) {
+  TempDir d;
+  auto first = agree_all(d.path, world_of({0, 1, 2, 3}), {0, 1, 2}, {3, 3, 3});
+  Membership g1;
+  for (auto& f : first) g1 = f.get();
+  ASSERT_EQ(g1.generation, 1);
+  // The next loss: generation 1's members agree under generation 2's keys; generation 1's decision is not read.
+  auto second = agree_all(d.path, g1, {0, 2}, {9, 9});
+  for (auto& f : second) {
+    Membership m = f.get();
+    EXPECT_EQ(m.generation, 2);
+    EXPECT_EQ(m.members, (std::vector<int>{0, 2}));
+    EXPECT_EQ(m.step, 9);
+  }
+}
+
+}  // namespace
+}  // namespace dd::train
