@@ -175,7 +175,8 @@ def render_peak_rss(results):
 def render_regime(results, name="regime_map.json"):
     d = _load(results, name)
     if not d:
-        return _absent('regime map', 'run `experiments/regime_map.sh --results experiments/results/regime_map.json`')
+        return _absent(name[:-5].replace("_", " "), 'run `experiments/regime_map.sh --cells ... --results '
+                       'experiments/results/%s`' % name)
     H = d["H"]
     delays = list(dict.fromkeys(r["config"] for c in d["cells"] for r in c["rows"] if ",delay=" in r["config"]
                                 and r["system"] == "ours"))
