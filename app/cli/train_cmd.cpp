@@ -2,23 +2,61 @@
 // summary (last line of rank 0's stdout: JSON).
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "app/cli/connect.h"
 #include "app/cli/train_options.h"
 #include "app/commands.h"
 #include "backends/backend.h"
+#include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/sync/policy/registry.h"
 #include "core/train/checkpoint.h"
+#include "core/train/elastic.h"
 #include "core/train/run_dir.h"
 #include "core/train/trainer.h"
 
 namespace dd::cli {
 
+namespace {
+
+// `train --rejoin` (docs/elastic.md "Rejoin"): asks the live world of the rendezvous to admit this rank, waits for
+// its answer (at the world's next check step), and connects to that world. cfg.rank/cfg.world become this rank's
+// place in it; `start` keeps what it was started as, and the world it joins.
+std::unique_ptr<Backend> join_live_world(train::TrainConfig& cfg, train::Trainer::ElasticStart* start) {
+  const BackendOptions base = backend_options(cfg);
+  auto store = train::make_file_key_store(base.rendezvous.substr(7) + "/shrink");
+  const std::string nonce = std::to_string(::getpid()) + "-" + std::to_string(int64_t(now_s() * 1e6));
+  const double wait_s = std::max(60.0, 4 * cfg.timeout_s + 30);
+  train::post_join(*store, "shrink", cfg.rank, nonce);
+  std::fprintf(stderr, "train: rank %d asks to join the live run of %s (waiting up to %.0f s)\n", cfg.rank,
+               base.rendezvous.c_str(), wait_s);
+  const double t0 = now_s();
+  const train::Membership m = train::await_join(*store, "shrink", cfg.rank, nonce, wait_s);
+  const int me = cfg.rank;
+  cfg.rank = int(std::find(m.members.begin(), m.members.end(), me) - m.members.begin());
+  cfg.world = int(m.members.size());
+  std::fprintf(stderr, "train: rank %d admitted after %.2f s as rank %d of %d (generation %d), at step %lld\n", me,
+               now_s() - t0, cfg.rank, cfg.world, m.generation, (long long)m.step);
+  BackendOptions o = base;
+  o.rank = cfg.rank;
+  o.world = cfg.world;
+  o.prefix = "dd-g" + std::to_string(m.generation);
+  start->joined = m;
+  return make_backend(o);
+}
+
+}  // namespace
+
 int cmd_train(int argc, char** argv) {
   train::TrainConfig cfg;
   if (!parse_train_options(argc, argv, cfg)) return 0;
   place_rank(cfg);
+  // A joiner takes its state from the live world, not from a checkpoint (docs/elastic.md "Rejoin").
+  const bool joining = cfg.rejoin && cfg.world > 1;
+  if (joining) cfg.resume.clear();
   // Resuming continues the run in its own directory unless --out says otherwise.
   if (!cfg.resume.empty() && cfg.out.empty()) cfg.out = cfg.resume;
   const data::InputSpec input = train::resolve_and_validate(cfg);
@@ -42,8 +80,9 @@ int cmd_train(int argc, char** argv) {
   }
   // The data is read before the run directory is made: a missing or corrupt dataset leaves nothing behind.
   train::RunData data = train::load_run_data(cfg, input);
-  if (!cfg.out.empty()) train::prepare_run_dir(cfg.out, cfg.overwrite, cfg.rank == 0 && !continuing);
-  auto backend = connect(cfg);
+  if (!cfg.out.empty()) train::prepare_run_dir(cfg.out, cfg.overwrite, cfg.rank == 0 && !continuing && !joining);
+  train::Trainer::ElasticStart start{cfg.rank, cfg.world, std::nullopt};
+  std::unique_ptr<Backend> backend = joining ? join_live_world(cfg, &start) : connect(cfg);
   if (cfg.rank == 0)
     std::fprintf(stderr, "train: %s on %s, %d rank(s), batch %lld/rank, %lld steps, policy %s, %d thread(s)/rank\n",
                  cfg.model.c_str(), cfg.data.c_str(), cfg.world, (long long)cfg.batch, (long long)cfg.steps,
@@ -64,7 +103,7 @@ int cmd_train(int argc, char** argv) {
       o.world = world;
       o.prefix = prefix;
       return make_backend(o);
-    }, base.rendezvous.substr(7) + "/shrink");
+    }, base.rendezvous.substr(7) + "/shrink", start);
   }
   auto summary = t.run();
   if (backend) backend->barrier();

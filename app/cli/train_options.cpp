@@ -80,6 +80,7 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     ("iface", po::value(&c.iface), "network interface for Gloo (also GLOO_SOCKET_IFNAME)")
     ("timeout", with_default(&c.timeout_s), "collective timeout, seconds")
     ("on-peer-loss", with_default(&on_peer_loss), "exit | shrink: a lost peer ends the run (exit 3), or the survivors continue")
+    ("rejoin", po::bool_switch(&c.rejoin), "join the live run of this rendezvous (with --on-peer-loss shrink)")
     ("threads", with_default(&c.threads), "compute threads per rank (0: auto)")
     ("log-every", with_default(&c.log_every), "progress line every N steps (0: auto)")
     ("check-collectives", po::bool_switch(&c.check_collectives), "fingerprint every collective across ranks")
@@ -136,6 +137,10 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
   if (on_peer_loss != "exit" && on_peer_loss != "shrink")
     throw UsageError("--on-peer-loss '" + on_peer_loss + "' is not one of exit, shrink");
   c.shrink_on_peer_loss = on_peer_loss == "shrink";
+  // `dreamddp launch --max-restarts` starts a lost rank again this way (docs/elastic.md "Rejoin").
+  if (const char* j = std::getenv("DREAMDDP_REJOIN"); j && std::string(j) == "1") c.rejoin = true;
+  if (c.rejoin && !c.shrink_on_peer_loss)
+    throw UsageError("--rejoin joins a live world that admits ranks: it needs --on-peer-loss shrink");
   return true;
 }
 

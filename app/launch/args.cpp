@@ -175,7 +175,9 @@ const char* usage() {
          "  --max-restarts R        COMMAND is `train ... --out DIR --checkpoint-every K`: when a rank dies or the\n"
          "                          job exits 3, end the rest and restart all ranks from the newest checkpoint\n"
          "                          that every rank holds intact (--resume DIR), up to R times; then exit 3\n"
-         "                          naming the rank and the cause (docs/elastic.md). Default 0\n";
+         "                          naming the rank and the cause (docs/elastic.md). Default 0. With train's\n"
+         "                          --on-peer-loss shrink: start a lost rank again alone, up to R times in all;\n"
+         "                          it rejoins the live world (no checkpoint needed)\n";
 }
 
 ParsedArgs parse_args(int argc, char** argv) {

@@ -44,6 +44,11 @@ void child_fail(const char* what) {
 }  // namespace
 
 void RankGroup::spawn(const RankSpec& spec) {
+  specs_.push_back(spec);
+  children_.push_back({start(spec), true, 0});
+}
+
+pid_t RankGroup::start(const RankSpec& spec) {
   // Everything the child needs is prepared here: after fork only async-signal-safe calls are allowed.
   std::vector<char*> argv, envp;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -85,7 +90,22 @@ void RankGroup::spawn(const RankSpec& spec) {
   setpgid(pid, pid);  // also from the parent, so the group exists before we might signal it
   if (ns_fd >= 0) close(ns_fd);
   if (null_fd >= 0) close(null_fd);
-  children_.push_back({pid, true, 0});
+  return pid;
+}
+
+bool RankGroup::respawn(size_t r, int st) {
+  if (respawns_left_ <= 0 || stopping_ || launcher_signal_ != 0) return false;
+  if (!WIFSIGNALED(st) && decode_status(st) != 3) return false;  // lost or left the world; not a usage error or crash
+  for (const auto& c : children_)
+    if (!c.running && decode_status(c.status) == 0) return false;  // the run is finishing
+  RankSpec spec = specs_[r];
+  spec.env.push_back("DREAMDDP_REJOIN=1");
+  --respawns_left_;
+  ++respawned_;
+  children_[r] = {start(spec), true, 0};
+  std::fprintf(stderr, "dreamddp launch: starting rank %zu again (pid %d, restart %d of %d); it rejoins the live "
+               "world\n", r, static_cast<int>(children_[r].pid), respawned_, respawned_ + respawns_left_);
+  return true;
 }
 
 void RankGroup::signal_all(int sig) {
@@ -113,6 +133,7 @@ void RankGroup::reap() {
       for (const auto& o : children_) others += o.running ? 1 : 0;
       std::fprintf(stderr, "dreamddp launch: rank %zu (pid %d) %s; the other %d rank(s) continue without it "
                    "(--on-peer-loss shrink)\n", r, static_cast<int>(c.pid), describe_status(st).c_str(), others);
+      respawn(r, st);
       continue;
     }
     if (decode_status(st) == 0 || first_failure_ >= 0) continue;

@@ -30,6 +30,9 @@ class RankGroup {
   // `train --on-peer-loss shrink`: a rank that fails does not take the others down (they continue without it);
   // supervise() then returns 0 when some rank exited 0 and every other one exited 3 or died by a signal.
   void set_keep_going(bool on) { keep_going_ = on; }
+  // With keep-going: a rank that was killed or left the world (exit 3) is started again, up to `n` times in all,
+  // with DREAMDDP_REJOIN=1 (`train --rejoin`: it joins the live world), unless some rank has finished already.
+  void set_respawns(int n) { respawns_left_ = n; }
 
   void spawn(const RankSpec& spec);  // the next rank; throws std::runtime_error when fork or opening the netns fails
 
@@ -50,11 +53,15 @@ class RankGroup {
     bool running = false;
     int status = 0;
   };
+  pid_t start(const RankSpec& spec);
+  bool respawn(size_t r, int status);
   void signal_all(int sig);
   void reap();
 
   sigset_t child_mask_;
   std::vector<Child> children_;
+  std::vector<RankSpec> specs_;
+  int respawns_left_ = 0, respawned_ = 0;
   int first_failure_ = -1;   // rank
   int launcher_signal_ = 0;  // first SIGINT/SIGTERM/SIGHUP received
   bool stopping_ = false;

@@ -165,20 +165,22 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
     argv = cmd;
   }
 
-  // --max-restarts: the run directory and the command of a restart, checked before anything starts.
-  std::optional<RestartPlan> restarts;
-  if (o.max_restarts > 0) {
-    restarts = plan_restarts(cmd, argv);
-    if (!o.rendezvous.empty() && o.rendezvous.rfind("file://", 0) != 0)
-      throw UsageError("--max-restarts needs a file:// --rendezvous (each attempt gets a fresh directory under it) "
-                       "or none, got " + o.rendezvous);
-  }
-
   // `train --on-peer-loss shrink`: the survivors of a lost rank continue, so the launcher lets them.
   bool shrink = false;
   for (size_t i = 0; i < argv.size(); ++i)
     shrink = shrink || argv[i] == "--on-peer-loss=shrink" ||
              (argv[i] == "--on-peer-loss" && i + 1 < argv.size() && argv[i + 1] == "shrink");
+
+  // --max-restarts: the run directory and the command of a restart, checked before anything starts. Under shrink
+  // a lost rank is started again alone and rejoins the live world (docs/elastic.md "Rejoin"): no checkpoint.
+  std::optional<RestartPlan> restarts;
+  if (o.max_restarts > 0) {
+    if (!shrink) restarts = plan_restarts(cmd, argv);
+    if (!o.rendezvous.empty() && o.rendezvous.rfind("file://", 0) != 0)
+      throw UsageError("--max-restarts needs a file:// --rendezvous (each attempt gets a fresh directory under it) "
+                       "or none, got " + o.rendezvous);
+  }
+
   SignalBlock signals;
   std::unique_ptr<netem::EmulatedCluster> cluster;
   if (o.netem) cluster = std::make_unique<netem::EmulatedCluster>(hosts, *o.netem, o.iface_prefix);
@@ -208,6 +210,7 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
     const int master_port = o.master_port ? o.master_port : (cluster ? 29500 : free_loopback_port());
     RankGroup group(signals.old_mask());
     group.set_keep_going(shrink);
+    if (shrink) group.set_respawns(o.max_restarts);
     for (int r = 0; r < o.nprocs; ++r) {
       const int node = r / per_host;
       // Without --nodes every rank counts as local: the ranks share this machine's cores, and LOCAL_WORLD_SIZE is

@@ -67,6 +67,7 @@ struct TrainConfig {
   int64_t inject_nan = -1;              // testing: poison a gradient on rank 0 at this step
   std::string control_file;             // rank 0 watches it for a policy spec to switch to
   bool shrink_on_peer_loss = false;     // --on-peer-loss shrink (docs/elastic.md); false: exit 3
+  bool rejoin = false;                  // --rejoin: join the live world of the rendezvous (docs/elastic.md)
   int64_t bucket_cap_mb = 25;
   double first_bucket_mb = 1;
   std::string config_file;

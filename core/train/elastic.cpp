@@ -53,6 +53,8 @@ class FileKeyStore final : public KeyStore {
     return v;
   }
 
+  void remove(const std::string& key) override { ::unlink(path(key).c_str()); }
+
  private:
   // Keys are '/'-separated names; one flat directory holds them.
   std::string path(const std::string& key) const {
@@ -93,6 +95,17 @@ Membership decode(const std::string& s, int generation) {
   for (std::string id; std::getline(ids, id, ',');) m.members.push_back(std::stoi(id));
   m.step = std::stoll(s.substr(semi + 1));
   return m;
+}
+
+// A joiner's answer: "generation|ids;step".
+std::string encode_world(const Membership& m) { return std::to_string(m.generation) + "|" + encode(m.members, m.step); }
+Membership decode_world(const std::string& s) {
+  const auto bar = s.find('|');
+  if (bar == std::string::npos) throw PeerLost("rendezvous store: malformed join answer '" + s + "'");
+  return decode(s.substr(bar + 1), std::stoi(s.substr(0, bar)));
+}
+std::string answer_key(const std::string& prefix, int id, const std::string& nonce) {
+  return prefix + "/joined/" + std::to_string(id) + "-" + nonce;
 }
 
 }  // namespace
@@ -148,6 +161,51 @@ Membership agree_survivors(KeyStore& store, const std::string& prefix, const Mem
                      ", a quorum) formed generation " + std::to_string(gen) + " without this rank (started as rank " +
                      std::to_string(me) + ")");
   return decided;
+}
+
+void post_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce) {
+  store.set(prefix + "/join/" + std::to_string(me), nonce);
+}
+
+std::vector<JoinRequest> pending_joins(KeyStore& store, const std::string& prefix, const Membership& world, int ids) {
+  std::vector<JoinRequest> out;
+  for (int id = 0; id < ids; ++id) {
+    if (std::find(world.members.begin(), world.members.end(), id) != world.members.end()) continue;
+    JoinRequest r{id, {}};
+    if (store.get(prefix + "/join/" + std::to_string(id), &r.nonce) && !r.nonce.empty()) out.push_back(r);
+  }
+  return out;
+}
+
+void answer_join(KeyStore& store, const std::string& prefix, const JoinRequest& r, const Membership& next) {
+  store.set(answer_key(prefix, r.id, r.nonce), encode_world(next));
+  // A request posted since (the rank started once more) stays for the next check.
+  std::string now;
+  if (store.get(prefix + "/join/" + std::to_string(r.id), &now) && now == r.nonce)
+    store.remove(prefix + "/join/" + std::to_string(r.id));
+}
+
+void mark_run_done(KeyStore& store, const std::string& prefix) { store.set(prefix + "/done", "1"); }
+
+Membership await_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce, double wait_s,
+                      double poll_s) {
+  const double t0 = now_s();
+  for (;;) {
+    std::string v;
+    if (store.get(answer_key(prefix, me, nonce), &v)) {
+      Membership m = decode_world(v);
+      if (std::find(m.members.begin(), m.members.end(), me) == m.members.end())
+        throw PeerLost("rejoin: the answer to rank " + std::to_string(me) + " does not name it: " + v);
+      return m;
+    }
+    if (store.get(prefix + "/done", &v))
+      throw QuorumLost("rejoin: the run ended before rank " + std::to_string(me) + " could join it");
+    if (now_s() - t0 >= wait_s)
+      throw QuorumLost("rejoin: no live world admitted rank " + std::to_string(me) + " within " +
+                       std::to_string(int(wait_s)) + " s (is a run with --on-peer-loss shrink going on under this "
+                       "rendezvous?)");
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+  }
 }
 
 }  // namespace dd::train

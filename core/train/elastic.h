@@ -30,6 +30,7 @@ class KeyStore {
   virtual void set(const std::string& key, const std::string& value) = 0;
   virtual bool get(const std::string& key, std::string* value) = 0;  // false when absent
   virtual std::string claim(const std::string& key, const std::string& value) = 0;
+  virtual void remove(const std::string& key) = 0;  // absent: nothing to do
 };
 
 // A key store over a directory (the directory of a file:// rendezvous): one file per key, written to a temporary
@@ -62,5 +63,26 @@ Membership agree_survivors(KeyStore& store, const std::string& prefix, const Mem
 
 // "0, 2, 3"
 std::string join_ranks(const std::vector<int>& ranks);
+
+// Rejoin with live recovery (docs/elastic.md "Rejoin"). A rank started again under the same rendezvous (by
+// `launch --max-restarts` under shrink, or by hand with `train --rejoin`) posts a request under
+// `<prefix>/join/<id>` (id: the rank it was started as; nonce: this process, so an old answer is never taken).
+// At each check step the live world's rank 0 looks for requests of ranks that are not members, and answers each
+// with the world it joins: the members in order, then the joiners, continuing at that step.
+struct JoinRequest {
+  int id = 0;
+  std::string nonce;
+};
+void post_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce);
+// The requests of start ranks 0..ids-1 that are not members of `world`, in start-rank order.
+std::vector<JoinRequest> pending_joins(KeyStore& store, const std::string& prefix, const Membership& world, int ids);
+// Answers a request (and removes it, unless a newer one replaced it): `next` is the world the joiner is admitted to.
+void answer_join(KeyStore& store, const std::string& prefix, const JoinRequest& r, const Membership& next);
+// The run is over: a joiner still waiting gives up at once.
+void mark_run_done(KeyStore& store, const std::string& prefix);
+// The joiner's wait for its answer: the world it joins. Throws QuorumLost (exit 3) when no answer came within
+// wait_s or the run ended first; the message says which.
+Membership await_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce, double wait_s,
+                      double poll_s = 0.02);
 
 }  // namespace dd::train

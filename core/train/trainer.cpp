@@ -35,6 +35,7 @@
 #include "core/train/run_dir.h"
 #include "core/train/sensitivity.h"
 #include "core/train/step.h"
+#include "core/train/trainer_impl.h"
 #include "core/train/trainer_parts.h"
 
 namespace dd::train {
@@ -141,44 +142,6 @@ data::InputSpec resolve_and_validate(TrainConfig& c) {
   data::check_fits(c.data, input);
   return input;
 }
-
-struct Trainer::Impl {
-  TrainConfig cfg;
-  Backend* backend;
-  std::unique_ptr<models::Model> model;
-  std::unique_ptr<optim::Optimizer> opt;
-  optim::LrSchedule sched;
-  data::Dataset train, test;
-  std::unique_ptr<data::Sharder> sharder;
-  data::Batch batch;
-  // --device cuda: the training state lives there; model/opt are host copies. Declared before the engine, whose
-  // data path refers to the device model: the engine goes first.
-  std::unique_ptr<DeviceState> dev;
-  std::unique_ptr<sync::SyncEngine> engine;
-  bool rank0() const { return cfg.rank == 0; }
-
-  // --on-peer-loss shrink: who owns the backend, how a new world's backend is made, the agreement's store, the
-  // current world, and this rank's state at the start of the running step (what a failed step is redone from).
-  struct Shrink {
-    std::unique_ptr<Backend>* owner = nullptr;
-    BackendMaker make;
-    std::unique_ptr<KeyStore> store;
-    Membership world;
-    int start_rank = 0;
-    std::vector<float> params, buffers, opt_state;
-    std::vector<int64_t> layer_steps;
-  };
-  std::unique_ptr<Shrink> shrink;
-  void keep_step_start();
-  // After a lost peer in `failed_step` (begun at t_step): agree, rebuild, restore; returns the step to continue at.
-  int64_t shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
-                       Progress& progress);
-
-  // The parts of run() around the step, each at its point of the loop.
-  void on_agreed_anomaly(int64_t step, int anomalies, int64_t seen_at, RunRecorder& rec, Progress& progress);
-  void checkpoint(int64_t step, RunRecorder& rec, const SensitivityProbe* probe);
-  nlohmann::json evaluate_now(int64_t step);  // the consensus model; the last step first finalizes the engine
-};
 
 Trainer::Trainer(const TrainConfig& cfg, Backend* backend, RunData* data) : impl_(std::make_unique<Impl>()) {
   auto& I = *impl_;
@@ -359,110 +322,6 @@ void Trainer::Impl::checkpoint(int64_t step, RunRecorder& rec, const Sensitivity
   }
 }
 
-void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, const std::string& store_dir) {
-  auto& I = *impl_;
-  if (!owner || !*owner || owner->get() != I.backend) throw std::logic_error("enable_shrink: not this trainer's backend");
-  auto s = std::make_unique<Impl::Shrink>();
-  s->owner = owner;
-  s->make = std::move(make);
-  s->store = make_file_key_store(store_dir);
-  s->start_rank = I.cfg.rank;
-  for (int r = 0; r < I.cfg.world; ++r) s->world.members.push_back(r);
-  I.shrink = std::move(s);
-}
-
-void Trainer::Impl::keep_step_start() {
-  auto copy = [](auto& arena, std::vector<float>& to) { to.assign(arena.data(), arena.data() + arena.size()); };
-  copy(model->params(), shrink->params);
-  copy(model->buffers(), shrink->buffers);
-  copy(opt->state(), shrink->opt_state);
-  shrink->layer_steps = opt->layer_steps();
-}
-
-int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
-                                    Progress& progress) {
-  Shrink& S = *shrink;
-  const double t_detect = now_s();
-  const Membership old = S.world;
-  // Every wait below is bounded: the join window covers a peer still blocked in a collective until its timeout
-  // plus the backend's post-mortem; a member that dies during the rebuild fails the new backend's connect (or
-  // its first collective) within its timeout, and the survivors agree again, on a smaller world.
-  AgreeTiming timing;
-  timing.join_s = cfg.timeout_s + std::min(cfg.timeout_s, 3.0) + 2;
-  timing.decide_s = timing.join_s;
-  std::string cause = why;
-  std::fprintf(stderr, "train: rank %d (started as rank %d): peer lost in step %lld; agreeing on the survivors "
-               "(window %.0f s): %s\n", cfg.rank, S.start_rank, (long long)failed_step, timing.join_s, why.c_str());
-  for (size_t attempt = 0;; ++attempt) {
-    // The engine's collectives have failed and it refers to the backend: both go, which closes this rank's
-    // sockets, so peers still blocked on them fail at once.
-    engine.reset();
-    backend = nullptr;
-    S.owner->reset();
-    if (attempt > old.members.size())
-      throw PeerLost("on-peer-loss shrink: no stable world after " + std::to_string(attempt) + " attempts: " + cause);
-    Membership next;
-    try {
-      next = agree_survivors(*S.store, "shrink", S.world, S.start_rank, failed_step, timing);
-    } catch (const QuorumLost& e) {
-      if (auto* w = rec.metrics()) {
-        w->append_event(failed_step, "shrink-quorum-lost", e.what());
-        rec.finish_partial();
-      }
-      throw;
-    }
-    const double t_agreed = now_s();
-    const int new_rank = int(std::find(next.members.begin(), next.members.end(), S.start_rank) - next.members.begin());
-    const int new_world = int(next.members.size());
-    const int64_t position = sharder->position_of(next.step);
-    try {
-      *S.owner = S.make(new_rank, new_world, "dd-g" + std::to_string(next.generation));
-      backend = S.owner->get();
-      cfg.rank = new_rank;
-      cfg.world = new_world;
-      // This rank's state at the start of the step it failed in; then one average across the survivors.
-      std::copy(S.params.begin(), S.params.end(), model->params().data());
-      std::copy(S.buffers.begin(), S.buffers.end(), model->buffers().data());
-      std::copy(S.opt_state.begin(), S.opt_state.end(), opt->state().data());
-      opt->layer_steps() = S.layer_steps;
-      if (!S.params.empty()) backend->allreduce(model->params().data(), S.params.size(), ReduceOp::Avg)->wait();
-      if (!S.buffers.empty()) backend->allreduce(model->buffers().data(), S.buffers.size(), ReduceOp::Avg)->wait();
-      auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, new_world, new_rank, cfg.batch);
-      moved->continue_at(next.step, position);
-      sharder = std::move(moved);
-      engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, next.step);
-    } catch (const QuorumLost&) {
-      throw;
-    } catch (const PeerLost& e) {
-      cause = e.what();
-      S.world = next;
-      continue;  // lost another member while rebuilding: agree again, one generation on
-    }
-    const double t_done = now_s();
-    S.world = next;
-    std::vector<int> lost;
-    for (int id : old.members)
-      if (std::find(next.members.begin(), next.members.end(), id) == next.members.end()) lost.push_back(id);
-    char times[160];
-    std::snprintf(times, sizeof(times), "detect %.2f s, agree %.2f s, rebuild %.2f s, recover %.2f s",
-                  t_detect - t_step, t_agreed - t_detect, t_done - t_agreed, t_done - t_detect);
-    const std::string what =
-        std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
-        std::to_string(next.generation) + ": lost rank " + (lost.empty() ? std::string("none") : join_ranks(lost)) +
-        "; ranks " + join_ranks(next.members) + " now 0.." + std::to_string(new_world - 1) + "): " + times +
-        "; step " + std::to_string(next.step) + " redone from its start state, parameters averaged over the " +
-        std::to_string(new_world) + " survivors; data continues at sample position " + std::to_string(position) +
-        ", global batch " + std::to_string(int64_t(old.members.size()) * cfg.batch) + " -> " +
-        std::to_string(int64_t(new_world) * cfg.batch);
-    if (auto* w = rec.metrics()) {
-      w->append_event(next.step, "shrink", what);
-      w->flush();
-    }
-    if (rank0()) progress.message("shrink: " + what);
-    return next.step;
-  }
-}
-
 nlohmann::json Trainer::Impl::evaluate_now(int64_t step) {
   if (step + 1 == cfg.steps && engine) engine->finalize();
   if (!dev) return evaluate(*model, test, cfg, engine.get());
@@ -505,9 +364,13 @@ nlohmann::json Trainer::run() {
   // A restart by `dreamddp launch --max-restarts` (docs/elastic.md): why and from where, in /events.
   if (const char* why = std::getenv("DREAMDDP_RESTART"); why && *why)
     if (auto* w = rec.metrics()) w->append_event(resume_after, "restart", why);
-  if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get());
-  rec.set_hosts(I.engine ? I.engine->hosts() : std::vector<std::string>{});
   Throughput tp;
+  // A joiner (docs/elastic.md "Rejoin") takes the live world's state from its rank 0; a rank started with the
+  // run builds its engine (whose construction broadcasts rank 0's parameters).
+  const bool joining = I.shrink && I.shrink->joining;
+  if (joining) tp.start = I.admit(/*joiner=*/true, rec);
+  else if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get());
+  rec.set_hosts(I.engine ? I.engine->hosts() : std::vector<std::string>{});
   if (!cfg.resume.empty()) {
     // Again, now with the engine (its construction broadcast rank 0's parameters over the loaded ones); the
     // probe's state is loaded already.
@@ -546,6 +409,10 @@ nlohmann::json Trainer::run() {
     const int64_t first = (tp.warm + H - 1) / H * H, end = first + (cfg.steps - first) / H * H;
     if (end > first) tp.warm = first, tp.end = end;
   }
+  if (I.shrink) {  // joiners are looked for once a period (or every 10 steps), never at the first step
+    I.shrink->check_every = timing_policy->period() > 0 ? timing_policy->period() : 10;
+    I.shrink->last_check = tp.start;
+  }
   tp.t_start = tp.t_warm = now_s();
   float loss = NAN;
   nlohmann::json last_eval;
@@ -555,6 +422,11 @@ nlohmann::json Trainer::run() {
     const double t0 = now_s();
     if (I.shrink) I.keep_step_start();
     try {
+      if (I.shrink && I.grow_world(step, rec, progress)) {
+        engine = I.engine.get();
+        guard.set_engine(engine);
+        I.keep_step_start();
+      }
       I.sharder->indices(step, idx.data());
       data::gather(I.train, idx.data(), cfg.batch, &I.batch);
       if (step == cfg.inject_nan && cfg.rank == 0) I.batch.xf[0] = NAN;  // testing the anomaly guard: bad data
@@ -595,12 +467,22 @@ nlohmann::json Trainer::run() {
       }
     } catch (const PeerLost& e) {
       if (!I.shrink || dynamic_cast<const QuorumLost*>(&e)) throw;
-      step = I.shrink_world(step, t0, e.what(), rec, progress) - 1;  // the loop's ++step: the step redone
+      const int64_t next = I.shrink_world(step, t0, e.what(), rec, progress);
+      // Survivors may have failed in different steps (Local SGD's ranks run apart between averages): all go on at
+      // the latest. Steps this rank skips were trained by the ranks ahead (their progress is in the average); each
+      // keeps its /steps row, with what this rank did not measure as NaN.
+      for (int64_t s = recorded + 1; s < next; ++s) {
+        const double nan = std::nan("");
+        rec.step(telemetry::StepRow{s, now_s() - tp.t_start, nan, I.sched.at(s), nan, nan, nan, nan, 0, nan});
+        recorded = s;
+      }
+      step = next - 1;  // the loop's ++step: the step redone
       engine = I.engine.get();
       guard.set_engine(engine);
     }
   }
   progress.done();
+  I.end_elastic();
   nlohmann::json s = run_summary(cfg, I.backend ? I.backend->name() : std::string("none"), model.num_params(), tp,
                                  loss, last_eval);
   if (!cfg.save_params.empty()) {

@@ -3,11 +3,13 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/data/dataset.h"
 #include "core/train/config.h"
+#include "core/train/elastic.h"
 
 namespace dd {
 class Backend;
@@ -42,8 +44,17 @@ class Trainer {
   // --on-peer-loss shrink (docs/elastic.md): the trainer replaces the backend `*owner` holds (the one passed to the
   // constructor) by the backend of each new world, made by make(rank, world, key prefix); the survivors agree
   // through the key store in `store_dir` (the directory of the file:// rendezvous).
+  // A live world also admits ranks started again (docs/elastic.md "Rejoin"). `joined`: this process is such a
+  // joiner, admitted to that world (cfg.rank/cfg.world of the constructor are its place there); start_rank and
+  // start_world: the rank and world size it was started as.
   using BackendMaker = std::function<std::unique_ptr<Backend>(int rank, int world, const std::string& prefix)>;
-  void enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, const std::string& store_dir);
+  struct ElasticStart {
+    int start_rank = 0;
+    int start_world = 1;
+    std::optional<Membership> joined;
+  };
+  void enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, const std::string& store_dir,
+                     const ElasticStart& start);
 
  private:
   struct Impl;

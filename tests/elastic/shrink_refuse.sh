@@ -26,4 +26,13 @@ check switch "--on-peer-loss shrink: policy hier:nodes=2x2 lays its groups over 
 check word "--on-peer-loss 'maybe' is not one of exit, shrink" -- --on-peer-loss maybe
 check redis "--on-peer-loss shrink: the survivors agree through a file:// rendezvous; redis://127.0.0.1:9/job is not one" \
   RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 -- --on-peer-loss shrink --rendezvous redis://127.0.0.1:9/job --timeout 60
+check rejoin "--rejoin joins a live world that admits ranks: it needs --on-peer-loss shrink" -- --rejoin
+check rejoin_env "--rejoin joins a live world that admits ranks: it needs --on-peer-loss shrink" DREAMDDP_REJOIN=1 --
+# Nothing live under the rendezvous: the joiner gives up with one line and exit 3 when the run is over.
+mkdir -p "$W/rdzv/shrink" && echo 1 > "$W/rdzv/shrink/shrink.done"
+rc=0
+RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 timeout 60 "$BIN" "${ARGS[@]}" --on-peer-loss shrink --rejoin \
+  --rendezvous "file://$W/rdzv" > /dev/null 2> "$W/over.log" || rc=$?
+[ $rc -eq 3 ] && grep -q "rejoin: the run ended before rank 1 could join it" "$W/over.log" ||
+  { echo "rejoin after the end: exited $rc:"; cat "$W/over.log"; exit 1; }
 echo "OK: --on-peer-loss shrink refused where it cannot work"

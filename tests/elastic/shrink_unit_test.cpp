@@ -125,5 +125,48 @@ TEST(ShrinkAgree, GenerationsUseFreshKeys) {
   }
 }
 
+// Rejoin: rank 0 sees only requests of ranks that are not members; the answer reaches the request's own nonce
+// (a stale answer of an earlier incarnation is never taken) and removes the request.
+TEST(RejoinStore, AnswerReachesTheRequestAndRemovesIt) {
+  TempDir d;
+  auto s = make_file_key_store(d.path);
+  post_join(*s, "shrink", 2, "old");
+  post_join(*s, "shrink", 1, "x");
+  Membership world = world_of({0, 1, 3}, 1);
+  auto joins = pending_joins(*s, "shrink", world, 4);
+  ASSERT_EQ(joins.size(), 1u);  // rank 1 is a member: its request waits
+  EXPECT_EQ(joins[0].id, 2);
+  EXPECT_EQ(joins[0].nonce, "old");
+  post_join(*s, "shrink", 2, "new");  // started once more before the answer
+  Membership next = world_of({0, 1, 3, 2}, 2);
+  next.step = 40;
+  answer_join(*s, "shrink", joins[0], next);
+  auto left = pending_joins(*s, "shrink", next, 4);
+  EXPECT_TRUE(left.empty());  // rank 2 is a member of the answered world
+  left = pending_joins(*s, "shrink", world, 4);
+  ASSERT_EQ(left.size(), 1u);  // the newer request stays for a later check
+  EXPECT_EQ(left[0].nonce, "new");
+  answer_join(*s, "shrink", left[0], next);
+  EXPECT_TRUE(pending_joins(*s, "shrink", world, 4).empty());
+  EXPECT_THROW(await_join(*s, "shrink", 2, "other", 0.05, 0.005), QuorumLost);
+  Membership m = await_join(*s, "shrink", 2, "old", 1, 0.005);
+  EXPECT_EQ(m.generation, 2);
+  EXPECT_EQ(m.members, next.members);
+  EXPECT_EQ(m.step, 40);
+}
+
+TEST(RejoinStore, JoinerGivesUpWhenTheRunIsOver) {
+  TempDir d;
+  auto s = make_file_key_store(d.path);
+  post_join(*s, "shrink", 1, "n");
+  mark_run_done(*s, "shrink");
+  try {
+    await_join(*s, "shrink", 1, "n", 30, 0.005);
+    FAIL() << "no throw";
+  } catch (const QuorumLost& e) {
+    EXPECT_NE(std::string(e.what()).find("the run ended before rank 1 could join it"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace dd::train

@@ -1,0 +1,279 @@
+// Shrink without restart and rejoin with live recovery (docs/elastic.md): the trainer's side of a world that
+// loses members and admits them again. The agreement and the key store are in elastic.cpp.
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "core/common/clock.h"
+#include "core/common/error.h"
+#include "core/telemetry/metrics_writer.h"
+#include "core/train/trainer_impl.h"
+
+namespace dd::train {
+
+void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, const std::string& store_dir,
+                            const ElasticStart& start) {
+  auto& I = *impl_;
+  if (!owner || !*owner || owner->get() != I.backend) throw std::logic_error("enable_shrink: not this trainer's backend");
+  auto s = std::make_unique<Impl::Shrink>();
+  s->owner = owner;
+  s->make = std::move(make);
+  s->store = make_file_key_store(store_dir);
+  s->start_rank = start.start_rank;
+  s->start_world = start.start_world;
+  if (start.joined) {
+    s->world = *start.joined;
+    s->joining = true;
+  } else {
+    for (int r = 0; r < I.cfg.world; ++r) s->world.members.push_back(r);
+  }
+  I.shrink = std::move(s);
+}
+
+void Trainer::Impl::keep_step_start() {
+  auto copy = [](auto& arena, std::vector<float>& to) { to.assign(arena.data(), arena.data() + arena.size()); };
+  copy(model->params(), shrink->params);
+  copy(model->buffers(), shrink->buffers);
+  copy(opt->state(), shrink->opt_state);
+  shrink->layer_steps = opt->layer_steps();
+}
+
+int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
+                                    Progress& progress) {
+  Shrink& S = *shrink;
+  const double t_detect = now_s();
+  const Membership old = S.world;
+  // Every wait below is bounded: the join window covers a peer still blocked in a collective until its timeout
+  // plus the backend's post-mortem; a member that dies during the rebuild fails the new backend's connect (or
+  // its first collective) within its timeout, and the survivors agree again, on a smaller world.
+  AgreeTiming timing;
+  timing.join_s = cfg.timeout_s + std::min(cfg.timeout_s, 3.0) + 2;
+  timing.decide_s = timing.join_s;
+  std::string cause = why;
+  std::fprintf(stderr, "train: rank %d (started as rank %d): peer lost in step %lld; agreeing on the survivors "
+               "(window %.0f s): %s\n", cfg.rank, S.start_rank, (long long)failed_step, timing.join_s, why.c_str());
+  for (size_t attempt = 0;; ++attempt) {
+    // The engine's collectives have failed and it refers to the backend: both go, which closes this rank's
+    // sockets, so peers still blocked on them fail at once.
+    engine.reset();
+    backend = nullptr;
+    S.owner->reset();
+    if (attempt > old.members.size())
+      throw PeerLost("on-peer-loss shrink: no stable world after " + std::to_string(attempt) + " attempts: " + cause);
+    Membership next;
+    try {
+      next = agree_survivors(*S.store, "shrink", S.world, S.start_rank, failed_step, timing);
+    } catch (const QuorumLost& e) {
+      if (auto* w = rec.metrics()) {
+        w->append_event(failed_step, "shrink-quorum-lost", e.what());
+        rec.finish_partial();
+      }
+      throw;
+    }
+    const double t_agreed = now_s();
+    const int new_rank = int(std::find(next.members.begin(), next.members.end(), S.start_rank) - next.members.begin());
+    const int new_world = int(next.members.size());
+    const int64_t position = sharder->position_of(next.step);
+    try {
+      *S.owner = S.make(new_rank, new_world, "dd-g" + std::to_string(next.generation));
+      backend = S.owner->get();
+      cfg.rank = new_rank;
+      cfg.world = new_world;
+      // This rank's state at the start of the step it failed in; then one average across the survivors.
+      std::copy(S.params.begin(), S.params.end(), model->params().data());
+      std::copy(S.buffers.begin(), S.buffers.end(), model->buffers().data());
+      std::copy(S.opt_state.begin(), S.opt_state.end(), opt->state().data());
+      opt->layer_steps() = S.layer_steps;
+      if (!S.params.empty()) backend->allreduce(model->params().data(), S.params.size(), ReduceOp::Avg)->wait();
+      if (!S.buffers.empty()) backend->allreduce(model->buffers().data(), S.buffers.size(), ReduceOp::Avg)->wait();
+      auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, new_world, new_rank, cfg.batch);
+      moved->continue_at(next.step, position);
+      sharder = std::move(moved);
+      engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, next.step);
+    } catch (const QuorumLost&) {
+      throw;
+    } catch (const PeerLost& e) {
+      cause = e.what();
+      S.world = next;
+      continue;  // lost another member while rebuilding: agree again, one generation on
+    }
+    const double t_done = now_s();
+    S.world = next;
+    std::vector<int> lost;
+    for (int id : old.members)
+      if (std::find(next.members.begin(), next.members.end(), id) == next.members.end()) lost.push_back(id);
+    char times[160];
+    std::snprintf(times, sizeof(times), "detect %.2f s, agree %.2f s, rebuild %.2f s, recover %.2f s",
+                  t_detect - t_step, t_agreed - t_detect, t_done - t_agreed, t_done - t_detect);
+    const std::string what =
+        std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
+        std::to_string(next.generation) + ": lost rank " + (lost.empty() ? std::string("none") : join_ranks(lost)) +
+        "; ranks " + join_ranks(next.members) + " now 0.." + std::to_string(new_world - 1) + "): " + times +
+        "; step " + std::to_string(next.step) + " redone from its start state, parameters averaged over the " +
+        std::to_string(new_world) + " survivors; data continues at sample position " + std::to_string(position) +
+        ", global batch " + std::to_string(int64_t(old.members.size()) * cfg.batch) + " -> " +
+        std::to_string(int64_t(new_world) * cfg.batch);
+    if (auto* w = rec.metrics()) {
+      w->append_event(next.step, "shrink", what);
+      w->flush();
+    }
+    if (rank0()) progress.message("shrink: " + what);
+    return next.step;
+  }
+}
+
+
+namespace {
+
+// CRC-32 of a float arena's bytes (zlib), in chunks that fit its length argument.
+uint32_t crc_of(const float* p, size_t n) {
+  uLong c = crc32(0L, Z_NULL, 0);
+  const auto* b = reinterpret_cast<const Bytef*>(p);
+  size_t left = n * sizeof(float);
+  while (left > 0) {
+    const uInt k = uInt(std::min<size_t>(left, size_t(1) << 30));
+    c = crc32(c, b, k);
+    b += k;
+    left -= k;
+  }
+  return uint32_t(c);
+}
+
+std::string hex(uint32_t v) {
+  char s[9];
+  std::snprintf(s, sizeof s, "%08x", v);
+  return s;
+}
+
+}  // namespace
+
+bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progress) {
+  Shrink& S = *shrink;
+  if (S.check_every <= 0 || step <= S.last_check || step % S.check_every != 0) return false;
+  S.last_check = step;
+  // Rank 0 looks; every rank learns the answer in the same collective, in the same place of the op order.
+  std::vector<JoinRequest> joins;
+  std::vector<float> flags(size_t(S.start_world), 0.f);
+  if (rank0()) {
+    joins = pending_joins(*S.store, "shrink", S.world, S.start_world);
+    for (const auto& j : joins) flags[size_t(j.id)] = 1;
+  }
+  backend->broadcast(flags.data(), flags.size(), 0)->wait();
+  std::vector<int> joiners;
+  for (size_t id = 0; id < flags.size(); ++id)
+    if (flags[id] != 0) joiners.push_back(int(id));
+  if (joiners.empty()) return false;
+  const double t0 = now_s();
+  // One average of every layer that is not in lock-step (delayed averages merged first), as at the end of a run:
+  // the old members then hold bitwise equal parameters, which the joiners receive. The engine goes, and with it
+  // its open state; the new world's engine starts afresh at this step (as after a shrink).
+  engine->finalize();
+  engine.reset();
+  const Membership old = S.world;
+  Membership next = old;
+  next.generation = old.generation + 1;
+  next.step = step;
+  next.members.insert(next.members.end(), joiners.begin(), joiners.end());
+  if (rank0())
+    for (const auto& j : joins) answer_join(*S.store, "shrink", j, next);
+  S.world = next;  // from here a lost member is a loss in the new world
+  const int new_rank = int(std::find(next.members.begin(), next.members.end(), S.start_rank) - next.members.begin());
+  const int new_world = int(next.members.size());
+  backend = nullptr;
+  S.owner->reset();
+  *S.owner = S.make(new_rank, new_world, "dd-g" + std::to_string(next.generation));
+  backend = S.owner->get();
+  cfg.rank = new_rank;
+  cfg.world = new_world;
+  const int64_t position = sharder->position_of(step);
+  admit(/*joiner=*/false, rec);
+  char times[64];
+  std::snprintf(times, sizeof(times), "admitted in %.2f s", now_s() - t0);
+  const std::string what =
+      std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
+      std::to_string(next.generation) + ": rank " + join_ranks(joiners) + " joined; ranks " + join_ranks(next.members) +
+      " now 0.." + std::to_string(new_world - 1) + "): " + times + "; parameters averaged over the " +
+      std::to_string(old.members.size()) + " members, then parameters, buffers and optimizer state sent from rank 0 "
+      "(hashes equal on every rank); data continues at sample position " + std::to_string(position) +
+      ", global batch " + std::to_string(int64_t(old.members.size()) * cfg.batch) + " -> " +
+      std::to_string(int64_t(new_world) * cfg.batch);
+  if (auto* w = rec.metrics()) {
+    w->append_event(step, "rejoin", what);
+    w->flush();
+  }
+  if (rank0()) progress.message("rejoin: " + what);
+  return true;
+}
+
+int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
+  // Rank 0's place in the run: the step, the data position, the sizes of what follows and the optimizer's
+  // per-layer step counts.
+  const std::string sizes = std::to_string(model->params().size()) + "," + std::to_string(model->buffers().size()) +
+                            "," + std::to_string(opt->state().size());
+  std::string mine;
+  if (rank0()) {
+    mine = std::to_string(shrink->world.step) + ";" + std::to_string(sharder->position_of(shrink->world.step)) + ";" +
+           sizes + ";";
+    for (size_t i = 0; i < opt->layer_steps().size(); ++i) mine += (i ? "," : "") + std::to_string(opt->layer_steps()[i]);
+  }
+  const std::string root = backend->allgather(mine)[0];
+  std::istringstream in(root);
+  std::string step_s, pos_s, sizes_s, steps_s;
+  std::getline(in, step_s, ';');
+  std::getline(in, pos_s, ';');
+  std::getline(in, sizes_s, ';');
+  std::getline(in, steps_s);
+  const int64_t step = std::stoll(step_s), position = std::stoll(pos_s);
+  // Every rank runs the same configuration (the start-up handshake); a joiner started with another model is
+  // refused here, before any state moves.
+  if (sizes_s != sizes)
+    throw UsageError("rejoin: the live world's parameters, buffers and optimizer state have sizes " + sizes_s +
+                     ", this rank's " + sizes + " (not the same --model or --optimizer?)");
+  if (joiner) {
+    std::vector<int64_t> ls;
+    std::istringstream v(steps_s);
+    for (std::string x; std::getline(v, x, ',');) ls.push_back(std::stoll(x));
+    if (ls.size() != opt->layer_steps().size())
+      throw std::runtime_error("rejoin: rank 0 has " + std::to_string(ls.size()) + " optimizer layers, this rank " +
+                               std::to_string(opt->layer_steps().size()) + " (not the same model?)");
+    opt->layer_steps() = ls;
+  }
+  // Parameters and buffers: the old members' are bitwise equal already (a broadcast leaves them so); the joiner's
+  // become rank 0's. Optimizer state: the joiner takes rank 0's, the others keep their own.
+  if (model->params().size()) backend->broadcast(model->params().data(), model->params().size(), 0)->wait();
+  if (model->buffers().size()) backend->broadcast(model->buffers().data(), model->buffers().size(), 0)->wait();
+  if (const size_t n = opt->state().size()) {
+    std::vector<float> scratch;
+    float* dst = opt->state().data();
+    if (!joiner && !rank0()) {
+      scratch.assign(dst, dst + n);
+      dst = scratch.data();
+    }
+    backend->broadcast(dst, n, 0)->wait();
+  }
+  auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
+  moved->continue_at(step, position);
+  sharder = std::move(moved);
+  engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, step);
+  // Every rank compares: parameters and buffers equal everywhere, the joiner's optimizer state equal to rank 0's.
+  const std::string h = hex(crc_of(model->params().data(), model->params().size())) + "," +
+                        hex(crc_of(model->buffers().data(), model->buffers().size())) + "," +
+                        hex(crc_of(opt->state().data(), opt->state().size())) + (joiner ? ",j" : "");
+  const auto all = backend->allgather(h);
+  for (size_t r = 0; r < all.size(); ++r) {
+    const bool j = all[r].size() > 2 && all[r].substr(all[r].size() - 2) == ",j";
+    const size_t cmp = j ? all[r].size() - 2 : 17;  // a joiner: all three hashes; a member: parameters and buffers
+    if (all[r].compare(0, cmp, all[0], 0, cmp) != 0)
+      throw std::runtime_error("rejoin: rank " + std::to_string(r) + "'s state differs from rank 0's after the "
+                               "transfer (hashes " + all[r] + " vs " + all[0] + ")");
+  }
+  return step;
+}
+
+void Trainer::Impl::end_elastic() {
+  if (shrink) mark_run_done(*shrink->store, "shrink");
+}
+
+}  // namespace dd::train

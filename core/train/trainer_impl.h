@@ -1,0 +1,76 @@
+// The trainer's state, shared by its files: trainer.cpp (the loop and its parts) and trainer_elastic.cpp (shrink
+// and rejoin, docs/elastic.md). Private to core/train.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/data/dataset.h"
+#include "core/data/sharder.h"
+#include "core/models/model.h"
+#include "core/optim/lr_schedule.h"
+#include "core/optim/optimizer.h"
+#include "core/sync/engine/sync_engine.h"
+#include "core/train/device_state.h"
+#include "core/train/elastic.h"
+#include "core/train/progress.h"
+#include "core/train/sensitivity.h"
+#include "core/train/trainer.h"
+#include "core/train/trainer_parts.h"
+
+namespace dd::train {
+
+struct Trainer::Impl {
+  TrainConfig cfg;
+  Backend* backend;
+  std::unique_ptr<models::Model> model;
+  std::unique_ptr<optim::Optimizer> opt;
+  optim::LrSchedule sched;
+  data::Dataset train, test;
+  std::unique_ptr<data::Sharder> sharder;
+  data::Batch batch;
+  // --device cuda: the training state lives there; model/opt are host copies. Declared before the engine, whose
+  // data path refers to the device model: the engine goes first.
+  std::unique_ptr<DeviceState> dev;
+  std::unique_ptr<sync::SyncEngine> engine;
+  bool rank0() const { return cfg.rank == 0; }
+
+  // --on-peer-loss shrink: who owns the backend, how a new world's backend is made, the agreement's store, the
+  // current world, and this rank's state at the start of the running step (what a failed step is redone from).
+  // Rejoin: the rank and world size this process was started as (the ids a joiner may have), whether it joins a
+  // live world, and the step of the last check for joiners (every `check_every` steps, the same on every rank).
+  struct Shrink {
+    std::unique_ptr<Backend>* owner = nullptr;
+    BackendMaker make;
+    std::unique_ptr<KeyStore> store;
+    Membership world;
+    int start_rank = 0;
+    int start_world = 1;
+    bool joining = false;
+    int64_t check_every = 0;
+    int64_t last_check = -1;
+    std::vector<float> params, buffers, opt_state;
+    std::vector<int64_t> layer_steps;
+  };
+  std::unique_ptr<Shrink> shrink;
+  void keep_step_start();
+  // After a lost peer in `failed_step` (begun at t_step): agree, rebuild, restore; returns the step to continue at.
+  int64_t shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
+                       Progress& progress);
+  // At the start of `step`: on a check step, rank 0 looks for joiners and tells every rank; with some, the world
+  // grows (one average of the old members, a new backend, admit()). True when it grew.
+  bool grow_world(int64_t step, RunRecorder& rec, Progress& progress);
+  // Every member of a new world, the joiner too: rank 0's step, data position, parameters, buffers and optimizer
+  // state (taken by the joiner), a new sharder and engine, and a hash of the state that every rank compares.
+  // Returns the step the world continues at.
+  int64_t admit(bool joiner, RunRecorder& rec);
+  void end_elastic();  // the run is over: a joiner still waiting gives up
+
+  // The parts of run() around the step, each at its point of the loop.
+  void on_agreed_anomaly(int64_t step, int anomalies, int64_t seen_at, RunRecorder& rec, Progress& progress);
+  void checkpoint(int64_t step, RunRecorder& rec, const SensitivityProbe* probe);
+  nlohmann::json evaluate_now(int64_t step);  // the consensus model; the last step first finalizes the engine
+};
+
+}  // namespace dd::train
