@@ -96,8 +96,12 @@ pid_t RankGroup::start(const RankSpec& spec) {
 bool RankGroup::respawn(size_t r, int st) {
   if (respawns_left_ <= 0 || stopping_ || launcher_signal_ != 0) return false;
   if (!WIFSIGNALED(st) && decode_status(st) != 3) return false;  // lost or left the world; not a usage error or crash
-  for (const auto& c : children_)
+  bool live = false;
+  for (const auto& c : children_) {
     if (!c.running && decode_status(c.status) == 0) return false;  // the run is finishing
+    live = live || c.running;
+  }
+  if (!live) return false;  // no world left to join
   RankSpec spec = specs_[r];
   spec.env.push_back("DREAMDDP_REJOIN=1");
   --respawns_left_;

@@ -31,7 +31,8 @@ class RankGroup {
   // supervise() then returns 0 when some rank exited 0 and every other one exited 3 or died by a signal.
   void set_keep_going(bool on) { keep_going_ = on; }
   // With keep-going: a rank that was killed or left the world (exit 3) is started again, up to `n` times in all,
-  // with DREAMDDP_REJOIN=1 (`train --rejoin`: it joins the live world), unless some rank has finished already.
+  // with DREAMDDP_REJOIN=1 (`train --rejoin`: it joins the live world), unless some rank has finished already or
+  // no rank is running (no world left to join).
   void set_respawns(int n) { respawns_left_ = n; }
 
   void spawn(const RankSpec& spec);  // the next rank; throws std::runtime_error when fork or opening the netns fails
