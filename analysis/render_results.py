@@ -459,6 +459,42 @@ def render_contention(results, name="regime_contention.json"):
     return "\n".join(out)
 
 
+def _median(xs):
+    xs = sorted(xs)
+    return None if not xs else xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def render_chaos(results, name="chaos.json"):
+    d = _load(results, name)
+    if not d:
+        return _absent("the chaos study", "run `experiments/chaos.py`")
+    u = d["set_up"]
+    how = {"none": "no fault", "rejoin": "shrink, then the lost rank rejoins",
+           "restart": "restart all from the newest checkpoint (every %d steps)" % u["checkpoint_every"],
+           "exit": "exit 3 at the first loss (the default)"}
+    out = ["| model | policy | fault | handling | faults | rc | wall | samples in the final model | **goodput** | "
+           "test accuracy | per loss: detect, agree, rebuild (median) | per rejoin: admit (median) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in d["runs"]:
+        shr = [x for x in r["recoveries"] if "detect_s" in x]
+        adm = [x["admit_s"] for x in r["recoveries"] if "admit_s" in x]
+        per = ("%d: %s, %s, %s s" % (len(shr), _f(_median([x["detect_s"] for x in shr]), "%.1f"),
+                                     _f(_median([x["agree_s"] for x in shr]), "%.1f"),
+                                     _f(_median([x["rebuild_s"] for x in shr]), "%.2f")) if shr else "-")
+        if r["mode"] == "restart":
+            per = "%d restarts" % r["restarts"]
+        out.append("| %s | %s | %s | %s | %d | %d | %.0f s | %d | **%s** | %s | %s | %s |" % (
+            "%s, %d steps" % (r["model"], r["steps"]), r["policy"], r["fault"] or "-", how[r["mode"]], len(r["faults"]), r["rc"], r["wall_s"], r["samples"],
+            _f(r.get("goodput")), _f(r["accuracy"] * 100 if r["accuracy"] is not None else None, "%.2f%%"), per,
+            "%d: %.2f s" % (len(adm), _median(adm)) if adm else "-"))
+    out += ["", ("%s, %d ranks, batch %d per rank, `launch --netem %s`, `--timeout %g`; a fault every "
+                 "%g s from the launch, on a rank drawn from 1..%d (seed %d); SIGSTOP for twice the timeout. "
+                 "Goodput: samples in the final model per second of wall time (launch to exit), over the "
+                 "fault-free run's. %s") % (u["data"], u["ranks"], u["batch"], u["netem"],
+                                           u["timeout"], u["every"], u["ranks"] - 1, u["seed"], _prov(d)), ""]
+    return "\n".join(out)
+
+
 def render_compare_builds(results):
     d = _load(results, "compare_builds.json")
     if not d:
@@ -927,6 +963,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_
              "sim_scaling_gptmini": lambda r: render_sim_scaling(r, "simulate_scaling_gptmini.json"),
              "sim_stragglers": render_sim_stragglers, "sim_hier": render_sim_hier,
              "schedule_solver": render_schedule, "sensitivity_paper": render_sensitivity_paper,
+             "chaos": render_chaos,
              "findings": render_findings, "history_index": render_history_index}
 
 

@@ -90,6 +90,10 @@ struct BackendOptions {
   std::string iface;           // network interface to bind (also GLOO_SOCKET_IFNAME)
   double timeout_s = 60;
   std::string prefix = "dd";   // store key prefix (unique per job / group)
+  // After a failed collective, how long to wait for the other ranks' reports through the store, so that the error
+  // names the lost ranks (gloo): -1 min(timeout, 3 s); 0 none (the error does not name them; `train --on-peer-loss
+  // shrink` identifies the survivors itself and wants its peers to fail at once).
+  double postmortem_s = -1;
 };
 
 // Throws dd::UsageError for an unknown or not-compiled-in backend or a malformed rendezvous.

@@ -65,6 +65,15 @@ def inject(kind, launcher_pid, rank, a, log):
         return
     pid, env = ranks[rank]
     t = time.time()
+    try:
+        _inject(kind, pid, env, a)
+    except (OSError, subprocess.CalledProcessError) as e:  # the rank ended meanwhile, or ip failed
+        log.append({"t": t, "kind": kind, "rank": rank, "done": False, "error": str(e)})
+        return
+    log.append({"t": t, "kind": kind, "rank": rank, "done": True})
+
+
+def _inject(kind, pid, env, a):
     if kind == "kill":
         os.kill(pid, signal.SIGKILL)
     elif kind == "stop":
@@ -79,7 +88,6 @@ def inject(kind, launcher_pid, rank, a, log):
         subprocess.run(["ip", "-n", ns, "link", "set", "dev", dev, "down"], check=True)
         time.sleep(a.partition_s)
         subprocess.run(["ip", "-n", ns, "link", "set", "dev", dev, "up"], check=True)
-    log.append({"t": t, "kind": kind, "rank": rank, "done": True})
 
 
 def events(h5):
@@ -111,11 +119,11 @@ def samples_in_model(mode, evs, steps, world, batch, summary, out):
     return total * batch if summary else 0
 
 
-def run_one(a, policy, mode, fault, seed):
-    out = os.path.join(a.out, "%s_%s_%s" % (re.sub(r"[^a-z0-9]+", "_", policy), mode, fault))
+def run_one(a, model, steps, policy, mode, fault, seed):
+    out = os.path.join(a.out, "%s_%s_%s_%s" % (model, re.sub(r"[^a-z0-9]+", "_", policy), mode, fault))
     if os.path.exists(out):
         sys.exit("chaos: %s exists; pass another --out (an earlier study is never overwritten)" % out)
-    train = ["train", "--model", a.model, "--data", a.data, "--batch", str(a.batch), "--steps", str(a.steps),
+    train = ["train", "--model", model, "--data", a.data, "--batch", str(a.batch), "--steps", str(steps),
              "--threads", "1", "--policy", policy, "--eval-every", "0", "--timeout", str(a.timeout),
              "--seed", str(a.seed), "--out", out, "--log-every", "50"]
     launch = [a.bin, "launch", "-n", str(a.ranks), "--netem", a.netem]
@@ -154,7 +162,7 @@ def run_one(a, policy, mode, fault, seed):
     if os.path.isfile(os.path.join(out, "summary.json")) and rc == 0:
         summary = json.load(open(os.path.join(out, "summary.json")))
     evs = events(os.path.join(out, "metrics.h5"))
-    samples = samples_in_model(mode, evs, a.steps, a.ranks, a.batch, summary or (mode == "exit"), out)
+    samples = samples_in_model(mode, evs, steps, a.ranks, a.batch, summary or (mode == "exit"), out)
     rec = []
     for s, k, d in evs:
         m = re.search(r"detect ([0-9.]+) s, agree ([0-9.]+) s, rebuild ([0-9.]+) s, recover ([0-9.]+) s", d)
@@ -165,12 +173,12 @@ def run_one(a, policy, mode, fault, seed):
         if m:
             rec.append({"step": s, "kind": k, "admit_s": float(m.group(1))})
     restarts = sum(1 for _, k, _ in evs if k == "restart")
-    r = {"policy": policy, "mode": mode, "fault": fault if mode != "none" else None, "rc": rc, "wall_s": round(wall, 2),
+    r = {"model": model, "steps": steps, "policy": policy, "mode": mode, "fault": fault if mode != "none" else None, "rc": rc, "wall_s": round(wall, 2),
          "faults": faults, "samples": samples, "accuracy": summary.get("test_accuracy") if summary else None,
          "recoveries": rec, "restarts": restarts, "timed_out": wall >= a.limit_s,
          "events": [[s, k, d] for s, k, d in evs if k in ("shrink", "rejoin", "restart", "shrink-quorum-lost")]}
-    print("chaos: %-14s %-8s %-9s rc %d  %.1f s  %d faults  samples %d  acc %s" % (
-        policy, mode, fault, rc, wall, len(faults), samples, r["accuracy"]), flush=True)
+    print("chaos: %-4s %-14s %-8s %-9s rc %d  %.1f s  %d faults  samples %d  acc %s" % (
+        model, policy, mode, fault, rc, wall, len(faults), samples, r["accuracy"]), flush=True)
     return r
 
 
@@ -182,11 +190,10 @@ def main():
     ap.add_argument("--policies", default="localsgd:k=8,dreamddp:h=8")
     ap.add_argument("--modes", default="none,rejoin,restart,exit")
     ap.add_argument("--faults", default="kill", help="fault kinds for the modes with faults (kill,stop,partition)")
-    ap.add_argument("--extra", default="", help="more POLICY/MODE/FAULT runs, e.g. localsgd:k=8/rejoin/stop")
-    ap.add_argument("--model", default="mlp")
+    ap.add_argument("--extra", default="", help="more MODEL/POLICY/MODE/FAULT runs, e.g. mlp/localsgd:k=8/rejoin/stop")
+    ap.add_argument("--models", default="mlp", help="models, with their step counts: mlp=3600,cnn=600")
     ap.add_argument("--data", default="fashion-mnist")
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--steps", type=int, default=1200)
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--netem", default="1gbit")
     ap.add_argument("--timeout", type=float, default=3)
@@ -201,21 +208,26 @@ def main():
     if not os.access(a.bin, os.X_OK):
         ap.exit(2, "chaos: --bin %s: not an executable (make build)\n" % a.bin)
     start = provenance.start(REPO)
+    steps = {}
+    for m in a.models.split(","):
+        name, _, n = m.partition("=")
+        steps[name] = int(n or 1200)
     plan = []
-    for policy in a.policies.split(","):
-        for mode in a.modes.split(","):
-            for fault in (["kill"] if mode == "none" else a.faults.split(",")):
-                plan.append((policy, mode, fault))
+    for model in steps:
+        for policy in a.policies.split(","):
+            for mode in a.modes.split(","):
+                for fault in (["kill"] if mode == "none" else a.faults.split(",")):
+                    plan.append((model, policy, mode, fault))
     plan += [tuple(x.split("/")) for x in a.extra.split(",") if x]
     runs = []
-    for i, (policy, mode, fault) in enumerate(plan):
-        runs.append(run_one(a, policy, mode, fault, a.seed + i))
+    for i, (model, policy, mode, fault) in enumerate(plan):
+        runs.append(run_one(a, model, steps[model], policy, mode, fault, a.seed + i))
     for r in runs:
-        ref = [x for x in runs if x["policy"] == r["policy"] and x["mode"] == "none"]
+        ref = [x for x in runs if x["model"] == r["model"] and x["policy"] == r["policy"] and x["mode"] == "none"]
         if ref and ref[0]["samples"] and ref[0]["wall_s"]:
             r["goodput"] = round((r["samples"] / r["wall_s"]) / (ref[0]["samples"] / ref[0]["wall_s"]), 3)
     doc = {"study": "chaos", "set_up": {k: getattr(a, k) for k in (
-        "model", "data", "batch", "steps", "ranks", "netem", "timeout", "every", "partition_s", "checkpoint_every",
+        "models", "data", "batch", "ranks", "netem", "timeout", "every", "partition_s", "checkpoint_every",
         "seed")}, "runs": runs}
     cmd = "/usr/bin/python3 experiments/chaos.py " + " ".join(
         x if not x.startswith("/") else provenance.rel_to_repo(x, REPO) for x in sys.argv[1:])

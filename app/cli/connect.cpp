@@ -55,6 +55,9 @@ BackendOptions backend_options(const train::TrainConfig& cfg) {
     throw UsageError("several ranks need --rendezvous (or --out for a file store under the run directory)");
   bo.iface = cfg.iface;
   bo.timeout_s = cfg.timeout_s;
+  // Under shrink a failed collective ends at once, without the post-mortem that names the lost rank: the survivors
+  // agree on who is left themselves, and their closed sockets make the peers blocked on them fail at once too.
+  if (cfg.shrink_on_peer_loss) bo.postmortem_s = 0;
   return bo;
 }
 

@@ -137,6 +137,7 @@ void RankGroup::reap() {
       for (const auto& o : children_) others += o.running ? 1 : 0;
       std::fprintf(stderr, "dreamddp launch: rank %zu (pid %d) %s; the other %d rank(s) continue without it "
                    "(--on-peer-loss shrink)\n", r, static_cast<int>(c.pid), describe_status(st).c_str(), others);
+      if (on_lost_) on_lost_(r, describe_status(st));
       respawn(r, st);
       continue;
     }

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,8 @@ class RankGroup {
   // with DREAMDDP_REJOIN=1 (`train --rejoin`: it joins the live world), unless some rank has finished already or
   // no rank is running (no world left to join).
   void set_respawns(int n) { respawns_left_ = n; }
+  // With keep-going: called when a rank's process ends with a failure (rank, "was killed by signal 9 (Killed)").
+  void set_on_lost(std::function<void(size_t, const std::string&)> fn) { on_lost_ = std::move(fn); }
 
   void spawn(const RankSpec& spec);  // the next rank; throws std::runtime_error when fork or opening the netns fails
 
@@ -63,6 +66,7 @@ class RankGroup {
   std::vector<Child> children_;
   std::vector<RankSpec> specs_;
   int respawns_left_ = 0, respawned_ = 0;
+  std::function<void(size_t, const std::string&)> on_lost_;
   int first_failure_ = -1;   // rank
   int launcher_signal_ = 0;  // first SIGINT/SIGTERM/SIGHUP received
   bool stopping_ = false;

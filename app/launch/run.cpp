@@ -27,6 +27,7 @@
 #include "app/launch/rank_group.h"
 #include "app/netem/emulated_cluster.h"
 #include "app/netem/sys_command.h"
+#include "core/train/elastic.h"
 
 extern char** environ;
 
@@ -211,6 +212,19 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
     RankGroup group(signals.old_mask());
     group.set_keep_going(shrink);
     if (shrink) group.set_respawns(o.max_restarts);
+    // Under shrink the launcher tells the survivors which rank it saw end, in their agreement's store (the file
+    // rendezvous, as `train` opens it): they need not wait out their join window for it (docs/elastic.md).
+    std::unique_ptr<train::KeyStore> shrink_store;
+    if (shrink && rendezvous.rfind("file://", 0) == 0) {
+      shrink_store = train::make_file_key_store(rendezvous.substr(7) + "/shrink");
+      group.set_on_lost([&shrink_store](size_t r, const std::string& how) {
+        try {
+          train::report_lost(*shrink_store, "shrink", int(r), "dreamddp launch: the process " + how);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "dreamddp launch: cannot record the loss of rank %zu: %s\n", r, e.what());
+        }
+      });
+    }
     for (int r = 0; r < o.nprocs; ++r) {
       const int node = r / per_host;
       // Without --nodes every rank counts as local: the ranks share this machine's cores, and LOCAL_WORLD_SIZE is

@@ -373,14 +373,18 @@ class GlooBackend : public Backend {
       // Post-mortem through the store, which outlives the TCP mesh: every surviving rank reports once;
       // ranks that do not report within a short grace are the lost (dead or stalled) ones.
       std::string missing;
-      try {
-        store_->set(prefix_ + "/alive/" + std::to_string(rank_), {'1'});
-        missing = missing_ranks("/alive/", std::min(timeout_s_.load(), 3.0));
-      } catch (...) {
+      const double grace = opts_.postmortem_s >= 0 ? opts_.postmortem_s : std::min(timeout_s_.load(), 3.0);
+      if (grace > 0) {
+        try {
+          store_->set(prefix_ + "/alive/" + std::to_string(rank_), {'1'});
+          missing = missing_ranks("/alive/", grace);
+        } catch (...) {
+        }
       }
       fail_msg_ = describe() + ": " + what + " of " + std::to_string(bytes) + " bytes failed: " +
-                  (missing.empty() ? "lost peer could not be identified (all ranks reported)"
-                                   : "lost " + missing) +
+                  (grace <= 0        ? std::string("a peer was lost (not identified here: no post-mortem)")
+                   : missing.empty() ? std::string("lost peer could not be identified (all ranks reported)")
+                                     : "lost " + missing) +
                   " [timeout " + seconds(timeout_s_.load()) + "; gloo: " + cause + "]";
       failed_.store(true);
     }

@@ -135,15 +135,19 @@ Membership agree_survivors(KeyStore& store, const std::string& prefix, const Mem
     }
     seen.clear();
     int64_t step = -1;
+    size_t certainly_lost = 0;
     for (int id : old.members) {
       std::string v;
-      if (!store.get(base + "/alive/" + std::to_string(id), &v)) continue;
+      if (!store.get(base + "/alive/" + std::to_string(id), &v)) {
+        certainly_lost += store.get(prefix + "/lost/" + std::to_string(id), &v) ? 1 : 0;
+        continue;
+      }
       seen.push_back(id);
       step = std::max<int64_t>(step, std::stoll(v));
     }
     const double waited = now_s() - t0;
     const bool quorum = 2 * seen.size() > n;
-    if (seen.size() == n || (quorum && waited >= timing.join_s)) {
+    if (seen.size() == n || (quorum && (waited >= timing.join_s || seen.size() + certainly_lost == n))) {
       decided = decode(store.claim(base + "/decision", encode(seen, step)), gen);
       break;
     }
@@ -181,11 +185,16 @@ std::vector<JoinRequest> pending_joins(KeyStore& store, const std::string& prefi
 }
 
 void answer_join(KeyStore& store, const std::string& prefix, const JoinRequest& r, const Membership& next) {
+  store.remove(prefix + "/lost/" + std::to_string(r.id));  // a member again: a later loss is a new report
   store.set(answer_key(prefix, r.id, r.nonce), encode_world(next));
   // A request posted since (the rank started once more) stays for the next check.
   std::string now;
   if (store.get(prefix + "/join/" + std::to_string(r.id), &now) && now == r.nonce)
     store.remove(prefix + "/join/" + std::to_string(r.id));
+}
+
+void report_lost(KeyStore& store, const std::string& prefix, int id, const std::string& how) {
+  store.set(prefix + "/lost/" + std::to_string(id), how);
 }
 
 void mark_run_done(KeyStore& store, const std::string& prefix) { store.set(prefix + "/done", "1"); }

@@ -55,7 +55,8 @@ struct AgreeTiming {
 // The survivors' agreement after a loss in world `old`. Every live member calls it with its start rank `me` and
 // the step it failed in. Each reports under the key prefix `<prefix>/g<old.generation + 1>` (a fresh prefix per
 // generation, so keys of different worlds never mix); once every member has reported, or the join window has
-// passed with more than half of them reported, the first such proposal is claimed as the decision, which every
+// passed with more than half of them reported (or more than half reported and every other member was reported
+// lost by its supervisor, report_lost), the first such proposal is claimed as the decision, which every
 // member reads. The new world: the reported members in start-rank order, continuing at the latest step any of
 // them failed in. Throws QuorumLost when this rank is not in the decision, or when no quorum formed within
 // join_s + decide_s; the message names the quorum it missed.
@@ -79,6 +80,9 @@ void post_join(KeyStore& store, const std::string& prefix, int me, const std::st
 std::vector<JoinRequest> pending_joins(KeyStore& store, const std::string& prefix, const Membership& world, int ids);
 // Answers a request (and removes it, unless a newer one replaced it): `next` is the world the joiner is admitted to.
 void answer_join(KeyStore& store, const std::string& prefix, const JoinRequest& r, const Membership& next);
+// What a supervisor that saw a rank's process end (the launcher) records: the rank is certainly lost, so survivors
+// agreeing on a new world need not wait out their join window for it. Cleared when the rank is admitted again.
+void report_lost(KeyStore& store, const std::string& prefix, int id, const std::string& how);
 // The run is over: a joiner still waiting gives up at once.
 void mark_run_done(KeyStore& store, const std::string& prefix);
 // The joiner's wait for its answer: the world it joins. Throws QuorumLost (exit 3) when no answer came within

@@ -46,10 +46,11 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
   const double t_detect = now_s();
   const Membership old = S.world;
   // Every wait below is bounded: the join window covers a peer still blocked in a collective until its timeout
-  // plus the backend's post-mortem; a member that dies during the rebuild fails the new backend's connect (or
+  // (the backend makes no post-mortem under shrink, BackendOptions::postmortem_s), and a member that the launcher
+  // saw end is not waited for (report_lost); a member that dies during the rebuild fails the new backend's connect (or
   // its first collective) within its timeout, and the survivors agree again, on a smaller world.
   AgreeTiming timing;
-  timing.join_s = cfg.timeout_s + std::min(cfg.timeout_s, 3.0) + 2;
+  timing.join_s = cfg.timeout_s + 2;
   timing.decide_s = timing.join_s;
   std::string cause = why;
   std::fprintf(stderr, "train: rank %d (started as rank %d): peer lost in step %lld; agreeing on the survivors "

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <future>
 #include <string>
@@ -123,6 +124,27 @@ TEST(ShrinkAgree, GenerationsUseFreshKeys) {
     EXPECT_EQ(m.members, (std::vector<int>{0, 2}));
     EXPECT_EQ(m.step, 9);
   }
+}
+
+// A rank its supervisor saw end (report_lost) is not waited for: with a quorum reported and every other member
+// certainly lost, the survivors decide at once, long before their join window.
+TEST(ShrinkAgree, CertainLossDecidesBeforeTheJoinWindow) {
+  TempDir d;
+  auto s = make_file_key_store(d.path);
+  report_lost(*s, "shrink", 2, "killed");
+  AgreeTiming slow;
+  slow.join_s = 30;
+  slow.decide_s = 30;
+  slow.poll_s = 0.005;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto fs = agree_all(d.path, world_of({0, 1, 2, 3}), {0, 1, 3}, {9, 9, 9}, slow);
+  for (auto& f : fs) EXPECT_EQ(f.get().members, (std::vector<int>{0, 1, 3}));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+  // Admitted again: the report is cleared, so a later agreement waits for it as for any member.
+  Membership next = world_of({0, 1, 3, 2}, 2);
+  answer_join(*s, "shrink", JoinRequest{2, "n"}, next);
+  std::string v;
+  EXPECT_FALSE(s->get("shrink/lost/2", &v));
 }
 
 // Rejoin: rank 0 sees only requests of ranks that are not members; the answer reaches the request's own nonce
