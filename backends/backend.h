@@ -94,6 +94,9 @@ struct BackendOptions {
   // names the lost ranks (gloo): -1 min(timeout, 3 s); 0 none (the error does not name them; `train --on-peer-loss
   // shrink` identifies the survivors itself and wants its peers to fail at once).
   double postmortem_s = -1;
+  // How long connecting to the group may take (gloo): -1 max(timeout, 30 s), the start of a job whose ranks start
+  // at different times; a world rebuilt by `--on-peer-loss shrink`, whose members meet at once, sets less.
+  double connect_s = -1;
 };
 
 // Throws dd::UsageError for an unknown or not-compiled-in backend or a malformed rendezvous.

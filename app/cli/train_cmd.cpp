@@ -102,6 +102,9 @@ int cmd_train(int argc, char** argv) {
       o.rank = rank;
       o.world = world;
       o.prefix = prefix;
+      // The members of a new world meet at once (they have just agreed): a member that cannot be reached (lost
+      // meanwhile, or partitioned) fails the connect within this, and the others agree again without it.
+      o.connect_s = std::max(2 * o.timeout_s, 5.0);
       return make_backend(o);
     }, base.rendezvous.substr(7) + "/shrink", start);
   }

@@ -138,7 +138,7 @@ class GlooBackend : public Backend {
     }
     // Start-up can be slow on a loaded machine (other ranks still loading data); a short per-op timeout
     // must not make the rendezvous itself fail.
-    double connect_s = std::max(opts.timeout_s, 30.0);
+    double connect_s = opts.connect_s > 0 ? opts.connect_s : std::max(opts.timeout_s, 30.0);
     try {
       store_->set(prefix_ + "/hello/" + std::to_string(rank_), {'1'});
     } catch (const gloo::EnforceNotMet& e) {

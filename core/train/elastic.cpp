@@ -151,15 +151,12 @@ Membership agree_survivors(KeyStore& store, const std::string& prefix, const Mem
       decided = decode(store.claim(base + "/decision", encode(seen, step)), gen);
       break;
     }
-    if (waited >= timing.join_s + timing.decide_s) {
-      QuorumLost lost("on-peer-loss shrink: no quorum: only " + std::to_string(seen.size()) + " of the " +
+    if (waited >= timing.join_s + timing.decide_s)
+      throw QuorumLost("on-peer-loss shrink: no quorum: only " + std::to_string(seen.size()) + " of the " +
                        std::to_string(n) + " ranks of generation " + std::to_string(old.generation) + " (" +
                        (seen.empty() ? std::string("none") : "rank " + join_ranks(seen)) + ") reported within " +
                        std::to_string(int(timing.join_s + timing.decide_s)) + " s; a new world needs more than half (" +
                        std::to_string(n / 2 + 1) + ")");
-      lost.run_over = true;
-      throw lost;
-    }
     std::this_thread::sleep_for(std::chrono::duration<double>(timing.poll_s));
   }
   if (std::find(decided.members.begin(), decided.members.end(), me) == decided.members.end())

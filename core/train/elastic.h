@@ -20,7 +20,6 @@ namespace dd::train {
 // A PeerLost: exit 3.
 struct QuorumLost : PeerLost {
   using PeerLost::PeerLost;
-  bool run_over = false;  // no quorum formed: no world goes on (a rank started again then has nothing to join)
 };
 
 // The few operations the agreement needs from the rendezvous store. set() may overwrite; claim() is atomic

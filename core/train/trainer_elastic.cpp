@@ -67,7 +67,6 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
     try {
       next = agree_survivors(*S.store, "shrink", S.world, S.start_rank, failed_step, timing);
     } catch (const QuorumLost& e) {
-      if (e.run_over) mark_run_done(*S.store, "shrink");  // a joiner waiting, or started later, gives up at once
       if (auto* w = rec.metrics()) {
         w->append_event(failed_step, "shrink-quorum-lost", e.what());
         rec.finish_partial();
