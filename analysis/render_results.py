@@ -495,6 +495,23 @@ def render_chaos(results, name="chaos.json"):
     return "\n".join(out)
 
 
+def render_shrink_overhead(results, name="shrink_overhead.json"):
+    d = _load(results, name)
+    if not d:
+        return _absent("the fault-free cost of shrink", "run `experiments/chaos.py --overhead N`")
+    u = d["set_up"]
+    out = ["| policy | `--on-peer-loss exit` (samples/s) | `--on-peer-loss shrink` (samples/s) | **shrink / exit** |",
+           "|---|---|---|---|"]
+    for policy in dict.fromkeys(r["policy"] for r in d["runs"]):
+        ex = _median([r["samples_per_s"] for r in d["runs"] if r["policy"] == policy and r["mode"] == "exit"])
+        sh = _median([r["samples_per_s"] for r in d["runs"] if r["policy"] == policy and r["mode"] == "shrink"])
+        out.append("| %s | %.0f | %.0f | **%.3f** |" % (policy, ex, sh, sh / ex))
+    out += ["", ("%s, %d steps, %d ranks, batch %d per rank, `launch --netem %s`, no fault; median of %d alternating "
+                 "repeats (timed steps). %s") % (u["model"], u["steps"], u["ranks"], u["batch"], u["netem"],
+                                                 u["repeats"], _prov(d)), ""]
+    return "\n".join(out)
+
+
 def render_compare_builds(results):
     d = _load(results, "compare_builds.json")
     if not d:
@@ -905,6 +922,38 @@ def _finding_paper_models(results):
     return text + " ([regime map](%s#the-papers-models))" % _rel("regime-map.md")
 
 
+def _finding_elastic(results):
+    d = _load(results, "chaos.json")
+    if not d:
+        return _absent_line("A lost rank", "elastic.md")
+    kill = [r for r in d["runs"] if r.get("fault") == "kill" and r.get("goodput") is not None]
+    by = {m: [r["goodput"] for r in kill if r["mode"] == m] for m in ("rejoin", "restart", "exit")}
+    if not by["rejoin"]:
+        return _absent_line("A lost rank", "elastic.md")
+    rng = lambda xs: ("%.2f" % xs[0]) if len(set(xs)) == 1 else "%.2f–%.2f" % (min(xs), max(xs))  # noqa: E731
+    shr = [x for r in kill if r["mode"] == "rejoin" for x in r["recoveries"] if "detect_s" in x]
+    adm = [x["admit_s"] for r in kill if r["mode"] == "rejoin" for x in r["recoveries"] if "admit_s" in x]
+    u = d["set_up"]
+    text = ("**Lost ranks, killed on a schedule.** With one of %d ranks killed every %g s on the emulated %s "
+            "cluster (%s; %s), shrinking and rejoining kept a goodput of %s (samples in the final model per "
+            "second, over the fault-free run)" % (u["ranks"], u["every"], u["netem"],
+                                                  " and ".join(dict.fromkeys(r["model"] for r in kill)),
+                                                  ", ".join(dict.fromkeys(r["policy"] for r in kill)),
+                                                  rng(by["rejoin"])))
+    if by["restart"]:
+        text += ", restarting every rank from its checkpoint %s" % rng(by["restart"])
+    if by["exit"]:
+        text += ", and the default, which ends the job at the first loss, %s" % rng(by["exit"])
+    text += "."
+    if shr:
+        text += (" A loss stalls the survivors for a median %.2f s (detect %.2f s, agree %.2f s, rebuild %.2f s); "
+                 % (_median([x["detect_s"] + x["recover_s"] for x in shr]), _median([x["detect_s"] for x in shr]),
+                    _median([x["agree_s"] for x in shr]), _median([x["rebuild_s"] for x in shr])))
+    if adm:
+        text += "the restarted rank rejoins in %.2f s." % _median(adm)
+    return text + " ([elastic](%s))" % _rel("elastic.md")
+
+
 def _absent_line(title, page):
     return ("**%s.** _No complete record yet: see [%s](%s) once one exists, and the earlier records on "
             "the [history page](%s)._" % (title, page[:-3], _rel(page), _rel(HISTORY)))
@@ -915,7 +964,7 @@ def render_findings(results):
     return "\n".join(textwrap.fill(f(results), 116, initial_indent="* ", subsequent_indent="  ",
                                    break_on_hyphens=False, break_long_words=False)
                      for f in (_finding_ties, _finding_wins, _finding_paper_models, _finding_delay, _finding_sim,
-                               _finding_paper)) + "\n"
+                               _finding_paper, _finding_elastic)) + "\n"
 
 
 # --- the history page ----------------------------------------------------------------------------------------------
@@ -963,7 +1012,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_
              "sim_scaling_gptmini": lambda r: render_sim_scaling(r, "simulate_scaling_gptmini.json"),
              "sim_stragglers": render_sim_stragglers, "sim_hier": render_sim_hier,
              "schedule_solver": render_schedule, "sensitivity_paper": render_sensitivity_paper,
-             "chaos": render_chaos,
+             "chaos": render_chaos, "shrink_overhead": render_shrink_overhead,
              "findings": render_findings, "history_index": render_history_index}
 
 

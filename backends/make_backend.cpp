@@ -1,5 +1,7 @@
-// make_backend(): the factory over the backends compiled into this build (DREAMDDP_HAVE_* from dd_backends).
+// make_backend(): the factory over the backends compiled into this build (DREAMDDP_HAVE_* from dd_backends), and
+// make_key_store(), the elastic key store of a rendezvous URL.
 #include "backends/backend.h"
+#include "backends/key_store.h"
 #include "core/common/error.h"
 
 #ifdef DREAMDDP_HAVE_GLOO
@@ -37,6 +39,18 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& opts) {
 #endif
   }
   throw UsageError("unknown backend '" + opts.kind + "' (expected gloo, mpi or nccl)");
+}
+
+std::unique_ptr<KeyStore> make_key_store(const std::string& url, const std::string& name) {
+  if (url.rfind("file:///", 0) == 0) return make_file_key_store(url.substr(7) + "/" + name);
+  if (url.rfind("redis://", 0) == 0) {
+#ifdef DREAMDDP_HAVE_GLOO
+    return make_redis_key_store(url, name);
+#else
+    throw UsageError("rendezvous '" + url + "': Redis needs the gloo backend in this build; use file:///dir");
+#endif
+  }
+  throw UsageError("rendezvous '" + url + "': expected file:///abs/path or redis://host:port[/JOB]");
 }
 
 }  // namespace dd

@@ -182,6 +182,44 @@ def run_one(a, model, steps, policy, mode, fault, seed):
     return r
 
 
+def overhead(a, start):
+    """--overhead N: the fault-free cost of being ready for one. The same run with the default (--on-peer-loss
+    exit) and with shrink (a host copy of the step's start state every step, a look for joiners every period),
+    alternating, N times each; the summary's samples/s (timed steps only) of each."""
+    model, steps = a.models.split(",")[0].partition("=")[::2]
+    rows = []
+    for rep in range(a.overhead):
+        for policy in a.policies.split(","):
+            for mode in ("exit", "shrink"):
+                out = os.path.join(a.out, "overhead_%s_%s_%s_%d" % (model, re.sub(r"[^a-z0-9]+", "_", policy), mode,
+                                                                    rep))
+                if os.path.exists(out):
+                    sys.exit("chaos: %s exists; pass another --out" % out)
+                cmd = [a.bin, "launch", "-n", str(a.ranks), "--netem", a.netem, "--", "train", "--model", model,
+                       "--data", a.data, "--batch", str(a.batch), "--steps", steps or "600", "--threads", "1",
+                       "--policy", policy, "--eval-every", "0", "--timeout", str(a.timeout), "--seed", str(a.seed),
+                       "--out", out, "--on-peer-loss", mode]
+                subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                sm = json.load(open(os.path.join(out, "summary.json")))
+                rows.append({"policy": policy, "mode": mode, "repeat": rep, "samples_per_s": sm["samples_per_s"],
+                             "step_ms": sm["step_ms"]})
+                print("chaos: overhead %-14s %-6s repeat %d: %.0f samples/s" % (policy, mode, rep,
+                                                                               sm["samples_per_s"]), flush=True)
+    return {"study": "shrink_overhead", "set_up": {"model": model, "steps": int(steps or 600), "data": a.data,
+                                                   "batch": a.batch, "ranks": a.ranks, "netem": a.netem,
+                                                   "repeats": a.overhead}, "runs": rows}
+
+
+def write_results(path, doc):
+    if not path:
+        return
+    if os.path.exists(path):  # appeared while the study ran: keep both
+        path += ".new"
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    print("chaos: wrote %s" % path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "dreamddp"))
@@ -202,12 +240,21 @@ def main():
     ap.add_argument("--checkpoint-every", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--limit-s", type=float, default=900, help="a run still going after this is stopped")
+    ap.add_argument("--overhead", type=int, default=0, metavar="N",
+                    help="instead: the fault-free cost of --on-peer-loss shrink, N alternating repeats")
     a = ap.parse_args()
     if os.geteuid() != 0:
         ap.exit(2, "chaos: needs root (the emulated cluster's network namespaces)\n")
     if not os.access(a.bin, os.X_OK):
         ap.exit(2, "chaos: --bin %s: not an executable (make build)\n" % a.bin)
     start = provenance.start(REPO)
+    cmd = "/usr/bin/python3 experiments/chaos.py " + " ".join(
+        x if not x.startswith("/") else provenance.rel_to_repo(x, REPO) for x in sys.argv[1:])
+    if a.results and os.path.exists(a.results):
+        ap.exit(2, "chaos: %s exists; move it to the history first\n" % a.results)
+    if a.overhead:
+        write_results(a.results, provenance.stamp(overhead(a, start), cmd, start))
+        return
     steps = {}
     for m in a.models.split(","):
         name, _, n = m.partition("=")
@@ -229,15 +276,7 @@ def main():
     doc = {"study": "chaos", "set_up": {k: getattr(a, k) for k in (
         "models", "data", "batch", "ranks", "netem", "timeout", "every", "partition_s", "checkpoint_every",
         "seed")}, "runs": runs}
-    cmd = "/usr/bin/python3 experiments/chaos.py " + " ".join(
-        x if not x.startswith("/") else provenance.rel_to_repo(x, REPO) for x in sys.argv[1:])
-    provenance.stamp(doc, cmd, start)
-    if a.results:
-        if os.path.exists(a.results):
-            sys.exit("chaos: %s exists; move it to the history first" % a.results)
-        with open(a.results, "w") as f:
-            json.dump(doc, f, indent=1)
-        print("chaos: wrote %s" % a.results)
+    write_results(a.results, provenance.stamp(doc, cmd, start))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include "app/cli/train_options.h"
 #include "app/commands.h"
 #include "backends/backend.h"
+#include "backends/key_store.h"
 #include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/sync/policy/registry.h"
@@ -27,7 +28,7 @@ namespace {
 // place in it; `start` keeps what it was started as, and the world it joins.
 std::unique_ptr<Backend> join_live_world(train::TrainConfig& cfg, train::Trainer::ElasticStart* start) {
   const BackendOptions base = backend_options(cfg);
-  auto store = train::make_file_key_store(base.rendezvous.substr(7) + "/shrink");
+  auto store = make_key_store(base.rendezvous, "shrink");
   const std::string nonce = std::to_string(::getpid()) + "-" + std::to_string(int64_t(now_s() * 1e6));
   const double wait_s = std::max(60.0, 4 * cfg.timeout_s + 30);
   train::post_join(*store, "shrink", cfg.rank, nonce);
@@ -61,12 +62,6 @@ int cmd_train(int argc, char** argv) {
   if (!cfg.resume.empty() && cfg.out.empty()) cfg.out = cfg.resume;
   const data::InputSpec input = train::resolve_and_validate(cfg);
   check_rendezvous_scheme(cfg.rendezvous);  // also where one process never opens the store
-  if (cfg.shrink_on_peer_loss && cfg.world > 1) {
-    const std::string url = backend_options(cfg).rendezvous;
-    if (url.rfind("file://", 0) != 0)
-      throw UsageError("--on-peer-loss shrink: the survivors agree through a file:// rendezvous; " + url +
-                       " is not one (pass --rendezvous file:///a/shared/dir, or --out for one under the run directory)");
-  }
   // This rank has an intact checkpoint, or one this world size can resume (decided from the files alone, so every
   // rank refuses an impossible resume at once, before the rendezvous).
   if (!cfg.resume.empty()) train::plan_resume(cfg.resume, cfg);
@@ -106,10 +101,18 @@ int cmd_train(int argc, char** argv) {
       // meanwhile, or partitioned) fails the connect within this, and the others agree again without it.
       o.connect_s = std::max(2 * o.timeout_s, 5.0);
       return make_backend(o);
-    }, base.rendezvous.substr(7) + "/shrink", start);
+    }, make_key_store(base.rendezvous, "shrink"), start);
   }
   auto summary = t.run();
-  if (backend) backend->barrier();
+  if (backend) {
+    try {
+      backend->barrier();
+    } catch (const PeerLost& e) {
+      // Under shrink a peer lost after the last step ends nothing: this rank's outputs are complete.
+      if (!cfg.shrink_on_peer_loss) throw;
+      std::fprintf(stderr, "train: note: a peer was lost after the last step; the run is complete (%s)\n", e.what());
+    }
+  }
   if (cfg.rank == 0) std::printf("%s\n", summary.dump().c_str());
   return 0;
 }

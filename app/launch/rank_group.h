@@ -37,6 +37,8 @@ class RankGroup {
   void set_respawns(int n) { respawns_left_ = n; }
   // With keep-going: called when a rank's process ends with a failure (rank, "was killed by signal 9 (Killed)").
   void set_on_lost(std::function<void(size_t, const std::string&)> fn) { on_lost_ = std::move(fn); }
+  // With respawns: true when the run is over (no rank is started again then).
+  void set_run_over(std::function<bool()> fn) { run_over_ = std::move(fn); }
 
   void spawn(const RankSpec& spec);  // the next rank; throws std::runtime_error when fork or opening the netns fails
 
@@ -67,6 +69,7 @@ class RankGroup {
   std::vector<RankSpec> specs_;
   int respawns_left_ = 0, respawned_ = 0;
   std::function<void(size_t, const std::string&)> on_lost_;
+  std::function<bool()> run_over_;
   int first_failure_ = -1;   // rank
   int launcher_signal_ = 0;  // first SIGINT/SIGTERM/SIGHUP received
   bool stopping_ = false;

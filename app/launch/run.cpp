@@ -27,6 +27,7 @@
 #include "app/launch/rank_group.h"
 #include "app/netem/emulated_cluster.h"
 #include "app/netem/sys_command.h"
+#include "backends/key_store.h"
 #include "core/train/elastic.h"
 
 extern char** environ;
@@ -213,10 +214,25 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
     group.set_keep_going(shrink);
     if (shrink) group.set_respawns(o.max_restarts);
     // Under shrink the launcher tells the survivors which rank it saw end, in their agreement's store (the file
-    // rendezvous, as `train` opens it): they need not wait out their join window for it (docs/elastic.md).
-    std::unique_ptr<train::KeyStore> shrink_store;
-    if (shrink && rendezvous.rfind("file://", 0) == 0) {
-      shrink_store = train::make_file_key_store(rendezvous.substr(7) + "/shrink");
+    // rendezvous, as `train` opens it: file or redis): they need not wait out their join window for it.
+    std::unique_ptr<KeyStore> shrink_store;
+    if (shrink) {
+      try {
+        shrink_store = make_key_store(rendezvous, "shrink");
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "dreamddp launch: warning: no key store to report lost ranks in (%s); survivors wait "
+                     "out their join window\n", e.what());
+      }
+    }
+    if (shrink_store) {
+      group.set_run_over([&shrink_store] {
+        std::string v;
+        try {
+          return shrink_store->get("shrink/done", &v);  // written by the ranks at the end (mark_run_done)
+        } catch (const std::exception&) {
+          return false;
+        }
+      });
       group.set_on_lost([&shrink_store](size_t r, const std::string& how) {
         try {
           train::report_lost(*shrink_store, "shrink", int(r), "dreamddp launch: the process " + how);

@@ -4,8 +4,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "backends/backend.h"
+#include "backends/key_store.h"
 
 namespace gloo::rendezvous {
 class Store;
@@ -26,6 +28,14 @@ std::shared_ptr<gloo::rendezvous::Store> make_gloo_store(const std::string& url,
 // Redis keys outlive the job and a second job under the same keys is refused. make_gloo_backend(opts) prefixes
 // opts.prefix with it.
 std::string rendezvous_job(const std::string& url);
+
+// host and port of redis://host:port[/JOB] (port 6379 by default), checked to accept a TCP connection. Throws
+// dd::UsageError for a malformed URL or a server that cannot be reached.
+std::pair<std::string, int> redis_address(const std::string& url);
+
+// The elastic key store (backends/key_store.h) on the Redis server of redis://host:port[/JOB], keys under
+// "<JOB>/<name>/". Throws dd::UsageError when this build has no Redis support (hiredis, through Gloo).
+std::unique_ptr<KeyStore> make_redis_key_store(const std::string& url, const std::string& name);
 
 // Uses opts.kind/rank/world/rendezvous: make_gloo_store + make_gloo_backend.
 std::unique_ptr<Backend> make_gloo_backend(const BackendOptions& opts);

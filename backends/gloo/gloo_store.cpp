@@ -57,6 +57,30 @@ std::string rendezvous_job(const std::string& url) {
   return job;
 }
 
+std::pair<std::string, int> redis_address(const std::string& url) {
+  const std::string hint = "; expected redis://host:port[/JOB]";
+  rendezvous_job(url);  // validates the job part
+  std::string hp = split_redis_job(url).first;
+  int port = 6379;
+  std::string host = hp;
+  auto colon = hp.rfind(':');
+  if (colon != std::string::npos) {
+    host = hp.substr(0, colon);
+    try {
+      size_t used = 0;
+      port = std::stoi(hp.substr(colon + 1), &used);
+      if (used != hp.size() - colon - 1 || port <= 0 || port > 65535) throw std::invalid_argument("port");
+    } catch (const std::exception&) {
+      throw UsageError("rendezvous '" + url + "': bad port" + hint);
+    }
+  }
+  if (host.empty()) throw UsageError("rendezvous '" + url + "': missing host" + hint);
+  if (!tcp_reachable(host, port))
+    throw UsageError("cannot connect to redis rendezvous " + host + ":" + std::to_string(port) +
+                     " (is redis-server running and reachable?)");
+  return {host, port};
+}
+
 std::shared_ptr<gloo::rendezvous::Store> make_gloo_store(const std::string& url, int world) {
   const std::string hint =
       "; pass --rendezvous file:///a/shared/dir or redis://host:port[/JOB] (or set DREAMDDP_RENDEZVOUS)";
@@ -76,25 +100,7 @@ std::shared_ptr<gloo::rendezvous::Store> make_gloo_store(const std::string& url,
   }
   if (url.rfind("redis://", 0) == 0) {
 #if GLOO_USE_REDIS
-    rendezvous_job(url);  // validates the job part
-    std::string hp = split_redis_job(url).first;
-    int port = 6379;
-    std::string host = hp;
-    auto colon = hp.rfind(':');
-    if (colon != std::string::npos) {
-      host = hp.substr(0, colon);
-      try {
-        size_t used = 0;
-        port = std::stoi(hp.substr(colon + 1), &used);
-        if (used != hp.size() - colon - 1 || port <= 0 || port > 65535) throw std::invalid_argument("port");
-      } catch (const std::exception&) {
-        throw UsageError("rendezvous '" + url + "': bad port" + hint);
-      }
-    }
-    if (host.empty()) throw UsageError("rendezvous '" + url + "': missing host" + hint);
-    if (!tcp_reachable(host, port))
-      throw UsageError("cannot connect to redis rendezvous " + host + ":" + std::to_string(port) +
-                       " (is redis-server running and reachable?)");
+    const auto [host, port] = redis_address(url);
     try {
       return std::make_shared<gloo::rendezvous::RedisStore>(host, port);
     } catch (const std::exception& e) {

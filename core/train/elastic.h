@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/key_store.h"
 #include "core/common/error.h"
 
 namespace dd {
@@ -22,20 +23,9 @@ struct QuorumLost : PeerLost {
   using PeerLost::PeerLost;
 };
 
-// The few operations the agreement needs from the rendezvous store. set() may overwrite; claim() is atomic
-// first-writer-wins: it stores `value` under `key` unless the key exists, and returns the value stored there.
-class KeyStore {
- public:
-  virtual ~KeyStore() = default;
-  virtual void set(const std::string& key, const std::string& value) = 0;
-  virtual bool get(const std::string& key, std::string* value) = 0;  // false when absent
-  virtual std::string claim(const std::string& key, const std::string& value) = 0;
-  virtual void remove(const std::string& key) = 0;  // absent: nothing to do
-};
-
-// A key store over a directory (the directory of a file:// rendezvous): one file per key, written to a temporary
-// name and renamed (set), or linked into place (claim: link() fails when the name exists).
-std::unique_ptr<KeyStore> make_file_key_store(const std::string& dir);
+// The rendezvous key store the agreement runs on (file:// or redis://).
+using dd::KeyStore;
+using dd::make_file_key_store;
 
 // One world of the run: its generation (0: the world the run started with) and its members, named by the rank
 // each process was started as, in new-rank order.

@@ -43,7 +43,7 @@ class Trainer {
 
   // --on-peer-loss shrink (docs/elastic.md): the trainer replaces the backend `*owner` holds (the one passed to the
   // constructor) by the backend of each new world, made by make(rank, world, key prefix); the survivors agree
-  // through the key store in `store_dir` (the directory of the file:// rendezvous).
+  // through `store` (the rendezvous's key store, backends/key_store.h).
   // A live world also admits ranks started again (docs/elastic.md "Rejoin"). `joined`: this process is such a
   // joiner, admitted to that world (cfg.rank/cfg.world of the constructor are its place there); start_rank and
   // start_world: the rank and world size it was started as.
@@ -53,7 +53,7 @@ class Trainer {
     int start_world = 1;
     std::optional<Membership> joined;
   };
-  void enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, const std::string& store_dir,
+  void enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, std::unique_ptr<KeyStore> store,
                      const ElasticStart& start);
 
  private:

@@ -13,14 +13,14 @@
 
 namespace dd::train {
 
-void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, const std::string& store_dir,
+void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, std::unique_ptr<KeyStore> store,
                             const ElasticStart& start) {
   auto& I = *impl_;
   if (!owner || !*owner || owner->get() != I.backend) throw std::logic_error("enable_shrink: not this trainer's backend");
   auto s = std::make_unique<Impl::Shrink>();
   s->owner = owner;
   s->make = std::move(make);
-  s->store = make_file_key_store(store_dir);
+  s->store = std::move(store);
   s->start_rank = start.start_rank;
   s->start_world = start.start_world;
   if (start.joined) {
@@ -241,10 +241,8 @@ int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
                                std::to_string(opt->layer_steps().size()) + " (not the same model?)");
     opt->layer_steps() = ls;
   }
-  // Parameters and buffers: the old members' are bitwise equal already (a broadcast leaves them so); the joiner's
-  // become rank 0's. Optimizer state: the joiner takes rank 0's, the others keep their own.
-  if (model->params().size()) backend->broadcast(model->params().data(), model->params().size(), 0)->wait();
-  if (model->buffers().size()) backend->broadcast(model->buffers().data(), model->buffers().size(), 0)->wait();
+  // Optimizer state: the joiner takes rank 0's, the others keep their own. Parameters and buffers come with the
+  // engine below, whose construction broadcasts rank 0's (the old members' are bitwise equal to them already).
   if (const size_t n = opt->state().size()) {
     std::vector<float> scratch;
     float* dst = opt->state().data();

@@ -3,7 +3,8 @@
 # survivors shrink and go on; rank 2, started again, asks to join, is admitted at the next check step and receives
 # its state from the live world. All 4 finish every requested step with bitwise equal parameters, metrics.h5 holds
 # every step once, a `shrink` and a `rejoin` event. MODE hand: rank 2 started again by hand with --rejoin; launch:
-# under `dreamddp launch -n 4 --max-restarts 1`, which starts it again by itself.
+# under `dreamddp launch -n 4 --max-restarts 1`, which starts it again by itself. With RDZV_URL=redis://... (hand
+# mode) the ranks agree and rejoin through that Redis server instead of a directory.
 # Usage: rejoin.sh DREAMDDP_BIN POLICY MODE
 set -euo pipefail
 BIN=$1
@@ -23,7 +24,7 @@ if [ "$MODE" = hand ]; then
   { wait "${PIDS[2]}"; } 2>/dev/null || true
   wait_for_line "$LOG0" "^shrink: "
   RANK=2 WORLD_SIZE=4 LOCAL_RANK=2 LOCAL_WORLD_SIZE=4 \
-    "$BIN" "${ARGS[@]}" --rejoin --rendezvous "file://$W/rdzv.rejoin" > /dev/null 2> "$W/rejoin.2b.log" &
+    "$BIN" "${ARGS[@]}" --rejoin --rendezvous "${RDZV_URL:-file://$W/rdzv.rejoin}" > /dev/null 2> "$W/rejoin.2b.log" &
   PIDS[2]=$!
   for r in 0 1 2 3; do
     status_of $r

@@ -1,6 +1,7 @@
 # Helpers of the shrink tests (sourced): N ranks started by hand with a file:// rendezvous (no launcher to take the
 # others down when one dies), each rank's pid in PIDS[r], its stderr in $W/<tag>.<r>.log. The EXIT trap SIGKILLs
-# whatever is left and removes the directory. Needs BIN and W.
+# whatever is left and removes the directory. Needs BIN and W. The rendezvous: $RDZV_URL when set (a redis://
+# one), else file://$W/rdzv.<tag>.
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
@@ -13,7 +14,7 @@ start_ranks() {  # TAG N TRAIN-ARGS...
   PIDS=()
   for ((r = 0; r < n; ++r)); do
     RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n \
-      "$BIN" "$@" --rendezvous "file://$W/rdzv.$tag" > /dev/null 2> "$W/$tag.$r.log" &
+      "$BIN" "$@" --rendezvous "${RDZV_URL:-file://$W/rdzv.$tag}" > /dev/null 2> "$W/$tag.$r.log" &
     PIDS+=($!)
   done
 }

@@ -24,7 +24,7 @@ check policy "--on-peer-loss shrink: policy threshold decides from per-rank stat
 check switch "--on-peer-loss shrink: policy hier:nodes=2x2 lays its groups over the old ranks" \
   -- --on-peer-loss shrink --switch 3:hier:nodes=2x2
 check word "--on-peer-loss 'maybe' is not one of exit, shrink" -- --on-peer-loss maybe
-check redis "--on-peer-loss shrink: the survivors agree through a file:// rendezvous; redis://127.0.0.1:9/job is not one" \
+check redis "cannot connect to redis rendezvous 127.0.0.1:9 (is redis-server running and reachable?)" \
   RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 -- --on-peer-loss shrink --rendezvous redis://127.0.0.1:9/job --timeout 60
 check rejoin "--rejoin joins a live world that admits ranks: it needs --on-peer-loss shrink" -- --rejoin
 check rejoin_env "--rejoin joins a live world that admits ranks: it needs --on-peer-loss shrink" DREAMDDP_REJOIN=1 --

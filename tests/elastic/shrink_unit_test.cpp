@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/train/elastic.h"
+#include "tests/common/redis_server.h"
 
 namespace dd::train {
 namespace {
@@ -60,6 +61,28 @@ TEST(ShrinkKeyStore, ClaimIsFirstWriterWins) {
   s->set("g1/other", "y");
   ASSERT_TRUE(s->get("g1/other", &v));
   EXPECT_EQ(v, "y");
+}
+
+// The same operations on a Redis rendezvous (a private redis-server), keys under the job's space.
+TEST(ShrinkKeyStore, RedisClaimSetRemoveAndJobSpaces) {
+  using testing_common::RedisServer;
+  if (!RedisServer::installed()) GTEST_SKIP() << "redis-server not installed";
+  RedisServer redis;
+  ASSERT_TRUE(redis.up()) << "redis-server did not start: " << redis.log();
+  auto s = make_key_store(redis.url() + "/job1", "shrink");
+  auto other = make_key_store(redis.url() + "/job2", "shrink");
+  EXPECT_EQ(s->claim("g1/decision", "a"), "a");
+  EXPECT_EQ(s->claim("g1/decision", "b"), "a");
+  std::string v;
+  EXPECT_FALSE(other->get("g1/decision", &v));  // another job's keys never mix
+  s->set("join/2", "x");
+  s->set("join/2", "y");
+  ASSERT_TRUE(s->get("join/2", &v));
+  EXPECT_EQ(v, "y");
+  s->remove("join/2");
+  s->remove("join/2");  // absent: nothing to do
+  EXPECT_FALSE(s->get("join/2", &v));
+  EXPECT_THROW(make_key_store("redis://127.0.0.1:9/job", "shrink"), UsageError);
 }
 
 TEST(ShrinkAgree, EveryMemberReportsSameWorldAtLatestStep) {
