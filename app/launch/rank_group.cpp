@@ -102,7 +102,7 @@ bool RankGroup::respawn(size_t r, int st) {
     live = live || c.running;
   }
   if (!live) return false;  // no world left to join
-  if (run_over_ && run_over_()) return false;
+  if (may_respawn_ && !may_respawn_(r, st)) return false;
   RankSpec spec = specs_[r];
   spec.env.push_back("DREAMDDP_REJOIN=1");
   --respawns_left_;

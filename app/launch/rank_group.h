@@ -37,8 +37,9 @@ class RankGroup {
   void set_respawns(int n) { respawns_left_ = n; }
   // With keep-going: called when a rank's process ends with a failure (rank, "was killed by signal 9 (Killed)").
   void set_on_lost(std::function<void(size_t, const std::string&)> fn) { on_lost_ = std::move(fn); }
-  // With respawns: true when the run is over (no rank is started again then).
-  void set_run_over(std::function<bool()> fn) { run_over_ = std::move(fn); }
+  // With respawns: false when rank `r`, ended with wait status `status`, must not be started again (the run is
+  // over, or it was a joiner that gave up waiting for a world to admit it).
+  void set_may_respawn(std::function<bool(size_t, int)> fn) { may_respawn_ = std::move(fn); }
 
   void spawn(const RankSpec& spec);  // the next rank; throws std::runtime_error when fork or opening the netns fails
 
@@ -69,7 +70,7 @@ class RankGroup {
   std::vector<RankSpec> specs_;
   int respawns_left_ = 0, respawned_ = 0;
   std::function<void(size_t, const std::string&)> on_lost_;
-  std::function<bool()> run_over_;
+  std::function<bool(size_t, int)> may_respawn_;
   int first_failure_ = -1;   // rank
   int launcher_signal_ = 0;  // first SIGINT/SIGTERM/SIGHUP received
   bool stopping_ = false;

@@ -225,12 +225,15 @@ int run(const LaunchOptions& o, const std::vector<std::string>& cmd) {
       }
     }
     if (shrink_store) {
-      group.set_run_over([&shrink_store] {
+      // Not once the run is over (the ranks mark it at the end), nor a joiner that gave up by itself: its request
+      // is still unanswered, so no live world was there to admit it (starting it again would wait again).
+      group.set_may_respawn([&shrink_store](size_t r, int status) {
         std::string v;
         try {
-          return shrink_store->get("shrink/done", &v);  // written by the ranks at the end (mark_run_done)
+          if (shrink_store->get("shrink/done", &v)) return false;
+          return WIFSIGNALED(status) || !shrink_store->get("shrink/join/" + std::to_string(r), &v);
         } catch (const std::exception&) {
-          return false;
+          return true;
         }
       });
       group.set_on_lost([&shrink_store](size_t r, const std::string& how) {
