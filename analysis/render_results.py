@@ -483,9 +483,14 @@ def render_chaos(results, name="chaos.json"):
                                      _f(_median([x["rebuild_s"] for x in shr]), "%.2f")) if shr else "-")
         if r["mode"] == "restart":
             per = "%d restarts" % r["restarts"]
+        handling = how[r["mode"]] + (" (did not finish)" if r["rc"] != 0 and r["mode"] != "exit" else "")
+        if r["mode"] == "exit":  # the job is over: what its last checkpoint holds, of what was asked
+            good = "ended; %.0f%% of the samples" % (100.0 * r["samples"] / (r["steps"] * u["ranks"] * u["batch"]))
+        else:
+            good = _f(r.get("goodput"))
         out.append("| %s | %s | %s | %s | %d | %d | %.0f s | %d | **%s** | %s | %s | %s |" % (
-            "%s, %d steps" % (r["model"], r["steps"]), r["policy"], r["fault"] or "-", how[r["mode"]], len(r["faults"]), r["rc"], r["wall_s"], r["samples"],
-            _f(r.get("goodput")), _f(r["accuracy"] * 100 if r["accuracy"] is not None else None, "%.2f%%"), per,
+            "%s, %d steps" % (r["model"], r["steps"]), r["policy"], r["fault"] or "-", handling, len(r["faults"]),
+            r["rc"], r["wall_s"], r["samples"], good, _f(r["accuracy"] * 100 if r["accuracy"] is not None else None, "%.2f%%"), per,
             "%d: %.2f s" % (len(adm), _median(adm)) if adm else "-"))
     out += ["", ("%s, %d ranks, batch %d per rank, `launch --netem %s`, `--timeout %g`; a fault every "
                  "%g s from the launch, on a rank drawn from 1..%d (seed %d); SIGSTOP for twice the timeout. "
@@ -927,7 +932,10 @@ def _finding_elastic(results):
     if not d:
         return _absent_line("A lost rank", "elastic.md")
     kill = [r for r in d["runs"] if r.get("fault") == "kill" and r.get("goodput") is not None]
-    by = {m: [r["goodput"] for r in kill if r["mode"] == m] for m in ("rejoin", "restart", "exit")}
+    by = {m: [r["goodput"] for r in kill if r["mode"] == m] for m in ("rejoin", "restart")}
+    ended = [r["samples"] / float(r["steps"] * d["set_up"]["ranks"] * d["set_up"]["batch"])
+             for r in kill if r["mode"] == "exit"]
+    unfinished = [r for r in kill if r["mode"] == "restart" and r["rc"] != 0]
     if not by["rejoin"]:
         return _absent_line("A lost rank", "elastic.md")
     rng = lambda xs: ("%.2f" % xs[0]) if len(set(xs)) == 1 else "%.2f–%.2f" % (min(xs), max(xs))  # noqa: E731
@@ -942,8 +950,12 @@ def _finding_elastic(results):
                                                   rng(by["rejoin"])))
     if by["restart"]:
         text += ", restarting every rank from its checkpoint %s" % rng(by["restart"])
-    if by["exit"]:
-        text += ", and the default, which ends the job at the first loss, %s" % rng(by["exit"])
+        if unfinished:
+            text += " (%d of %d such runs never finished: every restart was killed before the end)" % (
+                len(unfinished), len(by["restart"]))
+    if ended:
+        text += (", and the default ends the job at the first loss with %.0f–%.0f%% of the requested samples in its "
+                 "last checkpoint" % (100 * min(ended), 100 * max(ended)))
     text += "."
     if shr:
         text += (" A loss stalls the survivors for a median %.2f s (detect %.2f s, agree %.2f s, rebuild %.2f s); "
