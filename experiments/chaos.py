@@ -223,7 +223,7 @@ def write_results(path, doc):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "dreamddp"))
-    ap.add_argument("--out", required=True, help="runs go under here (must not hold an earlier study's runs)")
+    ap.add_argument("--out", help="runs go under here (required; must not hold an earlier study's runs)")
     ap.add_argument("--results", help="write the results file here")
     ap.add_argument("--policies", default="localsgd:k=8,dreamddp:h=8")
     ap.add_argument("--modes", default="none,rejoin,restart,exit")
@@ -243,6 +243,8 @@ def main():
     ap.add_argument("--overhead", type=int, default=0, metavar="N",
                     help="instead: the fault-free cost of --on-peer-loss shrink, N alternating repeats")
     a = ap.parse_args()
+    if not a.out:
+        ap.error("--out DIR is required")
     if os.geteuid() != 0:
         ap.exit(2, "chaos: needs root (the emulated cluster's network namespaces)\n")
     if not os.access(a.bin, os.X_OK):
