@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
+#include "core/telemetry/metrics_writer.h"
 #include "core/train/run_dir.h"
 #include "app/cli/parse_options.h"
 #include "app/commands.h"
@@ -37,21 +38,24 @@ int cmd_simulate(int argc, char** argv) {
   po::options_description desc(
       "Usage: dreamddp simulate --profile DIR (--cluster NxG[,intra=BW][,inter=BW][,lat=T] | --platform FILE)\n"
       "                         --policy SPEC --steps S [--batch B] [--out DIR] [options]\n"
-      "Runs the engine's own policies and bucket plan on simulated ranks over SimGrid: each rank computes forward\n"
-      "and per-layer backward times from the profile (DIR/bp.json, DIR/comm.json), launches what the policy decides\n"
-      "through a per-rank FIFO queue, and waits where the engine waits; collectives are ring all-reduces simulated\n"
-      "as their chunk transfers. --cluster: N nodes of G ranks; each rank has a link of `intra` to its node switch,\n"
-      "each node an uplink of `inter` to the top switch; `lat` is the node-to-node latency (defaults: intra=800Gbps,\n"
-      "inter=1Gbps, lat=0us). Bandwidths: bps/Mbps/Gbps (bits) or Bps/MBps/GBps (bytes); times: s/ms/us/ns.\n"
+      "Runs the sync engine itself on simulated ranks over SimGrid: each rank computes forward and per-layer\n"
+      "backward times from the profile (DIR/bp.json, DIR/comm.json), and the engine launches, waits and logs as in\n"
+      "train, its collectives ring all-reduces simulated as their chunk transfers. --cluster: N nodes of G ranks;\n"
+      "each rank has a link of `intra` to its node switch, each node an uplink of `inter` to the top switch; `lat`\n"
+      "is the node-to-node latency (defaults: intra=800Gbps, inter=1Gbps, lat=0us). Bandwidths: bps/Mbps/Gbps (bits) or Bps/MBps/GBps (bytes); times: s/ms/us/ns.\n"
       "Last line is a JSON summary.\nOptions");
-  std::vector<std::string> slow, cfg;
+  std::vector<std::string> slow, cfg, switches;
   desc.add_options()("help", "show this help")(
       "profile", po::value<std::string>(), "directory holding bp.json and comm.json (layer -> seconds)")(
       "cluster", po::value<std::string>(), "NxG[,intra=BW][,inter=BW][,lat=T], e.g. 16x8,intra=300GBps,inter=1Gbps,lat=50us")(
       "platform", po::value<std::string>(), "a SimGrid XML platform instead; ranks = its hosts sorted by name, "
       "grouped (hier nodes=auto) by their zone; hosts of 1Gf run the profile's times")(
       "policy", po::value<std::string>()->default_value("ddp"), "policy spec, as for train (ddp, localsgd:k=K, "
-      "plsgd:h=H, dreamddp:h=H[,profile=DIR], fixed:..., staleness:t=T, hier:...)")(
+      "plsgd:h=H, dreamddp:h=H[,profile=DIR], fixed:..., staleness:t=T, hier:...; merge keys delay=, outer=, "
+      "compress=)")(
+      "switch", po::value(&switches)->composing(), "STEP:SPEC: switch to policy SPEC at STEP (repeatable), as train")(
+      "control-file", po::value<std::string>(), "rank 0 watches FILE: a policy spec written there is switched to, "
+      "as train")(
       "steps", po::value<int64_t>()->default_value(100), "simulated steps")(
       "batch", po::value<int64_t>()->default_value(0), "per-rank batch size (for samples_per_s)")(
       "out", po::value<std::string>(), "write metrics.h5 and summary.json to DIR (must be empty)")(
@@ -89,6 +93,8 @@ int cmd_simulate(int argc, char** argv) {
 
   sim::SimOptions o;
   o.policy = vm["policy"].as<std::string>();
+  o.switches = switches;
+  if (vm.count("control-file")) o.control_file = vm["control-file"].as<std::string>();
   o.steps = vm["steps"].as<int64_t>();
   if (o.steps < 1 || o.steps > 10000000) throw UsageError("simulate: --steps must be in [1, 10000000]");
   o.batch = vm["batch"].as<int64_t>();
@@ -149,25 +155,30 @@ int cmd_simulate(int argc, char** argv) {
     std::fprintf(stderr, "simulate: setting up %d ranks (%d nodes x %d), %zu layers, %lld steps of %s\n",
                  platform.world(), platform.nodes, platform.per_node, layers.meta.size(), (long long)o.steps,
                  o.policy.c_str());
-  const auto res = sim::simulate(layers, platform, o, progress);
-  auto summary = sim::summarize(res, layers, o, profile);
+  std::unique_ptr<telemetry::MetricsWriter> writer;
   if (!out.empty()) {
     std::map<std::string, std::string> attrs = {
         {"profile", profile}, {"policy", o.policy}, {"data", "simulated"}, {"sizes", layers.size_source},
         {"cluster", vm.count("cluster") ? vm["cluster"].as<std::string>() : ""}, {"platform", platform.file},
         {"collectives", o.collectives}, {"out", out}};
     if (!src.model.empty()) attrs["model"] = src.model;
-    std::string slows;
+    std::string slows, sw;
     for (auto& s : slow) slows += (slows.empty() ? "" : ",") + s;
+    for (auto& s : o.switches) sw += (sw.empty() ? "" : ";") + s;
     attrs["slow"] = slows;
-    sim::write_run(out, true, res, layers, attrs, summary);
+    attrs["switch"] = sw;
+    attrs["control_file"] = o.control_file;
+    writer = sim::open_run(out, layers, o, attrs);
   }
+  const auto res = sim::simulate(layers, platform, o, progress, writer.get());
+  auto summary = sim::summarize(res, layers, o, profile);
+  if (writer) sim::finish_run(*writer, out, res, summary);
   std::fprintf(stderr,
                "simulated %lld steps of %s on %d ranks (%d layers): %.3f ms/step, exposed comm %.1f%%, %lld flows "
-               "in %.2f s%s%s\n",
+               "in %.2f s, peak RSS %.0f MB%s%s\n",
                (long long)o.steps, o.policy.c_str(), res.world, layers.size(), res.step_ms,
-               res.exposed_comm_fraction * 100, (long long)res.flows, res.wall_s, out.empty() ? "" : " -> ",
-               out.c_str());
+               res.exposed_comm_fraction * 100, (long long)res.flows, res.wall_s,
+               summary.value("peak_rss_mb", 0.0), out.empty() ? "" : " -> ", out.c_str());
   std::cout << summary.dump() << std::endl;
   return 0;
 }

@@ -44,6 +44,7 @@ SimLayers load_layers(const std::string& dir, const LayerSizeSource& given_src) 
   int given = !src.model.empty() + !src.bytes.empty() + (src.comm_Bps > 0);
   if (given > 1) throw UsageError("simulate: give only one of --model, --bytes, --comm-bw");
   SimLayers s;
+  s.contention = prof.contention;
   std::map<std::string, size_t> at;
   for (size_t i = 0; i < prof.names.size(); ++i) at[prof.names[i]] = i;
   if (!src.model.empty()) {

@@ -8,6 +8,7 @@
 
 #include "core/sync/engine/bucket_plan.h"
 #include "core/sync/policy/layer_meta.h"
+#include "core/sync/profile/contention.h"
 
 namespace dd::sim {
 
@@ -15,6 +16,7 @@ struct SimLayers {
   std::vector<sync::LayerMeta> meta;
   std::vector<sync::LayerRange> ranges;
   std::vector<double> bp_s, comm_s;  // from bp.json / comm.json
+  sync::Contention contention;       // from overlap.json (none without one)
   int64_t num_params = 0, num_buffers = 0;
   std::string size_source;           // how the sizes were obtained (for the run's attributes)
   int size() const { return int(meta.size()); }

@@ -8,7 +8,8 @@ bool have_simgrid() { return false; }
 
 void check_actor_budget(int, const std::string&) {}  // simulate() refuses anyway
 
-SimResult simulate(const SimLayers&, const PlatformSpec&, const SimOptions&, const std::function<void(int64_t)>&) {
+SimResult simulate(const SimLayers&, const PlatformSpec&, const SimOptions&, const std::function<void(int64_t)>&,
+                   telemetry::MetricsWriter*) {
   throw UsageError("this dreamddp was built without SimGrid (install libsimgrid-dev, `make deps`, and rebuild)");
 }
 

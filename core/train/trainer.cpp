@@ -26,6 +26,7 @@
 #include "core/sync/engine/sync_engine.h"
 #include "core/sync/policy/layer_meta.h"
 #include "core/sync/policy/registry.h"
+#include "core/sync/policy/timed_window.h"
 #include "core/telemetry/metrics_writer.h"
 #include "core/train/anomaly.h"
 #include "core/train/checkpoint.h"
@@ -402,13 +403,9 @@ nlohmann::json Trainer::run() {
   // schedule averages at the start of the period, layer-wise, or at its end, Local SGD), when the run has one.
   auto timing_policy = sync::make_policy(sync::PolicySpec::parse(cfg.policy));
   timing_policy->setup(sync::layer_metas(model.layers()), cfg.world);  // profile=DIR: no profiling steps
-  const int64_t settled = timing_policy->settled_by(tp.start);
-  tp.warm = tp.start + std::min<int64_t>(5, (cfg.steps - tp.start) / 10);
-  if (settled > tp.warm && settled < cfg.steps) tp.warm = settled;
-  if (const int64_t H = timing_policy->period(); H > 0) {
-    const int64_t first = (tp.warm + H - 1) / H * H, end = first + (cfg.steps - first) / H * H;
-    if (end > first) tp.warm = first, tp.end = end;
-  }
+  const sync::TimedWindow timed = sync::timed_window(*timing_policy, tp.start, cfg.steps);
+  tp.warm = timed.warm;
+  tp.end = timed.end;
   if (I.shrink) {  // joiners are looked for once a period (or every 10 steps), never at the first step
     I.shrink->check_every = timing_policy->period() > 0 ? timing_policy->period() : 10;
     I.shrink->last_check = tp.start;

@@ -142,20 +142,26 @@ def case_sequence(binary, tmp, _):
     # delay=T: averages merged T steps later (logged at the merge, the last ones at the end of training).
     runs += [("mlp", "plsgd:h=4,delay=2"), ("mlp", "dreamddp:h=4,fillin=0,delay=2,profile=" + prof),
              ("mlp", "localsgd:k=4,delay=2")]
-    for model, pol in runs:
+    # Transformed averages: the codec's bytes, the outer step's averages (the engine itself forms both).
+    runs += [("mlp", "plsgd:h=4,compress=int8"), ("mlp", "localsgd:k=4,outer=nesterov"),
+             ("mlp", "plsgd:h=3,compress=bf16,delay=2")]
+    # Switches: into a policy at a step > 0 (the engine's one average, then the new schedule).
+    runs += [("mlp", "ddp --switch 5:plsgd:h=3"), ("mlp", "localsgd:k=4 --switch 6:dreamddp:h=3,profile=" + prof)]
+    for model, spec in runs:
         prof = profs[model]
-        real = os.path.join(real_root, str(abs(hash(model + pol))))
+        pol, *more = spec.split(" ")
+        real = os.path.join(real_root, str(abs(hash(model + spec))))
         rc, out, err = run(binary, ["launch", "-n", "2", "--", "train", "--model", model, "--data", "synthetic",
                                     "--steps", str(steps), "--batch", "8", "--threads", "1", "--policy", pol,
-                                    "--out", real], timeout=240)
+                                    "--out", real] + more, timeout=240)
         if rc != 0:
             raise SystemExit(f"launch -n 2 train --policy {pol} failed ({rc}): {err[-2000:]}")
         want = events(os.path.join(real, "metrics.h5"), 0)
-        sim = os.path.join(tmp, "sim" + str(abs(hash(model + pol))))
+        sim = os.path.join(tmp, "sim" + str(abs(hash(model + spec))))
         simulate(binary, ["--profile", prof, "--model", model, "--cluster", "1x2", "--policy", pol, "--steps",
-                          str(steps), "--events", "all", "--out", sim]
+                          str(steps), "--events", "all", "--out", sim] + more
                  + (["--signals", "constant"] if pol.startswith("hier") else []))
-        short = model + " " + pol.split(",profile")[0]
+        short = model + " " + spec.split(",profile")[0]
         check(len(want) > 0, f"{short}: the real run logged {len(want)} collectives")
         for r in (0, 1):
             got = events(os.path.join(sim, "metrics.h5"), r)

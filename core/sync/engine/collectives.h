@@ -15,6 +15,7 @@ class Collectives {
  public:
   Collectives(DataPath& dp, Backend& world, bool check) : dp_(dp), world_(world), check_(check) {}
   void set_step(int64_t step) { step_ = step; }
+  DataPath& data_path() { return dp_; }
   StepCommStats& stats() { return stats_; }
   const StepCommStats& stats() const { return stats_; }
   // Throws std::runtime_error naming both sides when the ranks of `world` are about to issue different collectives

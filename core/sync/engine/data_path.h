@@ -29,6 +29,8 @@ class DataPath {
   virtual ~DataPath() = default;
   // True when the arenas are device memory (the host must not read or write them directly).
   virtual bool on_device() const = 0;
+  // False where collectives move no data (a simulation times them): averages on copies then take no copies.
+  virtual bool moves_data() const { return true; }
   // Asynchronous in-place collective on n floats of an arena. ready_layer >= 0: launched from the backward hook,
   // the data is final once that layer's backward has run; -1: final as of everything issued so far.
   // wait() on the result guarantees that whatever is issued afterwards (updates, copies) sees the result.

@@ -12,24 +12,28 @@
 
 namespace dd::sync {
 
-LayerSync::LayerSync(const EngineOptions& o, models::Model& m, const Arenas& a, std::unique_ptr<DataPath> dp, Backend& b)
-    : dp_(std::move(dp)), o_(o), m_(m), a_(a), b_(b), switches_(parse_switches(o.switches)),
-      control_file_(o.control_file), profile_(m.num_layers()), telemetry_(o.metrics, b.rank()), pm_(a.num_params),
-      coll_(*dp_, b, o.check_collectives),
+LayerTable layer_table(const models::Model& m) {
+  LayerTable t;
+  t.meta = layer_metas(m.layers());
+  for (auto* l : m.layers()) t.ranges.push_back({l->param_offset(), l->num_params(), l->buffer_offset(), l->num_buffers()});
+  return t;
+}
+
+LayerSync::LayerSync(const EngineOptions& o, const LayerTable& layers, const Arenas& a, std::unique_ptr<DataPath> dp,
+                     Backend& b)
+    : dp_(std::move(dp)), o_(o), a_(a), b_(b), meta_(layers.meta), ranges_(layers.ranges), L_(layers.size()),
+      switches_(parse_switches(o.switches)), control_file_(o.control_file), profile_(L_),
+      telemetry_(o.metrics, b.rank()), pm_(a.num_params), coll_(*dp_, b, o.check_collectives),
       copies_(coll_, a_, ranges_, pm_, auto_.codecs(), o.average_optimizer_state ? a.state_slots : 0) {
-  const int L = m.num_layers();
-  for (auto* l : m.layers()) {
-    meta_.push_back({l->name, l->kind(), l->num_params(), 4 * (l->num_params() + l->num_buffers())});
-    ranges_.push_back({l->param_offset(), l->num_params(), l->buffer_offset(), l->num_buffers()});
-  }
+  const int L = L_;
   actions_.assign(L, Action::None);
   trigger_.assign(L, -1);
   stale_.assign(L, 0);
   ready_.assign(L, 0);
   lockstep_.assign(L, true);  // after the initial broadcast every layer is identical everywhere
   char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  hosts_ = b_.allgather(host);
+  if (o.host_name.empty()) gethostname(host, sizeof host - 1);
+  hosts_ = b_.allgather(o.host_name.empty() ? std::string(host) : o.host_name);
   step_ = o.first_step;  // the policy is in force (and profiles) from here
   set_policy(o.policy);
   // Identical starting point everywhere (PyTorch DDP broadcasts at construction too).
@@ -55,7 +59,7 @@ void LayerSync::begin_step(int64_t step) {
   const auto entering = decide_step(*policy_, step, lockstep_all, actions_, lockstep_, stale_);
   // A layer leaving lock-step is equal on all ranks now: its anchor for transformed averages.
   if (pm_.active())
-    for (int l = 0; l < m_.num_layers(); ++l)
+    for (int l = 0; l < L_; ++l)
       if (was_lockstep[size_t(l)] && !lockstep_[size_t(l)]) pm_.anchor(a_.params, ranges_[l].param_off, ranges_[l].param_n);
   // A pending correction applied after a layer became lock-step would make the ranks differ again.
   if (std::find(entering.begin(), entering.end(), true) != entering.end()) merge_delayed(/*all=*/true);
@@ -75,12 +79,12 @@ void LayerSync::enter_lockstep(const std::vector<bool>& entering) {
 
 void LayerSync::plan_launches() {
   buckets_ = plan_buckets(actions_, ranges_, o_.first_bucket_bytes, o_.bucket_cap_bytes);
-  trigger_ = bucket_triggers(buckets_, m_.num_layers());
+  trigger_ = bucket_triggers(buckets_, L_);
   inflight_.clear();
   instep_.clear();
   launched_ = 0;
   // With delay=T this step's averages are merged T steps later: their layers are updated locally now.
-  delayed_now_.assign(size_t(m_.num_layers()), false);
+  delayed_now_.assign(size_t(L_), false);
   if (merge_.delay > 0)
     for (auto& bk : buckets_)
       if (averages_params(bk.action))
@@ -151,7 +155,7 @@ void LayerSync::finish_backward() {
 
 void LayerSync::finish_backward_and_update(const std::function<void(int)>& update) {
   check_all_launched();
-  for (int l = m_.num_layers() - 1; l >= 0; --l)
+  for (int l = L_ - 1; l >= 0; --l)
     if (actions_[l] == Action::None || delayed_now_[size_t(l)]) update(l);
   double waited = 0;
   for (auto& f : inflight_) {
@@ -189,8 +193,8 @@ void LayerSync::after_update() {
 }
 
 std::vector<bool> LayerSync::local_layers() const {
-  std::vector<bool> local(size_t(m_.num_layers()));
-  for (int l = 0; l < m_.num_layers(); ++l) local[size_t(l)] = !lockstep_[size_t(l)];
+  std::vector<bool> local(static_cast<size_t>(L_));
+  for (int l = 0; l < L_; ++l) local[size_t(l)] = !lockstep_[size_t(l)];
   return local;
 }
 
@@ -213,12 +217,12 @@ std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Mode
   a.num_params = int64_t(m.params().size());
   a.num_buffers = int64_t(m.buffers().size());
   a.state_slots = opt.state_slots();
-  return std::make_unique<LayerSync>(o, m, a, std::make_unique<HostDataPath>(), b);
+  return std::make_unique<LayerSync>(o, layer_table(m), a, std::make_unique<HostDataPath>(), b);
 }
 
-std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Model& m, const Arenas& a,
+std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, const LayerTable& layers, const Arenas& a,
                                             std::unique_ptr<DataPath> dp, Backend& b) {
-  return std::make_unique<LayerSync>(o, m, a, std::move(dp), b);
+  return std::make_unique<LayerSync>(o, layers, a, std::move(dp), b);
 }
 
 }  // namespace dd::sync

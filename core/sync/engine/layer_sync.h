@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "core/models/model.h"
 #include "core/sync/control/control_file.h"
 #include "core/sync/control/control_votes.h"
 #include "core/sync/control/grad_signals.h"
@@ -42,7 +41,8 @@ struct InFlight {
 
 class LayerSync : public SyncEngine {
  public:
-  LayerSync(const EngineOptions& o, models::Model& m, const Arenas& a, std::unique_ptr<DataPath> dp, Backend& b);
+  LayerSync(const EngineOptions& o, const LayerTable& layers, const Arenas& a, std::unique_ptr<DataPath> dp,
+            Backend& b);
 
   // SyncEngine (sync_engine.h). The step, in layer_sync.cpp:
   const std::vector<std::string>& hosts() const override { return hosts_; }
@@ -103,11 +103,11 @@ class LayerSync : public SyncEngine {
   // across steps on b_'s one FIFO communication thread. Declared early: outlives the control works in flight.
   std::unique_ptr<Backend> control_;
   EngineOptions o_;
-  models::Model& m_;
   Arenas a_;
   Backend& b_;
   std::vector<LayerMeta> meta_;
   std::vector<LayerRange> ranges_;
+  int L_;
   std::vector<std::string> hosts_;
   int64_t step_ = 0;
   double t_bwd_ = 0;

@@ -23,9 +23,9 @@ void LayerSync::set_policy(const std::string& spec) {
   policy_->start_at(step_);
   caps_ = policy_->caps();
   wants_signals_ = caps_.voting && caps_.voting->wants_signals();
-  profile_ = SelfProfile(m_.num_layers());
+  profile_ = SelfProfile(L_);
   plan_version_ = policy_plan_version();
-  const int L = m_.num_layers();
+  const int L = L_;
   merge_ = policy_->merge();
   // With a delay the data channel carries averages across steps, and the control all-reduce, waited for one or two
   // steps later, would queue behind them (10-20 ms exposed two steps after each 4 MB launch on the 1 Gbit/s mlp
@@ -61,7 +61,7 @@ void LayerSync::set_policy(const std::string& spec) {
   if (o_.verbose && b_.rank() == 0) {
     std::string plan = policy_plan();
     std::fprintf(stderr, "sync: policy %s on %d ranks, %d layers%s%s\n", policy_->describe().c_str(), b_.size(),
-                 m_.num_layers(), plan.empty() ? "" : "\n", plan.c_str());
+                 L_, plan.empty() ? "" : "\n", plan.c_str());
   }
   record_decisions();
 }
@@ -141,7 +141,7 @@ void LayerSync::time_periods(int64_t step) {
 
 // Self-profiling (dreamddp): the agreed profile of the lock-step steps hands the policy its schedule.
 void LayerSync::finish_profile() {
-  caps_.profiled->on_profile(profile_.finish(*dp_, b_, meta_));
+  caps_.profiled->on_profile(profile_.finish(*dp_, b_, meta_, o_.contention_given ? &o_.contention : nullptr));
   print_plan_if_changed();
 }
 

@@ -8,8 +8,11 @@
 
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
+#include "core/sync/engine/bucket_plan.h"
 #include "core/sync/engine/data_path.h"
 #include "core/sync/engine/sync_engine.h"
+#include "core/sync/policy/layer_meta.h"
+#include "core/sync/profile/contention.h"
 
 namespace dd {
 class Backend;
@@ -33,15 +36,28 @@ struct EngineOptions {
   std::string control_file;                  // rank 0 watches it: a policy spec written there is switched to
   bool verbose = true;                       // rank 0 prints the plan
   int64_t first_step = 0;                    // the first step: 0, or where a world rebuilt after a lost peer goes on
+  std::string host_name;                     // this rank's host as hier nodes=auto groups it ("": gethostname)
+  // The contention a self-profile charges (dreamddp): measured on this machine when unset; a simulation, whose
+  // compute is not the host's, hands it the profile's overlap.json (or none).
+  bool contention_given = false;
+  Contention contention;
 };
+
+// The layers as the engine sees them: per layer (forward order) what a policy may know, and its arena ranges.
+struct LayerTable {
+  std::vector<LayerMeta> meta;
+  std::vector<LayerRange> ranges;
+  int size() const { return int(meta.size()); }
+};
+LayerTable layer_table(const models::Model& m);
 
 // Host arenas: the model's and the optimizer's own (CPU training).
 std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt,
                                             Backend& b);
-// Arenas elsewhere (a device): `m` supplies only the layer table; `a` the arenas in its layout; `dp` how to run
+// Arenas elsewhere (a device, or a simulation's): `layers` in the arenas' layout; `a` the arenas; `dp` how to run
 // collectives on them (the engine owns it). Policies that read local gradients on the host are refused
 // (dd::UsageError) when dp->on_device().
-std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Model& m, const Arenas& a,
+std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, const LayerTable& layers, const Arenas& a,
                                             std::unique_ptr<DataPath> dp, Backend& b);
 
 }  // namespace dd::sync

@@ -40,13 +40,15 @@ CopyAverage CopyAverages::launch(Backend& g, const Bucket& bk, int64_t step, int
   int64_t bytes = 0;
   bool compressed_any = false;
   // theta(t) is kept only for a delayed merge (the correction needs it); an in-step average replaces the layers.
-  const bool delayed = merge_step > step;
+  // Where collectives move no data (a simulation), only a transformed payload is formed (its codec sizes the bytes).
+  const bool delayed = merge_step > step, data = c_.data_path().moves_data();
   for (auto& part : d.parts) {
-    const float* x = arena_ptr(a_, part);
-    d.orig.emplace_back(delayed ? std::vector<float>(x, x + part.n) : std::vector<float>());
+    float* x = arena_ptr(a_, part);
     const bool payload = d.transformed && part.arena == Arena::Params;
-    d.avg.emplace_back(payload ? std::vector<float>(size_t(part.n)) : std::vector<float>(x, x + part.n));
-    float* buf = d.avg.back().data();
+    d.orig.emplace_back(delayed && data ? std::vector<float>(x, x + part.n) : std::vector<float>());
+    d.avg.emplace_back(payload ? std::vector<float>(size_t(part.n))
+                               : data ? std::vector<float>(x, x + part.n) : std::vector<float>());
+    float* buf = payload || data ? d.avg.back().data() : x;
     if (payload) {
       pm_.payload(x, part.off, part.n, buf);
       if (pm_.codec() != Codec::None) {
@@ -73,6 +75,7 @@ CopyAverage CopyAverages::launch(Backend& g, const Bucket& bk, int64_t step, int
 }
 
 void CopyAverages::apply(CopyAverage& d, bool in_step) {
+  if (!c_.data_path().moves_data()) return;
   for (size_t i = 0; i < d.parts.size(); ++i) {
     float* x = arena_ptr(a_, d.parts[i]);
     float* avg = d.avg[i].data();

@@ -24,13 +24,14 @@ void SelfProfile::add(int64_t step, const std::vector<double>& ready, double t_b
   ++n_;
 }
 
-LayerTimes SelfProfile::finish(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers) {
+LayerTimes SelfProfile::finish(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers,
+                               const Contention* given) {
   const int L = int(sum_.size());
   LayerTimes t;
   t.backward_s.resize(size_t(L));
   for (int l = 0; l < L; ++l) t.backward_s[size_t(l)] = n_ ? sum_[size_t(l)] / n_ : 0;
   t.comm_s = measure_comm_model(dp, b, layers);
-  t.contention = measure_contention(dp, b);
+  t.contention = given ? *given : measure_contention(dp, b);
   agree_profile(dp, b, t.backward_s, t.comm_s, &t.contention);
   return t;
 }

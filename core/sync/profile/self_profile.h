@@ -23,8 +23,9 @@ class SelfProfile {
   // One profiling step's ready times (step 0 is warm-up and is skipped).
   void add(int64_t step, const std::vector<double>& ready, double t_bwd);
   // Collective: the agreed profile (rank-averaged, then rank 0's floats everywhere), with the comm model of
-  // `layers` measured on b through dp.
-  LayerTimes finish(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers);
+  // `layers` measured on b through dp, and the contention measured here unless `given`.
+  LayerTimes finish(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers,
+                    const Contention* given = nullptr);
 
   void save(ByteWriter& w) const;
   void load(ByteReader& r);

@@ -100,7 +100,7 @@ class CudaState : public DeviceState {
     const auto kind = b.name() == "nccl" ? sync::DeviceCollectives::Nccl : sync::DeviceCollectives::Staged;
     models::gpu::GpuModel* g = gpu_.get();
     auto path = sync::make_device_path(kind, a, cuops::stream(), [g](int l) { return g->layer_ready_event(l); });
-    return sync::make_layer_sync(eo, m, a, std::move(path), b);
+    return sync::make_layer_sync(eo, sync::layer_table(m), a, std::move(path), b);
   }
 
  private:

@@ -1,0 +1,69 @@
+// SimBackend: the Backend (backends/backend.h) of a simulated rank. The sync engine runs unchanged on it; every
+// collective becomes a job on the group's per-rank FIFO, run by a SimGrid actor (the backend's communication thread)
+// as ring transfers between ring neighbours over the simulated network. Data is never moved: a simulation times
+// collectives, it does not compute their results (run_bytes hands its function a channel that copies the rank's
+// own block into every slot). SimGrid types stay in sim_backend.cpp.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace simgrid::s4u {
+class Host;
+}
+
+namespace dd::sim {
+
+struct SimGroup;
+
+// A nominal host computes kRefSpeed flop/s; a profile second is kRefSpeed flops, so a host of speed s runs it in
+// kRefSpeed / s seconds (platform files: 1Gf is nominal); --slow R=F multiplies rank R's compute by F.
+constexpr double kRefSpeed = 1e9;
+
+// What every simulated rank shares: the hosts, how collectives are simulated, counters.
+struct SimNet {
+  std::vector<simgrid::s4u::Host*> hosts;  // by world rank
+  std::string collectives = "auto";        // ring | fused | auto (ring up to 32 members, fused beyond)
+  int64_t flows = 0;                        // point-to-point transfers simulated
+  // Per world rank: collectives queued or running on any of its channels, and whether its compute runs (the
+  // compute stand-in and the transfers charge each other the profile's contention by these).
+  std::vector<int> comm_busy;
+  std::vector<char> computing;
+  double contention_comm = 0;  // a transfer started while its rank computes takes 1 + this longer
+  int next_group = 0;
+  std::shared_ptr<SimGroup> world;  // SimBackend::make_world
+};
+
+class SimBackend : public Backend {
+ public:
+  // The world group of `net.hosts.size()` ranks: made once before the simulation runs (make_world), then taken
+  // by each rank from its own actor (world).
+  static void make_world(SimNet& net);
+  static std::unique_ptr<SimBackend> world(SimNet& net, int rank);
+  SimBackend(SimNet& net, std::shared_ptr<SimGroup> g, int pos);
+  ~SimBackend() override;
+
+  int rank() const override { return pos_; }
+  int size() const override;
+  std::string name() const override { return "simgrid"; }
+  WorkPtr allreduce(float* data, size_t n, ReduceOp op) override;
+  WorkPtr broadcast(float* data, size_t n, int root) override;
+  WorkPtr run_bytes(std::function<void(ByteChannel&)> fn, const char* what, size_t bytes) override;
+  std::vector<std::string> allgather(const std::string& blob) override;
+  void barrier() override;
+  std::unique_ptr<Backend> split(int color) override;
+  void set_timeout(double) override {}
+  double timeout() const override { return 0; }
+
+ private:
+  WorkPtr push(int kind, int64_t bytes, std::function<void(ByteChannel&)> fn);
+  SimNet& net_;
+  std::shared_ptr<SimGroup> g_;
+  int pos_;
+  int64_t splits_ = 0;
+};
+
+}  // namespace dd::sim

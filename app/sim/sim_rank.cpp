@@ -1,0 +1,159 @@
+// run_rank: one simulated rank (sim_rank.h) — the engine unchanged, its surroundings simulated.
+#include "app/sim/sim_rank.h"
+
+#include <sys/mman.h>
+
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "core/common/clock.h"
+#include "core/sync/policy/registry.h"
+#include "core/sync/policy/timed_window.h"
+#include "core/train/step.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace dd::sim {
+namespace {
+
+
+// The compute of a step as the profile times it: the forward, each layer's backward followed by the engine's hook
+// (as a model's backward calls it), each layer's share of the update. While the rank's collectives are in flight
+// it runs 1 + contention.compute times longer (the profile's overlap.json).
+class ProfileCompute final : public train::StepCompute {
+ public:
+  ProfileCompute(SimRun& run, int rank) : run_(run), L_(*run.layers), o_(*run.o), rank_(rank) {
+    auto f = run.slow.find(rank);
+    slow_ = f == run.slow.end() ? 1.0 : f->second;
+  }
+  models::ForwardResult forward() override {
+    compute(o_.forward_s);
+    return {};
+  }
+  void backward(nn::BackwardHook* hook) override {
+    for (int l = L_.size() - 1; l >= 0; --l) {
+      compute(L_.bp_s[size_t(l)]);
+      if (hook) hook->on_layer_ready(l);
+    }
+  }
+  void update_layer(int, float) override { compute(o_.update_s / L_.size()); }
+  int num_layers() const override { return L_.size(); }
+
+ private:
+  void compute(double seconds) {
+    if (!(seconds > 0)) return;
+    double f = slow_;
+    if (run_.net.comm_busy[size_t(rank_)] > 0) f *= 1 + L_.contention.compute;
+    run_.net.computing[size_t(rank_)] = 1;
+    sg4::this_actor::execute(seconds * f * kRefSpeed);
+    run_.net.computing[size_t(rank_)] = 0;
+  }
+  SimRun& run_;
+  const SimLayers& L_;
+  const SimOptions& o_;
+  int rank_;
+  double slow_ = 1;
+};
+
+// Collectives go to the backend as on the host, and move no data: averages on copies take none, snapshots are not
+// taken (nothing reads them), scratch buffers are one shared region (the self-profile's timed collectives).
+class SizesDataPath final : public sync::DataPath {
+ public:
+  bool on_device() const override { return false; }
+  bool moves_data() const override { return false; }
+  WorkPtr allreduce(Backend& g, float* p, size_t n, ReduceOp op, int) override { return g.allreduce(p, n, op); }
+  WorkPtr broadcast(Backend& g, float* p, size_t n, int root) override { return g.broadcast(p, n, root); }
+  WorkPtr allreduce_host(Backend& g, float* p, size_t n, ReduceOp op) override { return g.allreduce(p, n, op); }
+  void save(const float*, size_t, std::vector<float>&) override {}
+  void restore(float*, size_t, const std::vector<float>&) override {}
+  float* scratch(size_t n) override {
+    static std::vector<float> shared;
+    if (shared.size() < n) shared.resize(n);
+    return shared.data();
+  }
+  void wait_layer_ready(int) override {}
+};
+
+class NoWatch final : public train::StepWatch {};
+
+}  // namespace
+
+sync::Arenas sizes_only_arenas(const SimLayers& layers, int opt_slots, bool fill) {
+  sync::Arenas a;
+  a.num_params = layers.num_params;
+  a.num_buffers = layers.num_buffers;
+  a.state_slots = std::max(1, opt_slots);
+  const size_t floats = size_t(a.num_params) * size_t(2 + a.state_slots) + size_t(a.num_buffers) + 16;
+  void* p = mmap(nullptr, 4 * floats, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();  // never unmapped: it lives as long as the process's one simulation
+  float* base = static_cast<float*>(p);
+  a.params = base;
+  a.grads = base + a.num_params;
+  a.opt_state = a.grads + a.num_params;
+  a.buffers = a.opt_state + a.num_params * a.state_slots;
+  if (fill) std::fill(a.grads, a.grads + a.num_params, 1.0f);
+  return a;
+}
+
+void run_rank(SimRun& run, int rank) {
+  const SimOptions& o = *run.o;
+  const bool rank0 = rank == 0;
+  auto b = SimBackend::world(run.net, rank);
+  sync::EngineOptions eo;
+  eo.policy = o.policy;
+  eo.switches = o.switches;
+  eo.bucket_cap_bytes = o.bucket_cap_bytes;
+  eo.first_bucket_bytes = o.first_bucket_bytes;
+  eo.average_optimizer_state = o.average_optimizer_state;
+  eo.anomaly_votes = o.anomaly_votes;
+  eo.control_file = rank0 ? o.control_file : "";
+  eo.verbose = o.verbose;
+  eo.metrics = rank0 || o.all_rank_events ? run.metrics : nullptr;
+  eo.host_name = run.nodes[size_t(rank)];
+  eo.contention_given = true;
+  eo.contention = run.layers->contention;
+  auto engine = sync::make_layer_sync(eo, run.table, run.arenas, std::make_unique<SizesDataPath>(), *b);
+
+  auto timing = sync::make_policy(sync::PolicySpec::parse(o.policy));
+  timing->setup(run.table.meta, b->size());
+  const sync::TimedWindow tw = sync::timed_window(*timing, 0, o.steps);
+  const int64_t end = tw.end > tw.warm ? tw.end : o.steps;
+  ProfileCompute compute(run, rank);
+  NoWatch watch;
+  const double t_start = now_s();
+  double t_warm = t_start, t_end = 0, exposed_s = 0, step_s = 0;
+  for (int64_t step = 0; step < o.steps; ++step) {
+    if (step == tw.warm) t_warm = now_s();
+    const double t0 = now_s();
+    engine->begin_step(step);
+    const train::StepResult r = train::train_step(compute, engine.get(), 1.0f, false, watch);
+    const sync::StepCommStats cs = engine->step_stats();
+    if (step + 1 == end) t_end = r.end_s;
+    if (step >= tw.warm && step < end) exposed_s += cs.exposed_ms / 1e3, step_s += r.end_s - t0;
+    if (rank0) {
+      const double per_step = double(o.batch) * b->size();
+      const double sps = step >= tw.warm && r.end_s > t_warm ? double(step + 1 - tw.warm) * per_step / (r.end_s - t_warm)
+                                                              : double(step + 1) * per_step / (r.end_s - t_start);
+      run.res->steps.push_back({step, r.end_s - t_start, NAN, 0, r.forward_ms, r.backward_ms, r.update_ms,
+                                cs.exposed_ms, cs.bytes, o.batch > 0 ? sps : 0});
+      if (*run.progress) (*run.progress)(step);
+    }
+  }
+  engine->finalize();  // as train's last step: what is still delayed is merged, every local layer averaged once
+  run.last_end = std::max(run.last_end, now_s());
+  if (rank0) {
+    const int64_t timed = end - tw.warm;
+    run.res->timed_first = tw.warm;
+    run.res->timed_end = end;
+    run.res->step_ms = timed > 0 ? (t_end - t_warm) / double(timed) * 1e3 : 0;
+    run.res->exposed_comm_fraction = step_s > 0 ? exposed_s / step_s : 0;
+  }
+  engine.reset();
+  b.reset();
+}
+
+}  // namespace dd::sim

@@ -1,0 +1,44 @@
+// One simulated rank: train's step loop (core/train/step.h) driving the real sync engine (make_layer_sync) on
+// SimGrid stand-ins: a compute that sleeps the profile's times, a SimBackend, and arenas that hold sizes only.
+// Runs inside that rank's SimGrid actor.
+#pragma once
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "app/sim/sim_backend.h"
+#include "app/sim/sim_layers.h"
+#include "app/sim/simulator.h"
+#include "core/sync/engine/data_path.h"
+#include "core/sync/engine/make_layer_sync.h"
+
+namespace dd::sim {
+
+// What every rank shares.
+struct SimRun {
+  const SimLayers* layers = nullptr;
+  const SimOptions* o = nullptr;
+  SimNet net;
+  sync::LayerTable table;
+  sync::Arenas arenas;                      // one set of never-read arenas for every rank (sizes_only_arenas)
+  std::vector<std::string> nodes;           // rank -> node name (hier nodes=auto groups by it)
+  std::map<int, double> slow;               // rank -> compute factor
+  telemetry::MetricsWriter* metrics = nullptr;
+  const std::function<void(int64_t)>* progress = nullptr;
+  SimResult* res = nullptr;
+  double last_end = 0;
+  std::exception_ptr error;                 // the first rank's failure (the simulation then stops)
+};
+
+// Arenas of the layers' sizes in one lazily mapped region: pages the engine never touches (plain averages move no
+// data here) cost no memory, so 1024 ranks of a 124 M-parameter model need none. Transformed averages (outer=,
+// compress=) and gradient signals read them: `fill` gives parameters 0 and gradients 1 (constant signals).
+sync::Arenas sizes_only_arenas(const SimLayers& layers, int opt_slots, bool fill);
+
+// The rank's whole run: engine construction, opt.steps steps, finalize. Rank 0 fills res->steps and the timings.
+void run_rank(SimRun& run, int rank);
+
+}  // namespace dd::sim
