@@ -9,6 +9,8 @@ artifact    the DreamDDP artifact's three GPT-2 profiles (16 workers at 1 and 5 
 scaling     4..256 ranks at 1 and 10 Gbit/s, every policy, GPT-2 profile: samples/s and exposed comm fraction
 hier        16 nodes x 8 ranks, 800 Gbit/s inside a node, 1 Gbit/s between nodes: hier vs flat dreamddp:h=8
 stragglers  16 ranks, one rank's compute 1.5x slower: localsgd:k=10 vs dreamddp:h=10 (and ddp)
+dominance   every artifact profile, sizes from its comm times (--comm-bw) and from GPT-2 small's bytes, 4, 16 and 64
+            ranks: the self-profiled dreamddp:h=10 against the better of plsgd:h=10 and localsgd:k=10, with its plan
 """
 import argparse
 import json
@@ -29,8 +31,9 @@ GPT2_BYTES = os.path.join(ROOT, "app", "sim", "gpt2_bytes.json")
 BATCH = 8  # per-rank sequences (samples/s); the artifact's per-worker batch is not in its profiles
 
 
-def simulate(binary, args, steady_from=None, batch=BATCH):
-    """Runs one simulation; returns its summary, plus steady-state step_ms over steps >= steady_from."""
+def simulate(binary, args, steady_from=None, batch=BATCH, plan=False):
+    """Runs one simulation; returns its summary, plus steady-state step_ms over steps >= steady_from, and with
+    `plan` the plan rank 0 printed (its last one)."""
     with tempfile.TemporaryDirectory(prefix="dd_sim_study_") as out:
         cmd = [binary, "simulate"] + args + ["--out", os.path.join(out, "run")]
         t0 = time.time()
@@ -40,6 +43,9 @@ def simulate(binary, args, steady_from=None, batch=BATCH):
         s = json.loads(p.stdout.strip().splitlines()[-1])
         s["wall_s"] = round(time.time() - t0, 2)
         s["command"] = "dreamddp simulate " + " ".join(a.replace(ROOT + "/", "") for a in args)
+        if plan:
+            lines = [l for l in p.stderr.splitlines() if not l.startswith(("simulate:", "simulated ", "sync: policy"))]
+            s["plan"] = "\n".join(lines[-3:])
         if steady_from is not None:
             with h5py.File(os.path.join(out, "run", "metrics.h5"), "r") as f:
                 st = f["steps"][:]
@@ -205,7 +211,32 @@ def study_stragglers(binary, quick):
     return rows
 
 
-STUDIES = {"artifact": study_artifact, "scaling": study_scaling, "scaling_gptmini": study_scaling_gptmini,
+def study_dominance(binary, quick):
+    """Does the self-profiled dreamddp:h=10 at least match the better baseline everywhere the artifact's profiles
+    reach? Each simulation's own timed window (train's: whole periods after profiling)."""
+    rows = []
+    for name, bw in (("gpt2_16_1gbit", "1Gbps"), ("gpt2_16_5gbit", "5Gbps"), ("gpt2_8_10gbit", "10Gbps")):
+        prof = os.path.join(PROFILES, name)
+        for sizes in (["--comm-bw", bw], ["--bytes", GPT2_BYTES]):
+            for n in ([4, 16] if quick else [4, 16, 64]):
+                cell = {}
+                for pol in ("localsgd:k=10", "plsgd:h=10", "dreamddp:h=10"):
+                    args = ["--profile", prof] + sizes + ["--cluster", f"{n}x1,inter={bw}", "--policy", pol,
+                                                          "--steps", "46" if quick else "126", "--batch", str(BATCH)]
+                    s = simulate(binary, args, plan=True)
+                    cell[pol] = s
+                best = min(cell["localsgd:k=10"]["step_ms"], cell["plsgd:h=10"]["step_ms"])
+                d = cell["dreamddp:h=10"]
+                rows.append({"profile": name, "bandwidth": bw, "sizes": "comm-bw" if sizes[0] == "--comm-bw" else "gpt2 bytes",
+                             "world": n, "step_ms": {p: c["step_ms"] for p, c in cell.items()},
+                             "dreamddp_vs_best": best / d["step_ms"], "plan": d.get("plan", ""),
+                             "commands": [c["command"] for c in cell.values()]})
+                log(f"dominance {name} {rows[-1]['sizes']} n={n}: dreamddp {d['step_ms']:.1f} ms, best baseline "
+                    f"{best:.1f} ms ({rows[-1]['dreamddp_vs_best']:.3f}x)")
+    return rows
+
+
+STUDIES = {"dominance": study_dominance, "artifact": study_artifact, "scaling": study_scaling, "scaling_gptmini": study_scaling_gptmini,
            "hier": study_hier, "stragglers": study_stragglers, "own_gpt2": study_own_gpt2}
 
 
