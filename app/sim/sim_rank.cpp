@@ -82,7 +82,7 @@ class NoWatch final : public train::StepWatch {};
 
 }  // namespace
 
-sync::Arenas sizes_only_arenas(const SimLayers& layers, int opt_slots, bool fill) {
+sync::Arenas sizes_only_arenas(const SimLayers& layers, int opt_slots) {
   sync::Arenas a;
   a.num_params = layers.num_params;
   a.num_buffers = layers.num_buffers;
@@ -95,7 +95,6 @@ sync::Arenas sizes_only_arenas(const SimLayers& layers, int opt_slots, bool fill
   a.grads = base + a.num_params;
   a.opt_state = a.grads + a.num_params;
   a.buffers = a.opt_state + a.num_params * a.state_slots;
-  if (fill) std::fill(a.grads, a.grads + a.num_params, 1.0f);
   return a;
 }
 

@@ -33,10 +33,10 @@ struct SimRun {
   std::exception_ptr error;                 // the first rank's failure (the simulation then stops)
 };
 
-// Arenas of the layers' sizes in one lazily mapped region: pages the engine never touches (plain averages move no
-// data here) cost no memory, so 1024 ranks of a 124 M-parameter model need none. Transformed averages (outer=,
-// compress=) and gradient signals read them: `fill` gives parameters 0 and gradients 1 (constant signals).
-sync::Arenas sizes_only_arenas(const SimLayers& layers, int opt_slots, bool fill);
+// Arenas of the layers' sizes in one lazily mapped region: pages the engine never touches (collectives move no
+// data here, gradient signals are constant) cost no memory, so 1024 ranks of a 124 M-parameter model need none.
+// Transformed averages (outer=, compress=) read the zero parameters; their per-rank anchors are the only copies.
+sync::Arenas sizes_only_arenas(const SimLayers& layers, int opt_slots);
 
 // The rank's whole run: engine construction, opt.steps steps, finalize. Rank 0 fills res->steps and the timings.
 void run_rank(SimRun& run, int rank);

@@ -159,7 +159,7 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   run.net.contention_comm = layers.contention.comm;
   run.table.meta = layers.meta;
   run.table.ranges = layers.ranges;
-  run.arenas = sizes_only_arenas(layers, opt.opt_slots, transforms || opt.constant_signals);
+  run.arenas = sizes_only_arenas(layers, opt.opt_slots);
   run.nodes = nodes;
   run.slow = platform.slow;
   run.metrics = metrics;

@@ -5,10 +5,11 @@
 
 namespace dd::sync {
 
-void GradSignals::configure(bool on, int layers, int64_t num_params) {
+void GradSignals::configure(bool on, int layers, int64_t num_params, bool constant) {
   on_ = on;
   if (!on) return;
-  prev_.resize(size_t(num_params));
+  constant_ = constant;
+  prev_.resize(constant ? 0 : size_t(num_params));
   s_.grad_norm.assign(size_t(layers), 0);
   s_.cos_prev.assign(size_t(layers), 1);
   s_.stale.assign(size_t(layers), 0);
@@ -16,6 +17,11 @@ void GradSignals::configure(bool on, int layers, int64_t num_params) {
 }
 
 void GradSignals::take(int l, const LayerRange& r, const float* g, int64_t stale) {
+  s_.stale[l] = stale;
+  if (constant_) {
+    s_.grad_norm[l] = s_.cos_prev[l] = 1.0;
+    return;
+  }
   float* prev = prev_.data() + r.param_off;
   double gg = 0, pp = 0, gp = 0;
   for (int64_t i = 0; i < r.param_n; ++i) {
@@ -32,7 +38,7 @@ void GradSignals::take(int l, const LayerRange& r, const float* g, int64_t stale
 
 void GradSignals::save(ByteWriter& w) const {
   w.put_bools(has_prev_);
-  w.put_floats(prev_.data(), on_ ? prev_.size() : 0);
+  w.put_floats(prev_.data(), on_ ? prev_.size() : 0);  // constant: none
 }
 
 void GradSignals::load(ByteReader& r) {

@@ -15,8 +15,9 @@ namespace dd::sync {
 class GradSignals {
  public:
   // On: previous gradients of `num_params` floats and signals of `layers` layers, reset (no previous gradient).
-  // Off: nothing is taken (the previous state is kept, unused).
-  void configure(bool on, int layers, int64_t num_params);
+  // Off: nothing is taken (the previous state is kept, unused). `constant`: no gradient is read, every layer's
+  // norm and cosine are 1 (a simulation, whose collectives and gradients carry no data).
+  void configure(bool on, int layers, int64_t num_params, bool constant = false);
   bool on() const { return on_; }
   // Layer l's signals from its gradient `g` (r.param_n floats); `stale` = its local updates since its last sync.
   void take(int l, const LayerRange& r, const float* g, int64_t stale);
@@ -26,7 +27,7 @@ class GradSignals {
   void load(ByteReader& r);
 
  private:
-  bool on_ = false;
+  bool on_ = false, constant_ = false;
   LayerSignals s_;
   FloatBuffer prev_;
   std::vector<bool> has_prev_;
