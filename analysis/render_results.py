@@ -567,9 +567,9 @@ def render_sim_validation(results):
             ratios.append(r["ratio"])
         out.append("| %s | %s |" % (cell, " | ".join(" / ".join("%.2f" % x for x in by[n]) if n in by else "-"
                                                      for n in names)))
-    inside = sum(1 for x in ratios if abs(x - 1) <= 0.15)
+    inside = sum(1 for x in ratios if abs(x - 1) <= 0.10)
     out += ["", "Simulated / measured step time, one entry per measured run (%d runs in %d files, %.2f–%.2fx; within "
-                "15%% in %d). `experiments/sim_validate.sh --profile CELL/profile --json "
+                "10%% in %d). `experiments/sim_validate.sh --profile CELL/profile --json "
                 "experiments/results/simulate_validation_CELL.json RUN...` on the cell's own profile; a file's "
                 "runs and simulator are of one day." % (
                     len(ratios), len(docs), min(ratios), max(ratios), inside), ""]

@@ -100,8 +100,11 @@ void DreamDdpPolicy::on_profile(const LayerTimes& measured) {
   }
   // In-step: the overlap charge applies; only the plain average may fall back to Local SGD's schedule (with an
   // outer optimizer or compression the engine's full average is another computation).
-  const auto choice =
-      choose_in_step(t.backward_s, t.comm_s, h_, phase_, fillin_, merge_.transforms() ? Contention{} : t.contention);
+  std::vector<int64_t> bytes;
+  for (auto& m : layers_) bytes.push_back(m.bytes);
+  const auto choice = choose_in_step(t.backward_s, t.comm_s, h_, phase_, fillin_,
+                                     merge_.transforms() ? Contention{} : t.contention, bytes);
+  fused_ = choice;
   phase_ = choice.phase;
   if (fillin_) extra_ = choice.fill;
   modelled_ = choice.layerwise_s;
@@ -120,6 +123,7 @@ void DreamDdpPolicy::on_profile(const LayerTimes& measured) {
   if (replay_) {  // the recorded schedule and trial, as they ran (a solver change cannot alter a replay)
     phase_ = replay_->phase;
     extra_ = replay_->fill;
+    fused_.fused_plsgd = false;
     local_sgd_ = model_local_sgd_ = replay_->model_local_sgd;
     trial_pending_ = replay_->trial;
   }

@@ -11,6 +11,7 @@
 #include "core/sync/policy/policy.h"
 #include "core/sync/policy/policy_spec.h"
 #include "core/sync/profile/profile_io.h"
+#include "core/sync/schedule/schedule_choice.h"
 #include "core/sync/schedule/schedule_model.h"
 
 namespace dd::sync {
@@ -91,6 +92,7 @@ class DreamDdpPolicy : public Policy, public Profiled, public Trialled, public R
   std::vector<int> phase_;
   FillIn extra_;
   bool fallback_, trial_;
+  InStepChoice fused_;  // the last in-step choice (its fused-bucket scores, for the plan)
   bool trial_pending_ = false;
   int64_t trial_start_ = -1, decisions_ = 0;
   double trial_layerwise_s_ = 0, trial_local_s_ = 0;

@@ -103,6 +103,11 @@ std::string DreamDdpPolicy::plan() const {
     o << "; contention charged: compute x" << 1 + times_.contention.compute << ", communication x"
       << 1 + times_.contention.comm << " while they overlap";
   o << ")";
+  if (fused_.fused_plsgd)
+    o << "\n  runs plsgd's contiguous split: with fused buckets paying the fitted latency once each (alpha "
+      << fused_.alpha_s * 1e3 << " ms per collective) it is modelled " << fused_.fused_plsgd_s * 1e3
+      << " ms/iter against the solver's phases' " << fused_.fused_solved_s * 1e3
+      << " (the solver charges every layer its own all-reduce)";
   if (trial_pending_)
     o << "\n  modelled within " << kTrialMargin * 100 << "% of Local SGD's schedule (" << localsgd_modelled_ * 1e3
       << " ms/iter) where cores are shared: measuring both, 2 periods each, after one more period";

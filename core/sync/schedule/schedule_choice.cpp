@@ -1,12 +1,40 @@
 // choose_in_step: the layer-wise schedule or Local SGD's, under the time model with the overlap charge.
 #include "core/sync/schedule/schedule_choice.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace dd::sync {
 
+double fitted_alpha(const std::vector<double>& c, const std::vector<int64_t>& bytes) {
+  const size_t n = c.size();
+  if (n < 2 || bytes.size() != n) return 0;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t l = 0; l < n; ++l) {
+    const double x = double(bytes[l]);
+    sx += x, sy += c[l], sxx += x * x, sxy += x * c[l];
+  }
+  const double den = n * sxx - sx * sx;
+  if (!(den > 0)) return 0;
+  const double slope = (n * sxy - sx * sy) / den, alpha = (sy - slope * sx) / n;
+  return slope >= 0 && alpha > 0 ? alpha : 0;
+}
+
+std::vector<double> fused_comm(const std::vector<double>& c, const std::vector<int64_t>& bytes,
+                               const std::vector<int>& phase, double alpha) {
+  std::vector<double> f = c;
+  int64_t bucket = 0;
+  for (int l = int(c.size()) - 1; l >= 0; --l) {
+    const bool joins = l + 1 < int(c.size()) && phase[size_t(l)] == phase[size_t(l + 1)] && bucket < kFusedCap;
+    if (joins) f[size_t(l)] = std::max(0.0, c[size_t(l)] - alpha);
+    bucket = (joins ? bucket : 0) + bytes[size_t(l)];
+  }
+  return f;
+}
+
 InStepChoice choose_in_step(const std::vector<double>& b, const std::vector<double>& c, int H,
-                            const std::vector<int>& solved, bool fillin, const Contention& k) {
+                            const std::vector<int>& solved, bool fillin, const Contention& k,
+                            const std::vector<int64_t>& bytes) {
   InStepChoice best;
   best.localsgd_s = localsgd_time(b, c, H);
   const FillIn none(b.size());
@@ -20,6 +48,21 @@ InStepChoice choose_in_step(const std::vector<double>& b, const std::vector<doub
     const auto plsgd = contiguous_groups(c, H);
     if (fillin) consider(plsgd, fill_in(b, c, H, plsgd));
     consider(plsgd, none);
+  }
+  if (bytes.size() == c.size() && (best.alpha_s = fitted_alpha(c, bytes)) > 0) {
+    const auto plsgd = contiguous_groups(c, H);
+    auto fused = [&](const std::vector<int>& phase, const FillIn& fill) {
+      return modelled_time(b, fused_comm(c, bytes, phase, best.alpha_s), H, phase, &fill, k);
+    };
+    best.fused_solved_s = fused(best.phase, best.fill);
+    const FillIn plsgd_fill = fillin ? fill_in(b, c, H, plsgd) : none;
+    best.fused_plsgd_s = fused(plsgd, plsgd_fill);
+    if (best.fused_plsgd_s < 0.99 * best.fused_solved_s) {
+      best.phase = plsgd, best.fill = plsgd_fill, best.layerwise_s = best.fused_plsgd_s;
+      best.fused_plsgd = true;
+      std::vector<int> one(c.size(), 0);  // Local SGD's average: every layer in one run of buckets
+      best.localsgd_s = localsgd_time(b, fused_comm(c, bytes, one, best.alpha_s), H);
+    }
   }
   // Equal up to rounding of the sums is a tie, and a tie keeps the layer-wise schedule.
   const double tol = 1e-12 * (total_backward(b) + std::accumulate(c.begin(), c.end(), 0.0));
