@@ -191,6 +191,12 @@ class Run:
         ov = os.path.join(os.path.dirname(rdir), "profile", "overlap.json")  # the cell's profile
         comm_slow = json.load(open(ov))["comm_slowdown"] if os.path.exists(ov) else 0.0
         json.dump({"compute_slowdown": 0.0, "comm_slowdown": comm_slow}, open(os.path.join(d, "overlap.json"), "w"))
+        # The layers' sizes: the model fuses adjacent layers into buckets that pay the latency once, as the engine does.
+        sizes = os.path.join(os.path.dirname(rdir), "profile", "bytes.json")
+        if os.path.exists(sizes) and ratio == 1.0:
+            shutil.copyfile(sizes, os.path.join(d, "bytes.json"))
+        elif os.path.exists(os.path.join(d, "bytes.json")):
+            os.remove(os.path.join(d, "bytes.json"))
         cmd = [self.bin, "schedule", "--profile", d, "--h", str(H)]
         if delayed:  # the schedule that policy ran (or picks on this profile), with its channel across iterations
             cmd += ["--delay", name.split("delay=")[1].split(",")[0], "--forward-ms", str(means["forward"]),
@@ -209,7 +215,8 @@ class Run:
         # codec's bytes (it was once looked up as dreamddp's in-step schedule, 1-2% apart on the mlp cells).
         key = {"ddp": "ddp_overlap", "localsgd": "localsgd_delay" if delayed else "localsgd", "plsgd": "plsgd",
                "dreamddp": "dreamddp_delay" if delayed else "dreamddp"}[base]
-        return means["forward"] + means["update"] + 1e3 * m[key]
+        fused = m.get("fused", {})  # with the cell's sizes: buckets pay the fitted latency once (in-step schedules)
+        return means["forward"] + means["update"] + 1e3 * fused.get(key, m[key])
 
     def launch(self, ranks, rate):
         net = [] if rate == "loopback" else ["--netem", rate]

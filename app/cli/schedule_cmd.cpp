@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -59,7 +60,27 @@ struct ScheduleReport {
   bool runs_local = false;
   std::vector<double> waits;
   double t_ddp = 0, t_ddp_overlap = 0, t_local = 0, t_plsgd = 0, t_dream = 0, t_delay = 0, t_local_delay = 0;
+  // With DIR/bytes.json: the latency fitted from the comm times over the sizes, and the times with fused buckets
+  // (schedule_choice.h fused_comm); alpha 0 when the times are proportional to the sizes (nothing fused then).
+  double alpha = 0;
+  bool fused_plsgd = false;
+  double f_ddp_overlap = 0, f_local = 0, f_plsgd = 0, f_dream = 0;
 };
+
+// DIR/bytes.json (written by `dreamddp profile`) in the profile's layer order; empty when absent.
+std::vector<int64_t> profile_bytes(const std::string& dir, const std::vector<std::string>& names) {
+  const auto file = (std::filesystem::path(dir) / "bytes.json").string();
+  if (!std::filesystem::exists(file)) return {};
+  std::map<std::string, double> by;
+  for (auto& [n, v] : sync::read_layer_times(file)) by[n] = v;
+  std::vector<int64_t> out;
+  for (auto& n : names) {
+    auto it = by.find(n);
+    if (it == by.end()) throw UsageError("schedule: " + file + " has no size for layer '" + n + "'");
+    out.push_back(int64_t(it->second));
+  }
+  return out;
+}
 
 std::vector<int> parse_phases(const std::string& text, int H) {
   std::vector<int> given;
@@ -153,11 +174,13 @@ ScheduleReport compute_schedule(const ScheduleArgs& a) {
   }
   const sync::Contention& k = r.prof.contention;
   r.plsgd_phase = sync::contiguous_groups(c, H);
+  const auto bytes = profile_bytes(a.dir, r.prof.names);
   if (!a.has_phases) {  // what the policy runs (dreamddp.cpp on_profile): choose_in_step
-    auto choice = sync::choose_in_step(b, c, H, sol.phase, a.fillin, k);
+    auto choice = sync::choose_in_step(b, c, H, sol.phase, a.fillin, k, bytes);
     sol.phase = choice.phase;
     if (a.fillin) r.fill = choice.fill;
     r.runs_local = choice.local_sgd;
+    r.fused_plsgd = choice.fused_plsgd;
   } else if (a.fillin) {
     r.fill = sync::fill_in(b, c, H, sol.phase);
   }
@@ -169,6 +192,15 @@ ScheduleReport compute_schedule(const ScheduleArgs& a) {
   r.t_local = sync::localsgd_time(b, c, H);
   r.t_plsgd = sync::modelled_time(b, c, H, r.plsgd_phase, nullptr, k);
   r.t_dream = sync::modelled_time(b, c, H, sol.phase, fillp, k);
+  r.alpha = bytes.empty() ? 0 : sync::fitted_alpha(c, bytes);
+  if (r.alpha > 0) {
+    auto fused = [&](const std::vector<int>& phase) { return sync::fused_comm(c, bytes, phase, r.alpha); };
+    const std::vector<int> one(b.size(), 0);
+    r.f_ddp_overlap = sync::modelled_time(b, fused(one), 1, one, nullptr, k);
+    r.f_local = sync::localsgd_time(b, fused(one), H);
+    r.f_plsgd = sync::modelled_time(b, fused(r.plsgd_phase), H, r.plsgd_phase, nullptr, k);
+    r.f_dream = sync::modelled_time(b, fused(sol.phase), H, sol.phase, fillp, k);
+  }
   if (a.delay >= 0) {
     const double f = a.fwd_ms / 1e3, u = a.upd_ms / 1e3;
     const auto dph = a.has_phases ? sol.phase : sync::schedule_phases_delayed(b, c, H, a.delay);
@@ -227,6 +259,13 @@ void print_schedule(const ScheduleArgs& a, const ScheduleReport& r) {
   if (r.runs_local)
     say("  dreamddp runs Local SGD's schedule: %.6f s, faster than its layer-wise one once overlap is charged\n",
         r.t_local);
+  if (r.alpha > 0) {
+    say("with fused buckets (bytes.json; latency %.3f ms fitted, paid once per bucket of up to 25 MiB):\n",
+        r.alpha * 1e3);
+    say("  ddp, overlapped  %.6f\n  localsgd         %.6f\n  plsgd            %.6f\n  dreamddp         %.6f%s\n",
+        r.f_ddp_overlap, r.f_local, r.f_plsgd, r.f_dream,
+        r.fused_plsgd ? "  (plsgd's split: faster than the solver's phases once fused)" : "");
+  }
   if (a.delay >= 0) {
     say("  dreamddp delay=%d %.6f  (backward + exposed comm; forward %.3f + update %.3f ms overlapped by the channel)\n",
         a.delay, r.t_delay, a.fwd_ms, a.upd_ms);
@@ -253,6 +292,12 @@ void print_schedule(const ScheduleArgs& a, const ScheduleReport& r) {
   j["compute_slowdown"] = k.compute;
   j["comm_slowdown"] = k.comm;
   j["dreamddp_runs"] = r.runs_local ? "localsgd" : "layerwise";
+  if (r.alpha > 0) {
+    j["alpha_s"] = r.alpha;
+    j["dreamddp_phases"] = r.fused_plsgd ? "plsgd (fused buckets)" : "solver";
+    j["fused"] = {{"ddp_overlap", r.f_ddp_overlap}, {"localsgd", r.f_local}, {"plsgd", r.f_plsgd},
+                  {"dreamddp", r.f_dream}};
+  }
   if (a.delay >= 0) {
     j["dreamddp_delay"] = r.t_delay;
     j["localsgd_delay"] = r.t_local_delay;

@@ -22,6 +22,17 @@ struct Job {
   int64_t bytes = 0;
   int64_t seq = 0;  // index in the group's collective sequence (the same on every member)
   std::function<void(ByteChannel&)> fn;
+  float* data = nullptr;  // a small host vector whose result the ranks decide on (votes, an agreed profile)
+  ReduceOp op = ReduceOp::Sum;
+  int root = 0;
+};
+
+// The result of a collective that moves data: every member's vector, combined once all have arrived.
+struct DataJob {
+  std::vector<float*> ptrs;
+  int arrived = 0, copied = 0;
+  bool done = false;
+  std::vector<float> result;
 };
 
 // One member's FIFO: jobs [0, done) are complete; end[id] is when job id completed (simulated seconds).
@@ -37,6 +48,9 @@ struct Channel {
 
 struct SimGroup {
   int id = 0;
+  sg4::MutexPtr mu;  // data-moving collectives: members wait here for each other
+  sg4::ConditionVariablePtr cv;
+  std::map<int64_t, DataJob> data;
   std::vector<int> members;  // world ranks, in group rank order
   sg4::BarrierPtr barrier;
   std::vector<std::unique_ptr<Channel>> ch;  // by group rank
@@ -57,6 +71,8 @@ std::shared_ptr<SimGroup> make_group(SimNet& net, std::vector<int> members) {
   g->members = std::move(members);
   const size_t n = g->members.size();
   g->barrier = sg4::Barrier::create(unsigned(n));
+  g->mu = sg4::Mutex::create();
+  g->cv = sg4::ConditionVariable::create();
   for (size_t i = 0; i < n; ++i) g->ch.push_back(std::make_unique<Channel>());
   g->blobs.resize(n);
   g->colors.resize(n);
@@ -134,6 +150,31 @@ class SimByteChannel : public ByteChannel {
   int sub_ = 1;
 };
 
+// After member `pos`'s transfers of a data-moving collective: once every member has arrived, the first one past
+// combines all members' vectors (sum, average, or the root's), and each copies the result into its own.
+void combine(SimGroup& g, int pos, const Job& j, size_t n) {
+  const int size = int(g.members.size());
+  std::unique_lock<sg4::Mutex> lk(*g.mu);
+  DataJob& d = g.data[j.seq];
+  ++d.arrived;
+  g.cv->notify_all();
+  while (d.arrived < size) g.cv->wait(lk);
+  if (!d.done) {
+    d.result.assign(n, 0.0f);
+    if (j.kind == kBroadcast) {
+      std::copy(d.ptrs[size_t(j.root)], d.ptrs[size_t(j.root)] + n, d.result.begin());
+    } else {
+      for (int r = 0; r < size; ++r)
+        for (size_t i = 0; i < n; ++i) d.result[i] += d.ptrs[size_t(r)][i];
+      if (j.op == ReduceOp::Avg)
+        for (auto& x : d.result) x /= float(size);
+    }
+    d.done = true;
+  }
+  std::copy(d.result.begin(), d.result.end(), j.data);
+  if (++d.copied == size) g.data.erase(j.seq);
+}
+
 void comm_actor(SimNet* net, std::shared_ptr<SimGroup> g, int pos) {
   const int n = int(g->members.size());
   if (n > 1 && net->collectives != "ring") {  // the route latency to the ring successor, for fused collectives
@@ -154,6 +195,12 @@ void comm_actor(SimNet* net, std::shared_ptr<SimGroup> g, int pos) {
       c.queue.pop_front();
     }
     const Job& j = job.second;
+    if (j.data) {
+      std::unique_lock<sg4::Mutex> lk(*g->mu);
+      auto& d = g->data[j.seq];
+      d.ptrs.resize(size_t(n), nullptr);
+      d.ptrs[size_t(pos)] = j.data;
+    }
     std::exception_ptr err;
     try {
       if (j.kind == kAllreduce) ring_rounds(*net, *g, pos, 2 * (n - 1), double(j.bytes) / n, j.seq * 64);
@@ -162,6 +209,7 @@ void comm_actor(SimNet* net, std::shared_ptr<SimGroup> g, int pos) {
         SimByteChannel bc(*net, *g, pos, j.seq);
         j.fn(bc);
       }
+      if (j.data) combine(*g, pos, j, size_t(j.bytes / 4));
     } catch (...) {
       err = std::current_exception();
     }
@@ -224,7 +272,8 @@ SimBackend::~SimBackend() {
 
 int SimBackend::size() const { return int(g_->members.size()); }
 
-WorkPtr SimBackend::push(int kind, int64_t bytes, std::function<void(ByteChannel&)> fn) {
+WorkPtr SimBackend::push(int kind, int64_t bytes, std::function<void(ByteChannel&)> fn, float* data, ReduceOp op,
+                         int root) {
   Channel& c = *g_->ch[size_t(pos_)];
   std::unique_lock<sg4::Mutex> lk(*c.mu);
   const int64_t id = int64_t(c.end.size());
@@ -234,16 +283,25 @@ WorkPtr SimBackend::push(int kind, int64_t bytes, std::function<void(ByteChannel
   j.bytes = bytes;
   j.seq = id;
   j.fn = std::move(fn);
+  j.data = data;
+  j.op = op;
+  j.root = root;
   c.queue.emplace_back(id, std::move(j));
   ++net_.comm_busy[size_t(g_->members[size_t(pos_)])];
   c.cv->notify_all();
   return std::make_shared<SimWork>(g_, &c, id);
 }
 
-WorkPtr SimBackend::allreduce(float*, size_t n, ReduceOp) { return push(kAllreduce, 4 * int64_t(n), nullptr); }
-WorkPtr SimBackend::broadcast(float*, size_t n, int) { return push(kBroadcast, 4 * int64_t(n), nullptr); }
+// Collectives on the sizes-only arenas move no data; any other vector (votes, an agreed profile, a trial's times)
+// is what the ranks decide on, and is reduced for real.
+WorkPtr SimBackend::allreduce(float* p, size_t n, ReduceOp op) {
+  return push(kAllreduce, 4 * int64_t(n), nullptr, net_.moves(p) ? p : nullptr, op, 0);
+}
+WorkPtr SimBackend::broadcast(float* p, size_t n, int root) {
+  return push(kBroadcast, 4 * int64_t(n), nullptr, net_.moves(p) ? p : nullptr, ReduceOp::Sum, root);
+}
 WorkPtr SimBackend::run_bytes(std::function<void(ByteChannel&)> fn, const char*, size_t bytes) {
-  return push(kBytes, int64_t(bytes), std::move(fn));
+  return push(kBytes, int64_t(bytes), std::move(fn));  // a compressed payload of the arenas: no data
 }
 
 std::vector<std::string> SimBackend::allgather(const std::string& blob) {

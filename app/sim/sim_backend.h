@@ -2,7 +2,8 @@
 // collective becomes a job on the group's per-rank FIFO, run by a SimGrid actor (the backend's communication thread)
 // as ring transfers between ring neighbours over the simulated network. Data is never moved: a simulation times
 // collectives, it does not compute their results (run_bytes hands its function a channel that copies the rank's
-// own block into every slot). SimGrid types stay in sim_backend.cpp.
+// own block into every slot) on the arenas; the small host vectors the ranks decide on (control votes, the agreed
+// self-profile, a trial's times) are reduced for real. SimGrid types stay in sim_backend.cpp.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -35,6 +36,13 @@ struct SimNet {
   double contention_comm = 0;  // a transfer started while its rank computes takes 1 + this longer
   int next_group = 0;
   std::shared_ptr<SimGroup> world;  // SimBackend::make_world
+  // The sizes-only arenas (and their scratch): collectives there move no data; on any other vector they do.
+  const char* sizes_lo = nullptr;
+  const char* sizes_hi = nullptr;
+  bool moves(const void* p) const {
+    const char* c = static_cast<const char*>(p);
+    return p && !(c >= sizes_lo && c < sizes_hi);
+  }
 };
 
 class SimBackend : public Backend {
@@ -59,7 +67,8 @@ class SimBackend : public Backend {
   double timeout() const override { return 0; }
 
  private:
-  WorkPtr push(int kind, int64_t bytes, std::function<void(ByteChannel&)> fn);
+  WorkPtr push(int kind, int64_t bytes, std::function<void(ByteChannel&)> fn, float* data = nullptr,
+               ReduceOp op = ReduceOp::Sum, int root = 0);
   SimNet& net_;
   std::shared_ptr<SimGroup> g_;
   int pos_;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 #include "core/common/clock.h"
 #include "core/sync/policy/registry.h"
@@ -63,6 +64,7 @@ class ProfileCompute final : public train::StepCompute {
 // taken (nothing reads them), scratch buffers are one shared region (the self-profile's timed collectives).
 class SizesDataPath final : public sync::DataPath {
  public:
+  explicit SizesDataPath(float* scratch) : scratch_(scratch) {}
   bool on_device() const override { return false; }
   bool moves_data() const override { return false; }
   WorkPtr allreduce(Backend& g, float* p, size_t n, ReduceOp op, int) override { return g.allreduce(p, n, op); }
@@ -71,23 +73,26 @@ class SizesDataPath final : public sync::DataPath {
   void save(const float*, size_t, std::vector<float>&) override {}
   void restore(float*, size_t, const std::vector<float>&) override {}
   float* scratch(size_t n) override {
-    static std::vector<float> shared;
-    if (shared.size() < n) shared.resize(n);
-    return shared.data();
+    if (n > size_t(kScratchFloats)) throw std::logic_error("simulate: a scratch buffer larger than planned");
+    return scratch_;
   }
   void wait_layer_ready(int) override {}
+
+ private:
+  float* scratch_;
 };
 
 class NoWatch final : public train::StepWatch {};
 
 }  // namespace
 
-sync::Arenas sizes_only_arenas(const SimLayers& layers, int opt_slots) {
+sync::Arenas sizes_only_arenas(const SimLayers& layers, int opt_slots, SimNet& net, float** scratch) {
   sync::Arenas a;
   a.num_params = layers.num_params;
   a.num_buffers = layers.num_buffers;
   a.state_slots = std::max(1, opt_slots);
-  const size_t floats = size_t(a.num_params) * size_t(2 + a.state_slots) + size_t(a.num_buffers) + 16;
+  const size_t floats =
+      size_t(a.num_params) * size_t(2 + a.state_slots) + size_t(a.num_buffers) + size_t(kScratchFloats) + 16;
   void* p = mmap(nullptr, 4 * floats, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();  // never unmapped: it lives as long as the process's one simulation
   float* base = static_cast<float*>(p);
@@ -95,6 +100,9 @@ sync::Arenas sizes_only_arenas(const SimLayers& layers, int opt_slots) {
   a.grads = base + a.num_params;
   a.opt_state = a.grads + a.num_params;
   a.buffers = a.opt_state + a.num_params * a.state_slots;
+  *scratch = a.buffers + a.num_buffers;
+  net.sizes_lo = static_cast<const char*>(p);
+  net.sizes_hi = net.sizes_lo + 4 * floats;
   return a;
 }
 
@@ -109,13 +117,13 @@ void run_rank(SimRun& run, int rank) {
   eo.first_bucket_bytes = o.first_bucket_bytes;
   eo.average_optimizer_state = o.average_optimizer_state;
   eo.anomaly_votes = o.anomaly_votes;
-  eo.control_file = rank0 ? o.control_file : "";
+  eo.control_file = o.control_file;  // every rank: it shapes the control vector; rank 0 reads the file
   eo.verbose = o.verbose;
   eo.metrics = rank0 || o.all_rank_events ? run.metrics : nullptr;
   eo.host_name = run.nodes[size_t(rank)];
   eo.contention_given = true;
   eo.contention = run.layers->contention;
-  auto engine = sync::make_layer_sync(eo, run.table, run.arenas, std::make_unique<SizesDataPath>(), *b);
+  auto engine = sync::make_layer_sync(eo, run.table, run.arenas, std::make_unique<SizesDataPath>(run.scratch), *b);
 
   auto timing = sync::make_policy(sync::PolicySpec::parse(o.policy));
   timing->setup(run.table.meta, b->size());

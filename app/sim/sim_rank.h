@@ -24,6 +24,7 @@ struct SimRun {
   SimNet net;
   sync::LayerTable table;
   sync::Arenas arenas;                      // one set of never-read arenas for every rank (sizes_only_arenas)
+  float* scratch = nullptr;                 // in the same region
   std::vector<std::string> nodes;           // rank -> node name (hier nodes=auto groups by it)
   std::map<int, double> slow;               // rank -> compute factor
   telemetry::MetricsWriter* metrics = nullptr;
@@ -31,12 +32,15 @@ struct SimRun {
   SimResult* res = nullptr;
   double last_end = 0;
   std::exception_ptr error;                 // the first rank's failure (the simulation then stops)
+  int finished = 0;                         // ranks whose run ended
 };
 
 // Arenas of the layers' sizes in one lazily mapped region: pages the engine never touches (collectives move no
 // data here, gradient signals are constant) cost no memory, so 1024 ranks of a 124 M-parameter model need none.
 // Transformed averages (outer=, compress=) read the zero parameters; their per-rank anchors are the only copies.
-sync::Arenas sizes_only_arenas(const SimLayers& layers, int opt_slots);
+// `net` learns the region (collectives there move no data); *scratch is a scratch buffer of kScratchFloats inside it.
+constexpr int64_t kScratchFloats = int64_t(1) << 22;
+sync::Arenas sizes_only_arenas(const SimLayers& layers, int opt_slots, SimNet& net, float** scratch);
 
 // The rank's whole run: engine construction, opt.steps steps, finalize. Rank 0 fills res->steps and the timings.
 void run_rank(SimRun& run, int rank);

@@ -159,7 +159,7 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   run.net.contention_comm = layers.contention.comm;
   run.table.meta = layers.meta;
   run.table.ranges = layers.ranges;
-  run.arenas = sizes_only_arenas(layers, opt.opt_slots);
+  run.arenas = sizes_only_arenas(layers, opt.opt_slots, run.net, &run.scratch);
   run.nodes = nodes;
   run.slow = platform.slow;
   run.metrics = metrics;
@@ -177,6 +177,7 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
     sg4::Actor::create("rank" + std::to_string(r), hosts[size_t(r)], [&run, r] {
       try {
         run_rank(run, r);
+        ++run.finished;
       } catch (...) {  // the first failure stops every rank (the others would wait for it forever)
         if (!run.error) run.error = std::current_exception();
         sg4::Actor::kill_all();
@@ -190,6 +191,9 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   }
   set_clock(nullptr);
   if (run.error) std::rethrow_exception(run.error);
+  if (run.finished != n)  // SimGrid found every actor waiting: the ranks' collectives did not match
+    throw std::runtime_error("simulate: " + std::to_string(n - run.finished) + " of " + std::to_string(n) +
+                             " simulated ranks never finished (their collectives did not match); no result");
   res.simulated_s = run.last_end;
   res.flows = run.net.flows;
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wall).count();

@@ -147,6 +147,11 @@ def case_sequence(binary, tmp, _):
              ("mlp", "plsgd:h=3,compress=bf16,delay=2")]
     # Switches: into a policy at a step > 0 (the engine's one average, then the new schedule).
     runs += [("mlp", "ddp --switch 5:plsgd:h=3"), ("mlp", "localsgd:k=4 --switch 6:dreamddp:h=3,profile=" + prof)]
+    # The control file, read by rank 0 at step 0 and switched to once every rank has the vote.
+    ctl = os.path.join(tmp, "control")
+    with open(ctl, "w") as f:
+        f.write("plsgd:h=3\n")
+    runs += [("mlp", "ddp --control-file " + ctl)]
     for model, spec in runs:
         prof = profs[model]
         pol, *more = spec.split(" ")
@@ -161,7 +166,7 @@ def case_sequence(binary, tmp, _):
         simulate(binary, ["--profile", prof, "--model", model, "--cluster", "1x2", "--policy", pol, "--steps",
                           str(steps), "--events", "all", "--out", sim] + more
                  + (["--signals", "constant"] if pol.startswith("hier") else []))
-        short = model + " " + spec.split(",profile")[0]
+        short = model + " " + spec.split(",profile")[0].replace(tmp + "/", "")
         check(len(want) > 0, f"{short}: the real run logged {len(want)} collectives")
         for r in (0, 1):
             got = events(os.path.join(sim, "metrics.h5"), r)
@@ -170,6 +175,20 @@ def case_sequence(binary, tmp, _):
                   f"order" + ("" if got == want else f" (got {len(got)}; first difference at #{first}: "
                                                       f"{got[first] if first is not None else None} vs "
                                                       f"{want[first] if first is not None else None})"))
+
+
+def case_agree(binary, tmp, profiles):
+    """Ranks that measure different times still decide alike, as in a real run: with a straggler, every rank of a
+    self-profiling dreamddp takes rank 0's agreed profile, so all launch the same collectives (the simulated
+    control and profile all-reduces carry their data; only the arenas' do not)."""
+    P = os.path.join(profiles, "gpt2_16_1gbit")
+    out = os.path.join(tmp, "agree")
+    simulate(binary, ["--profile", P, "--comm-bw", "1Gbps", "--cluster", "4x1,inter=1Gbps", "--slow", "2=1.7",
+                      "--policy", "dreamddp:h=4", "--steps", "30", "--events", "all", "--out", out])
+    per = [events(os.path.join(out, "metrics.h5"), r) for r in range(4)]
+    check(len(per[0]) > 30 and all(p == per[0] for p in per[1:]),
+          f"4 ranks, rank 2 1.7x slower, self-profiled dreamddp:h=4: every rank launched the same "
+          f"{len(per[0])} collectives ({[len(p) for p in per]})")
 
 
 def case_bad(binary, tmp, profiles):
@@ -273,7 +292,8 @@ def case_own_profile(binary, tmp, _):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True)
-    ap.add_argument("--case", required=True, choices=["ring", "model", "sequence", "bad", "speed", "own_profile"])
+    ap.add_argument("--case", required=True, choices=["ring", "model", "sequence", "agree", "bad", "speed",
+                                                      "own_profile"])
     ap.add_argument("--profiles", default=os.environ.get("DREAMDDP_PROFILES", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "dreamddp-profiles")))
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="dd_sim_test_") as tmp:
