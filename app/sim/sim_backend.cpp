@@ -98,8 +98,6 @@ void ring_rounds(SimNet& net, SimGroup& g, int pos, int steps, double chunk, int
   const int n = int(g.members.size());
   if (n <= 1 || steps <= 0) return;
   const int next = (pos + 1) % n, prev = (pos + n - 1) % n;
-  const int world = g.members[size_t(pos)];
-  if (net.contention_comm > 0 && net.computing[size_t(world)]) chunk *= 1 + net.contention_comm;
   sg4::Mailbox* out = box(g, pos, next);
   sg4::Mailbox* in = box(g, prev, pos);
   static int token = 0;

@@ -29,11 +29,9 @@ struct SimNet {
   std::vector<simgrid::s4u::Host*> hosts;  // by world rank
   std::string collectives = "auto";        // ring | fused | auto (ring up to 32 members, fused beyond)
   int64_t flows = 0;                        // point-to-point transfers simulated
-  // Per world rank: collectives queued or running on any of its channels, and whether its compute runs (the
-  // compute stand-in and the transfers charge each other the profile's contention by these).
+  // Per world rank: collectives queued or running on any of its channels (compute runs slower meanwhile, by the
+  // profile's contention).
   std::vector<int> comm_busy;
-  std::vector<char> computing;
-  double contention_comm = 0;  // a transfer started while its rank computes takes 1 + this longer
   int next_group = 0;
   std::shared_ptr<SimGroup> world;  // SimBackend::make_world
   // The sizes-only arenas (and their scratch): collectives there move no data; on any other vector they do.

@@ -49,9 +49,7 @@ class ProfileCompute final : public train::StepCompute {
     if (!(seconds > 0)) return;
     double f = slow_;
     if (run_.net.comm_busy[size_t(rank_)] > 0) f *= 1 + L_.contention.compute;
-    run_.net.computing[size_t(rank_)] = 1;
     sg4::this_actor::execute(seconds * f * kRefSpeed);
-    run_.net.computing[size_t(rank_)] = 0;
   }
   SimRun& run_;
   const SimLayers& L_;

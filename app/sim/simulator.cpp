@@ -155,8 +155,6 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   run.net.hosts = hosts;
   run.net.collectives = opt.collectives;
   run.net.comm_busy.assign(size_t(n), 0);
-  run.net.computing.assign(size_t(n), 0);
-  run.net.contention_comm = layers.contention.comm;
   run.table.meta = layers.meta;
   run.table.ranges = layers.ranges;
   run.arenas = sizes_only_arenas(layers, opt.opt_slots, run.net, &run.scratch);
