@@ -212,6 +212,13 @@ def render_regime(results, name="regime_map.json"):
             else "", " %s |" % _f(v.get("best_delay_vs_localsgd") if len(delays) > 1 else
                                   v.get("dreamddp_delay_vs_localsgd")) if delayed else ""))
     names = [k[1] for k in cols if k[0] == "ours"]
+    vs_partial = ["%s, %d ranks, %s: %s%s" % (
+        c["model"], c["ranks"], c["rate"], _f(c["verdict"]["ours_dreamddp_vs_torch_partial"], "%.2fx"),
+        " (dreamddp:h=%d ran these phases without fill-in)" % H if c["verdict"].get("dreamddp_fillin0_is_dreamddp")
+        else "") for c in d["cells"] if c["verdict"].get("ours_dreamddp_vs_torch_partial")]
+    if vs_partial:
+        out += ["", "Our layer-wise schedule against the peer's `partial` on the same phases (samples/s, ours / "
+                    "torch): " + "; ".join(vs_partial) + "."]
     out += ["", "Samples/s over all ranks, median of %d alternating repeats (range). Model check: the step time the "
                 "schedule model predicts for each run's own profile (forward and update measured, backward + "
                 "communication modelled) against the measured one:" % d["repeats"], "",

@@ -149,6 +149,16 @@ def ran_schedule(log):
     return "localsgd" if any("runs Local SGD's schedule" in l for l in plan) else "layerwise"
 
 
+def ran_without_fill(log, layers, phases):
+    """True when a dreamddp run ran the cell's phases layer-wise with no fill-in (its last plan says "fill-in ...
+    none"): then it ran exactly what dreamddp:h=H,fillin=0 runs, and what the peer's `partial` runs on the same
+    phases."""
+    if not os.path.exists(log) or ran_schedule(log) != "layerwise" or ran_phases(log, layers) != phases:
+        return False
+    fills = [l for l in open(log, errors="replace").read().splitlines() if l.startswith("  fill-in")]
+    return bool(fills) and fills[-1].rstrip().endswith(" none (no neighbour of a phase's layers fits its idle channel)")
+
+
 def step_means(run_dir):
     """Mean forward/backward/update ms of the timed steps (after the trainer's warm-up), from metrics.h5."""
     import h5py
@@ -304,6 +314,8 @@ class Run:
                                                       ran_phases(rdir + ".log", list(bp)))}
                     if ran:
                         r["ran"] = ran
+                    if name == "dreamddp:h=%d" % H:
+                        r["no_fill_in"] = ran_without_fill(rdir + ".log", list(bp), phases)
                 else:
                     store = "/tmp/dd-regime-store-%d-%d" % (os.getpid(), len(self.runs))
                     env = ["/usr/bin/env", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "THREADS=1"]
@@ -378,6 +390,11 @@ def summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H):
            and (r["system"] == "ours" or r["peer_ok"])}
     lsgd, pl = val.get(("ours", "localsgd:k=%d" % H)), val.get(("ours", "plsgd:h=%d" % H))
     dd, dd0 = val.get(("ours", "dreamddp:h=%d" % H)), val.get(("ours", "dreamddp:h=%d,fillin=0" % H))
+    # dreamddp:h=H that ran the cell's phases with no fill-in (every repeat) ran what fillin=0 runs.
+    dd_runs = [r for r in runs if r["system"] == "ours" and r["config"] == "dreamddp:h=%d" % H]
+    dd0_from_dd = dd0 is None and dd is not None and dd_runs and all(r.get("no_fill_in") for r in dd_runs)
+    if dd0_from_dd:
+        dd0 = dd
     ddd = next((v for (sy, n), v in val.items() if sy == "ours" and ",delay=" in n), None)
     # The best dreamddp with a delay (no compression), and the best with compression, against Local SGD.
     delayed = {n: v for (sy, n), v in val.items() if sy == "ours" and n.startswith("dreamddp") and ",delay=" in n
@@ -390,6 +407,7 @@ def summarize(model, ranks, rate, steps, B, C, model_s, phases, runs, H):
         "best_baseline": "localsgd" if best == lsgd else "plsgd",
         "dreamddp_vs_best_baseline": dd / best if dd and best else None,
         "dreamddp_fillin0_vs_best_baseline": dd0 / best if dd0 and best else None,
+        "dreamddp_fillin0_is_dreamddp": bool(dd0_from_dd),
         "dreamddp_delay_vs_localsgd": ddd / lsgd if ddd and lsgd else None,
         "best_delay_config": best_delay,
         "best_delay_vs_localsgd": delayed[best_delay] / lsgd if best_delay and lsgd else None,
@@ -452,6 +470,8 @@ def remodel(a):
         bp, cm = read_profile(prof)
         for r in ours:
             rdir = os.path.join(a.runs_root, r["dir"])
+            if r["config"] == "dreamddp:h=%d" % c["H"]:
+                r["no_fill_in"] = ran_without_fill(rdir + ".log", list(bp), c["phases"])
             m = s.modelled(rdir, bp, cm, r["means_ms"], c["phases"], c["H"],
                            modelled_as(r["config"], r.get("ran"), c["H"]),
                            ran_phases(rdir + ".log", list(bp)))
