@@ -40,6 +40,16 @@ void Trainer::Impl::keep_step_start() {
   shrink->layer_steps = opt->layer_steps();
 }
 
+void Trainer::Impl::share_layer_steps() {
+  std::string mine;
+  if (rank0())
+    for (size_t i = 0; i < opt->layer_steps().size(); ++i) mine += (i ? "," : "") + std::to_string(opt->layer_steps()[i]);
+  std::istringstream v(backend->allgather(mine)[0]);
+  std::vector<int64_t> ls;
+  for (std::string x; std::getline(v, x, ',');) ls.push_back(std::stoll(x));
+  if (ls.size() == opt->layer_steps().size()) opt->layer_steps() = ls;
+}
+
 int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
                                     Progress& progress) {
   Shrink& S = *shrink;
@@ -89,6 +99,11 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
       opt->layer_steps() = S.layer_steps;
       if (!S.params.empty()) backend->allreduce(model->params().data(), S.params.size(), ReduceOp::Avg)->wait();
       if (!S.buffers.empty()) backend->allreduce(model->buffers().data(), S.buffers.size(), ReduceOp::Avg)->wait();
+      // Survivors may have kept the starts of different steps (one finished the step the others failed in): the
+      // optimizer's state and step counts become rank 0's, or ranks whose parameters are now equal would go on
+      // updating them differently (ddp never averages them again).
+      if (!S.opt_state.empty()) backend->broadcast(opt->state().data(), S.opt_state.size(), 0)->wait();
+      share_layer_steps();
       auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, new_world, new_rank, cfg.batch);
       moved->continue_at(next.step, position);
       sharder = std::move(moved);
