@@ -97,8 +97,8 @@ std::string DreamDdpPolicy::plan() const {
                              " (lock-step meanwhile)";
   std::ostringstream o;
   o.precision(4);
-  o << "dreamddp: schedule for H=" << h_ << (delay_ ? ", delay=" + std::to_string(delay_) : std::string()) << " (modelled " << modelled_ * 1e3 << " ms/iter backward+comm, bound "
-    << bound_ * 1e3 << " ms; ddp " << ddp_time(times_.backward_s, times_.comm_s) * 1e3 << " ms";
+  o << "dreamddp: schedule for H=" << h_ << (delay_ ? ", delay=" + std::to_string(delay_) : std::string()) << " (modelled " << modelled_ * 1e3 << " ms/iter backward+comm, "
+    << (fused_.fused_plsgd ? "the per-layer model's bound " : "bound ") << bound_ * 1e3 << " ms; ddp " << ddp_time(times_.backward_s, times_.comm_s) * 1e3 << " ms";
   if (!times_.contention.none())
     o << "; contention charged: compute x" << 1 + times_.contention.compute << ", communication x"
       << 1 + times_.contention.comm << " while they overlap";
