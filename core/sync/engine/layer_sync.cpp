@@ -21,11 +21,11 @@ LayerTable layer_table(const models::Model& m) {
 
 LayerSync::LayerSync(const EngineOptions& o, const LayerTable& layers, const Arenas& a, std::unique_ptr<DataPath> dp,
                      Backend& b)
-    : dp_(std::move(dp)), o_(o), a_(a), b_(b), meta_(layers.meta), ranges_(layers.ranges), L_(layers.size()),
-      switches_(parse_switches(o.switches)), control_file_(o.control_file), profile_(L_),
+    : dp_(std::move(dp)), o_(o), a_(a), b_(b), meta_(layers.meta), ranges_(layers.ranges),
+      switches_(parse_switches(o.switches)), control_file_(o.control_file), profile_(layers.size()),
       telemetry_(o.metrics, b.rank()), pm_(a.num_params), coll_(*dp_, b, o.check_collectives),
       copies_(coll_, a_, ranges_, pm_, auto_.codecs(), o.average_optimizer_state ? a.state_slots : 0) {
-  const int L = L_;
+  const int L = num_layers();
   actions_.assign(L, Action::None);
   trigger_.assign(L, -1);
   stale_.assign(L, 0);
@@ -59,7 +59,7 @@ void LayerSync::begin_step(int64_t step) {
   const auto entering = decide_step(*policy_, step, lockstep_all, actions_, lockstep_, stale_);
   // A layer leaving lock-step is equal on all ranks now: its anchor for transformed averages.
   if (pm_.active())
-    for (int l = 0; l < L_; ++l)
+    for (int l = 0; l < num_layers(); ++l)
       if (was_lockstep[size_t(l)] && !lockstep_[size_t(l)]) pm_.anchor(a_.params, ranges_[l].param_off, ranges_[l].param_n);
   // A pending correction applied after a layer became lock-step would make the ranks differ again.
   if (std::find(entering.begin(), entering.end(), true) != entering.end()) merge_delayed(/*all=*/true);
@@ -79,12 +79,12 @@ void LayerSync::enter_lockstep(const std::vector<bool>& entering) {
 
 void LayerSync::plan_launches() {
   buckets_ = plan_buckets(actions_, ranges_, o_.first_bucket_bytes, o_.bucket_cap_bytes);
-  trigger_ = bucket_triggers(buckets_, L_);
+  trigger_ = bucket_triggers(buckets_, num_layers());
   inflight_.clear();
   instep_.clear();
   launched_ = 0;
   // With delay=T this step's averages are merged T steps later: their layers are updated locally now.
-  delayed_now_.assign(size_t(L_), false);
+  delayed_now_.assign(size_t(num_layers()), false);
   if (merge_.delay > 0)
     for (auto& bk : buckets_)
       if (averages_params(bk.action))
@@ -155,7 +155,7 @@ void LayerSync::finish_backward() {
 
 void LayerSync::finish_backward_and_update(const std::function<void(int)>& update) {
   check_all_launched();
-  for (int l = L_ - 1; l >= 0; --l)
+  for (int l = num_layers() - 1; l >= 0; --l)
     if (actions_[l] == Action::None || delayed_now_[size_t(l)]) update(l);
   double waited = 0;
   for (auto& f : inflight_) {
@@ -193,8 +193,8 @@ void LayerSync::after_update() {
 }
 
 std::vector<bool> LayerSync::local_layers() const {
-  std::vector<bool> local(static_cast<size_t>(L_));
-  for (int l = 0; l < L_; ++l) local[size_t(l)] = !lockstep_[size_t(l)];
+  std::vector<bool> local(static_cast<size_t>(num_layers()));
+  for (int l = 0; l < num_layers(); ++l) local[size_t(l)] = !lockstep_[size_t(l)];
   return local;
 }
 

@@ -77,6 +77,7 @@ class LayerSync : public SyncEngine {
   void log_sync_event(const InFlight& f, double t_end, int64_t step, double t_bwd);
   Backend& group_of(const Bucket& bk) { return bk.action == Action::AverageGroup ? *intra_ : b_; }
   std::vector<bool> local_layers() const;  // the layers that are not lock-step (they differ across ranks)
+  int num_layers() const { return int(meta_.size()); }
   // layer_sync_averages.cpp
   void periodic_average();
   void merge_delayed(bool all);
@@ -107,7 +108,6 @@ class LayerSync : public SyncEngine {
   Backend& b_;
   std::vector<LayerMeta> meta_;
   std::vector<LayerRange> ranges_;
-  int L_;
   std::vector<std::string> hosts_;
   int64_t step_ = 0;
   double t_bwd_ = 0;

@@ -23,9 +23,9 @@ void LayerSync::set_policy(const std::string& spec) {
   policy_->start_at(step_);
   caps_ = policy_->caps();
   wants_signals_ = caps_.voting && caps_.voting->wants_signals();
-  profile_ = SelfProfile(L_);
+  profile_ = SelfProfile(num_layers());
   plan_version_ = policy_plan_version();
-  const int L = L_;
+  const int L = num_layers();
   merge_ = policy_->merge();
   // With a delay the data channel carries averages across steps, and the control all-reduce, waited for one or two
   // steps later, would queue behind them (10-20 ms exposed two steps after each 4 MB launch on the 1 Gbit/s mlp
@@ -61,7 +61,7 @@ void LayerSync::set_policy(const std::string& spec) {
   if (o_.verbose && b_.rank() == 0) {
     std::string plan = policy_plan();
     std::fprintf(stderr, "sync: policy %s on %d ranks, %d layers%s%s\n", policy_->describe().c_str(), b_.size(),
-                 L_, plan.empty() ? "" : "\n", plan.c_str());
+                 num_layers(), plan.empty() ? "" : "\n", plan.c_str());
   }
   record_decisions();
 }

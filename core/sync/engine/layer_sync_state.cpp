@@ -39,7 +39,7 @@ void LayerSync::load_state(const std::string& blob) {
   if (stale.size() != stale_.size()) throw UsageError("checkpoint: engine state is for another model");
   stale_ = stale;
   controls_.load(r, generation_, layout_);
-  copies_.load(r, L_);
+  copies_.load(r, num_layers());
   signals_.load(r);
   profile_.load(r);
   plan_version_ = r.get<int64_t>();
