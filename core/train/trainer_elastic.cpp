@@ -40,14 +40,18 @@ void Trainer::Impl::keep_step_start() {
   shrink->layer_steps = opt->layer_steps();
 }
 
-void Trainer::Impl::share_layer_steps() {
+void Trainer::Impl::share_layer_steps(const char* what, bool take) {
   std::string mine;
   if (rank0())
     for (size_t i = 0; i < opt->layer_steps().size(); ++i) mine += (i ? "," : "") + std::to_string(opt->layer_steps()[i]);
   std::istringstream v(backend->allgather(mine)[0]);
   std::vector<int64_t> ls;
   for (std::string x; std::getline(v, x, ',');) ls.push_back(std::stoll(x));
-  if (ls.size() == opt->layer_steps().size()) opt->layer_steps() = ls;
+  if (ls.size() != opt->layer_steps().size())
+    throw std::runtime_error(std::string(what) + ": rank 0 has " + std::to_string(ls.size()) +
+                             " optimizer layers, this rank " + std::to_string(opt->layer_steps().size()) +
+                             " (not the same model?)");
+  if (take) opt->layer_steps() = ls;
 }
 
 int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
@@ -103,7 +107,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
       // optimizer's state and step counts become rank 0's, or ranks whose parameters are now equal would go on
       // updating them differently (ddp never averages them again).
       if (!S.opt_state.empty()) backend->broadcast(opt->state().data(), S.opt_state.size(), 0)->wait();
-      share_layer_steps();
+      share_layer_steps("shrink", true);
       auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, new_world, new_rank, cfg.batch);
       moved->continue_at(next.step, position);
       sharder = std::move(moved);
@@ -224,38 +228,27 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
 }
 
 int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
-  // Rank 0's place in the run: the step, the data position, the sizes of what follows and the optimizer's
-  // per-layer step counts.
+  // Rank 0's place in the run: the step, the data position and the sizes of what follows.
   const std::string sizes = std::to_string(model->params().size()) + "," + std::to_string(model->buffers().size()) +
                             "," + std::to_string(opt->state().size());
   std::string mine;
-  if (rank0()) {
+  if (rank0())
     mine = std::to_string(shrink->world.step) + ";" + std::to_string(sharder->position_of(shrink->world.step)) + ";" +
-           sizes + ";";
-    for (size_t i = 0; i < opt->layer_steps().size(); ++i) mine += (i ? "," : "") + std::to_string(opt->layer_steps()[i]);
-  }
+           sizes;
   const std::string root = backend->allgather(mine)[0];
   std::istringstream in(root);
-  std::string step_s, pos_s, sizes_s, steps_s;
+  std::string step_s, pos_s, sizes_s;
   std::getline(in, step_s, ';');
   std::getline(in, pos_s, ';');
-  std::getline(in, sizes_s, ';');
-  std::getline(in, steps_s);
+  std::getline(in, sizes_s);
   const int64_t step = std::stoll(step_s), position = std::stoll(pos_s);
   // Every rank runs the same configuration (the start-up handshake); a joiner started with another model is
   // refused here, before any state moves.
   if (sizes_s != sizes)
     throw UsageError("rejoin: the live world's parameters, buffers and optimizer state have sizes " + sizes_s +
                      ", this rank's " + sizes + " (not the same --model or --optimizer?)");
-  if (joiner) {
-    std::vector<int64_t> ls;
-    std::istringstream v(steps_s);
-    for (std::string x; std::getline(v, x, ',');) ls.push_back(std::stoll(x));
-    if (ls.size() != opt->layer_steps().size())
-      throw std::runtime_error("rejoin: rank 0 has " + std::to_string(ls.size()) + " optimizer layers, this rank " +
-                               std::to_string(opt->layer_steps().size()) + " (not the same model?)");
-    opt->layer_steps() = ls;
-  }
+  // The optimizer's per-layer step counts: the joiner takes rank 0's, the others keep their own.
+  share_layer_steps("rejoin", joiner);
   // Optimizer state: the joiner takes rank 0's, the others keep their own. Parameters and buffers come with the
   // engine below, whose construction broadcasts rank 0's (the old members' are bitwise equal to them already).
   if (const size_t n = opt->state().size()) {

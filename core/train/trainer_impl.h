@@ -56,7 +56,9 @@ struct Trainer::Impl {
   std::unique_ptr<Shrink> shrink;
   void keep_step_start();
   // After a lost peer in `failed_step` (begun at t_step): agree, rebuild, restore; returns the step to continue at.
-  void share_layer_steps();  // the optimizer's per-layer step counts become rank 0's (collective)
+  // Collective: rank 0's per-layer optimizer step counts, taken by this rank when `take`; a rank with another
+  // number of layers throws, naming `what`.
+  void share_layer_steps(const char* what, bool take);
   int64_t shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
                        Progress& progress);
   // At the start of `step`: on a check step, rank 0 looks for joiners and tells every rank; with some, the world
