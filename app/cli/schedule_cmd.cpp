@@ -2,7 +2,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -71,14 +70,8 @@ struct ScheduleReport {
 std::vector<int64_t> profile_bytes(const std::string& dir, const std::vector<std::string>& names) {
   const auto file = (std::filesystem::path(dir) / "bytes.json").string();
   if (!std::filesystem::exists(file)) return {};
-  std::map<std::string, double> by;
-  for (auto& [n, v] : sync::read_layer_times(file)) by[n] = v;
   std::vector<int64_t> out;
-  for (auto& n : names) {
-    auto it = by.find(n);
-    if (it == by.end()) throw UsageError("schedule: " + file + " has no size for layer '" + n + "'");
-    out.push_back(int64_t(it->second));
-  }
+  for (double b : sync::read_layer_bytes(file, names)) out.push_back(int64_t(b));
   return out;
 }
 

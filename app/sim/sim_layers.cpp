@@ -77,14 +77,8 @@ SimLayers load_layers(const std::string& dir, const LayerSizeSource& given_src) 
         throw UsageError("profile " + dir + " has no layer sizes (bytes.json): give --model M, --bytes FILE or "
                          "--comm-bw BW");
     }
-    std::map<std::string, double> bytes;
-    for (auto& [n, v] : sync::read_layer_times(file)) bytes[n] = v;
-    for (size_t i = 0; i < floats.size(); ++i) {
-      auto it = bytes.find(prof.names[i]);
-      if (it == bytes.end()) throw UsageError(file + ": no size for layer '" + prof.names[i] + "' of " + dir);
-      if (it->second > 4e12) throw UsageError(file + ": layer '" + prof.names[i] + "' is larger than 4 TB");
-      floats[i] = std::llround(it->second / 4);
-    }
+    const auto bytes = sync::read_layer_bytes(file, prof.names);
+    for (size_t i = 0; i < floats.size(); ++i) floats[i] = std::llround(bytes[i] / 4);
     s.size_source = "bytes " + file;
   }
   for (size_t i = 0; i < floats.size(); ++i) {

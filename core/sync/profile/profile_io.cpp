@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <unordered_map>
 
@@ -84,6 +85,19 @@ std::vector<std::pair<std::string, double>> read_layer_times(const std::string& 
                        it.value().type_name() + "; need seconds as a number)");
     }
     out.emplace_back(it.key(), v);
+  }
+  return out;
+}
+
+std::vector<double> read_layer_bytes(const std::string& file, const std::vector<std::string>& names) {
+  std::map<std::string, double> by;
+  for (auto& [n, v] : read_layer_times(file)) by[n] = v;
+  std::vector<double> out;
+  for (auto& n : names) {
+    auto it = by.find(n);
+    if (it == by.end()) throw UsageError(file + ": no size for layer '" + n + "'");
+    if (it->second > 4e12) throw UsageError(file + ": layer '" + n + "' is larger than 4 TB");
+    out.push_back(it->second);
   }
   return out;
 }

@@ -26,6 +26,10 @@ LayerProfile read_profile(const std::string& dir);
 // Reads one layer -> seconds JSON object (same value rules as read_profile); names keep the file's key order.
 std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file);
 
+// A layer -> bytes JSON file (a profile's bytes.json, `simulate --bytes`), as the sizes of `names` in their order.
+// Throws dd::UsageError naming the file and the layer that has no size or one above 4 TB.
+std::vector<double> read_layer_bytes(const std::string& file, const std::vector<std::string>& names);
+
 // Writes DIR/bp.json, DIR/comm.json and DIR/overlap.json (creating DIR). Refuses to replace existing files unless overwrite.
 void write_profile(const std::string& dir, const LayerProfile& profile, bool overwrite = false);
 
