@@ -12,7 +12,8 @@
 #   per-layer comm times               --profile DIR (bp.json/comm.json, e.g. `dreamddp profile` in the run's
 #                                      setting), else RUNDIR/profile/ if present, else measured now with
 #                                      `dreamddp launch -n WORLD -- profile --model M --batch B --threads T`
-#   forward and update time per step   the run's /steps medians (steps after warm-up)
+#   forward and update time per step   the profile's step.json (written by `dreamddp profile`); for a profile
+#                                      without one, the run's /steps medians (steps after warm-up)
 #   the network                        a fit c = alpha + bytes x per_byte of the profile's comm times over the
 #                                      layers' bytes, turned into a WORLDx1 cluster with SimGrid's CM02 model (no
 #                                      correction factors): link bandwidth 2(n-1)/n / per_byte, latency
@@ -88,6 +89,10 @@ for run in runs:
         if p.returncode != 0:
             sys.exit(f"sim_validate.sh: {' '.join(cmd)} failed: {p.stderr.strip()[-400:]}")
     comm = json.load(open(os.path.join(prof, "comm.json")), object_pairs_hook=lambda kv: dict(kv))
+    step_source = "run"
+    if os.path.isfile(os.path.join(prof, "step.json")):
+        st_prof = json.load(open(os.path.join(prof, "step.json")))
+        fwd, upd, step_source = st_prof["forward_s"] * 1e3, st_prof["update_s"] * 1e3, "profile"
     bp_source = "profile"
     if bp_from == "run" and ready is not None and len(ready):
         # The run's own backward per layer: ready_l - ready_{l+1} (backward runs L-1 .. 0), rank 0, steps > 0.
@@ -136,7 +141,8 @@ for run in runs:
                  "measured_exposed_comm_fraction": s.get("exposed_comm_fraction"),
                  "simulated_exposed_comm_fraction": sim["exposed_comm_fraction"],
                  "forward_ms": fwd, "update_ms": upd, "fit_alpha_s": alpha, "fit_per_byte_s": per_byte,
-                 "profile": prof, "backward_from": bp_source, "command": " ".join(args[1:])})
+                 "profile": prof, "backward_from": bp_source, "forward_update_from": step_source,
+                 "command": " ".join(args[1:])})
 print(json.dumps({"validation": [{k: r[k] for k in ("run", "policy", "world", "measured_step_ms",
                                                     "simulated_step_ms", "ratio")} for r in rows]}))
 if json_out:

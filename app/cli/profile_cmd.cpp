@@ -1,5 +1,6 @@
 // `dreamddp profile`: measures per-layer backward and all-reduce times of this model, backend and network, and
-// writes bp.json / comm.json (the artifact's format) and overlap.json for `dreamddp schedule` and `dreamddp:profile=DIR`.
+// writes bp.json / comm.json (the artifact's format), overlap.json and step.json for `dreamddp schedule`,
+// `dreamddp:profile=DIR` and `dreamddp simulate`.
 #include <cstdio>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "core/data/sharder.h"
 #include "core/models/model.h"
 #include "core/ops/ops.h"
+#include "core/optim/optimizer.h"
 #include "core/sync/policy/layer_meta.h"
 #include "core/sync/profile/profiler.h"
 #include "core/train/run_dir.h"
@@ -30,8 +32,9 @@ int cmd_profile(int argc, char** argv) {
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
       std::fputs("usage: dreamddp profile --model M --out DIR [train's options below: --batch, --threads, --steps (10),\n"
                  "                        --backend, --rendezvous, ...]; run under `dreamddp launch -n N` for N ranks\n"
-                 "  measures this setup's per-layer backward and all-reduce times and how much overlapped communication\n"
-                 "  and compute slow each other; writes DIR/bp.json, DIR/comm.json, DIR/overlap.json\n\n", stdout);
+                 "  measures this setup's per-layer backward and all-reduce times, the forward and optimizer update of a\n"
+                 "  step, and how much overlapped communication and compute slow each other; writes DIR/bp.json,\n"
+                 "  DIR/comm.json, DIR/step.json, DIR/overlap.json, DIR/meta.json and DIR/bytes.json\n\n", stdout);
       break;
     }
   if (!parse_train_options(argc, argv, cfg)) return 0;
@@ -53,7 +56,8 @@ int cmd_profile(int argc, char** argv) {
   };
   sync::ProfileOptions po;
   po.steps = int(std::min<int64_t>(cfg.steps, 1000));
-  auto p = sync::measure_profile(*model, batch, backend.get(), po);
+  optim::Optimizer opt(train::optim_config(cfg), *model);  // the update a training step runs, timed
+  auto p = sync::measure_profile(*model, batch, backend.get(), po, &opt, cfg.lr);
   if (cfg.rank == 0) {
     sync::write_profile(cfg.out, p, cfg.overwrite);
     // What the profile was measured on, and each layer's size: `simulate --profile DIR` needs nothing else.
@@ -75,10 +79,12 @@ int cmd_profile(int argc, char** argv) {
       B += p.bp[l];
       C += p.comm[l];
     }
-    std::printf("model %s, batch %lld/rank, %d rank(s), backend %s: B = %.3f ms, C = %.3f ms; while they overlap "
-                "compute x%.3f, communication x%.3f -> %s/{bp,comm,overlap,meta,bytes}.json\n",
+    std::printf("model %s, batch %lld/rank, %d rank(s), backend %s: forward %.3f ms, B = %.3f ms, update %.3f ms, "
+                "C = %.3f ms; while they overlap compute x%.3f, communication x%.3f -> "
+                "%s/{bp,comm,step,overlap,meta,bytes}.json\n",
                 cfg.model.c_str(), (long long)cfg.batch, cfg.world, backend ? backend->name().c_str() : "none",
-                B * 1e3, C * 1e3, 1 + p.contention.compute, 1 + p.contention.comm, cfg.out.c_str());
+                p.forward_s * 1e3, B * 1e3, p.update_s * 1e3, C * 1e3, 1 + p.contention.compute,
+                1 + p.contention.comm, cfg.out.c_str());
   }
   if (backend) backend->barrier();
   return 0;

@@ -45,6 +45,8 @@ SimLayers load_layers(const std::string& dir, const LayerSizeSource& given_src) 
   if (given > 1) throw UsageError("simulate: give only one of --model, --bytes, --comm-bw");
   SimLayers s;
   s.contention = prof.contention;
+  s.forward_s = prof.forward_s;
+  s.update_s = prof.update_s;
   std::map<std::string, size_t> at;
   for (size_t i = 0; i < prof.names.size(); ++i) at[prof.names[i]] = i;
   if (!src.model.empty()) {

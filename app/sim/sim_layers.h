@@ -17,6 +17,7 @@ struct SimLayers {
   std::vector<sync::LayerRange> ranges;
   std::vector<double> bp_s, comm_s;  // from bp.json / comm.json
   sync::Contention contention;       // from overlap.json (none without one)
+  double forward_s = -1, update_s = -1;  // per step, from step.json (negative: the profile has none)
   int64_t num_params = 0, num_buffers = 0;
   std::string size_source;           // how the sizes were obtained (for the run's attributes)
   int size() const { return int(meta.size()); }

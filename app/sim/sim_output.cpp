@@ -21,6 +21,8 @@ nlohmann::ordered_json summarize(const SimResult& r, const SimLayers& layers, co
   s["batch"] = o.batch;
   s["layers"] = layers.size();
   s["params"] = layers.num_params;
+  s["forward_ms"] = o.forward_s * 1e3;  // per step, around the profile's backward
+  s["update_ms"] = o.update_s * 1e3;
   s["step_ms"] = r.step_ms;
   s["timed_steps"] = nlohmann::ordered_json::array({r.timed_first, r.timed_end});  // [first, end), as train's
   if (o.batch > 0) s["samples_per_s"] = r.step_ms > 0 ? double(o.batch) * r.world / (r.step_ms / 1e3) : 0.0;

@@ -144,6 +144,15 @@ data::InputSpec resolve_and_validate(TrainConfig& c) {
   return input;
 }
 
+optim::OptimConfig optim_config(const TrainConfig& cfg) {
+  optim::OptimConfig oc;
+  oc.kind = name(cfg.optimizer);
+  oc.momentum = cfg.momentum;
+  oc.nesterov = cfg.nesterov;
+  oc.weight_decay = cfg.weight_decay;
+  return oc;
+}
+
 Trainer::Trainer(const TrainConfig& cfg, Backend* backend, RunData* data) : impl_(std::make_unique<Impl>()) {
   auto& I = *impl_;
   I.cfg = cfg;
@@ -156,11 +165,7 @@ Trainer::Trainer(const TrainConfig& cfg, Backend* backend, RunData* data) : impl
   check_dataset_fits_model(I.train, *I.model);
   check_dataset_fits_model(I.test, *I.model);
   I.sharder = std::make_unique<data::Sharder>(I.train.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
-  optim::OptimConfig oc;
-  oc.kind = name(cfg.optimizer);
-  oc.momentum = cfg.momentum;
-  oc.nesterov = cfg.nesterov;
-  oc.weight_decay = cfg.weight_decay;
+  const optim::OptimConfig oc = optim_config(cfg);
   I.opt = std::make_unique<optim::Optimizer>(oc, *I.model);
   if (cfg.device == Device::Cuda) I.dev = make_device_state(cfg, *I.model, oc);
   I.sched.kind = name(cfg.lr_schedule);

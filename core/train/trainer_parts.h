@@ -22,6 +22,9 @@ class MetricsWriter;
 
 namespace dd::train {
 
+// The optimizer of a resolved configuration (its kind no longer auto).
+optim::OptimConfig optim_config(const TrainConfig& cfg);
+
 // Refuses a dataset whose inputs do not match the model (dd::UsageError).
 void check_dataset_fits_model(const data::Dataset& d, const models::Model& m);
 models::Input make_input(const data::Batch& b);

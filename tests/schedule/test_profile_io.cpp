@@ -7,6 +7,7 @@
 
 #include "core/common/error.h"
 #include "core/sync/profile/profile_io.h"
+#include "core/sync/profile/profiler.h"
 
 namespace fs = std::filesystem;
 using namespace dd::sync;
@@ -132,4 +133,41 @@ TEST(ProfileIo, ContentionRoundTripsAndIsOptional) {
     expect_usage_error_naming([&] { read_profile((d / "out").string()); }, ov);
   }
   fs::remove_all(d);
+}
+
+// step.json: written only when the step's forward and update were timed, read back; absent means unmeasured
+// (negative); bad values refused naming the file.
+TEST(ProfileIo, StepTimesRoundTripAndAreOptional) {
+  auto d = fresh_dir("step");
+  LayerProfile p{{"a", "b"}, {0.5, 0.25}, {1.0, 2.0}};
+  write_profile((d / "none").string(), p);
+  EXPECT_FALSE(fs::exists(d / "none" / "step.json"));
+  EXPECT_LT(read_profile((d / "none").string()).forward_s, 0);
+  EXPECT_LT(read_profile((d / "none").string()).update_s, 0);
+  p.forward_s = 0.003;
+  p.update_s = 0.0;
+  write_profile((d / "out").string(), p);
+  const auto q = read_profile((d / "out").string());
+  EXPECT_EQ(q.forward_s, 0.003);
+  EXPECT_EQ(q.update_s, 0.0);
+  const std::string st = (d / "out" / "step.json").string();
+  for (const char* text : {"{not json", R"({"forward_s": 1})", R"({"forward_s": -1, "update_s": 0})",
+                           R"({"forward_s": 0, "update_s": null})", "[1, 2]"}) {
+    put(st, text);
+    expect_usage_error_naming([&] { read_profile((d / "out").string()); }, st);
+  }
+  fs::remove_all(d);
+}
+
+// The parts of a pass scale to the median of whole passes: a preemption that lands in a different layer each
+// pass leaves every layer's median untouched, but not the pass.
+TEST(ProfileIo, PassScaleTakesTheMedianOfWholePasses) {
+  // Three layers of 1 ms each; in every pass one of them (a different one) also lost 3 ms off its core.
+  const std::vector<double> medians{1e-3, 1e-3, 1e-3};
+  EXPECT_NEAR(pass_scale(medians, {6e-3, 6e-3, 6e-3}), 2.0, 1e-12);
+  // The median, not the mean: one pass held up for 100 ms does not move it.
+  EXPECT_NEAR(pass_scale(medians, {3e-3, 3e-3, 0.1}), 1.0, 1e-12);
+  // Nothing measured: no scaling.
+  EXPECT_EQ(pass_scale({0.0, 0.0}, {1e-3}), 1.0);
+  EXPECT_EQ(pass_scale(medians, {}), 1.0);
 }

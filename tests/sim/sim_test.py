@@ -282,6 +282,19 @@ def case_own_profile(binary, tmp, _):
     check(a["step_ms"] == b["step_ms"] and a["comm_bytes"] == b["comm_bytes"] and a["comm_bytes"] > 0,
           f"simulate from the profile alone equals --model mlp: {a['step_ms']} vs {b['step_ms']} ms, "
           f"{a['comm_bytes']} vs {b['comm_bytes']} B")
+    # The profile times the rest of a step too (step.json): simulate adds it unless told otherwise, and a step of
+    # one rank is then forward + backward + update.
+    step = json.load(open(os.path.join(d, "step.json")))
+    check(step["forward_s"] > 0 and step["update_s"] > 0, f"step.json times the forward and the update: {step}")
+    bp_ms = 1e3 * sum(json.load(open(os.path.join(d, "bp.json"))).values())
+    one = ["--profile", d, "--cluster", "1x1", "--policy", "ddp", "--steps", "6"]
+    want = 1e3 * (step["forward_s"] + step["update_s"]) + bp_ms
+    got = simulate(binary, one)
+    check(abs(got["step_ms"] - want) <= 1e-6 * want + 1e-6 and got["forward_ms"] == 1e3 * step["forward_s"],
+          f"one simulated rank's step is the profile's forward + backward + update: {got['step_ms']} vs {want} ms")
+    none = simulate(binary, one + ["--forward-ms", "0", "--update-ms", "0"])
+    check(abs(none["step_ms"] - bp_ms) <= 1e-6 * bp_ms + 1e-6,
+          f"--forward-ms 0 --update-ms 0 leave the backward alone: {none['step_ms']} vs {bp_ms} ms")
     with open(os.path.join(d, "meta.json"), "w") as f:
         f.write("[1, 2]")
     rc, _, err = run(binary, ["simulate"] + common)

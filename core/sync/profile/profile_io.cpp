@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -50,6 +51,27 @@ std::string nan_to_null(const std::string& text) {
 // A layer name as a JSON string literal: quoted, control characters escaped, so an error message stays one line.
 std::string quoted(const std::string& name) {
   return nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A small JSON object file of named numbers: returns a getter that refuses (naming the file, its expected
+// `shape` and the key) a missing, non-numeric, infinite or negative value.
+std::function<double(const char*)> object_of_numbers(const std::string& file, const std::string& shape) {
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError("profile file " + file + " is not valid JSON: " + e.what());
+  }
+  return [j, file, shape](const char* key) {
+    const auto it = j.is_object() ? j.find(key) : j.end();
+    if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0)
+      throw UsageError("profile file " + file + " must hold " + shape + ", each a finite number >= 0 (" + key +
+                       " is not)");
+    return it->get<double>();
+  };
 }
 
 }  // namespace
@@ -146,25 +168,15 @@ LayerProfile read_profile(const std::string& dir) {
   for (auto& [name, t] : comm) p.comm[index.at(name)] = t;
   const auto overlap = fs::path(dir) / "overlap.json";
   if (fs::exists(overlap)) {
-    const std::string file = overlap.string();
-    std::ifstream in(file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(ss.str());
-    } catch (const nlohmann::json::exception& e) {
-      throw UsageError("profile file " + file + " is not valid JSON: " + e.what());
-    }
-    auto get = [&](const char* key) {
-      const auto it = j.is_object() ? j.find(key) : j.end();
-      if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0)
-        throw UsageError("profile file " + file + " must hold {\"compute_slowdown\": x, \"comm_slowdown\": y}, "
-                         "each a finite number >= 0 (" + key + " is not)");
-      return it->get<double>();
-    };
+    const auto get = object_of_numbers(overlap.string(), "{\"compute_slowdown\": x, \"comm_slowdown\": y}");
     p.contention.compute = get("compute_slowdown");
     p.contention.comm = get("comm_slowdown");
+  }
+  const auto step = fs::path(dir) / "step.json";
+  if (fs::exists(step)) {
+    const auto get = object_of_numbers(step.string(), "{\"forward_s\": f, \"update_s\": u}");
+    p.forward_s = get("forward_s");
+    p.update_s = get("update_s");
   }
   return p;
 }
@@ -192,6 +204,12 @@ void write_profile(const std::string& dir, const LayerProfile& profile, bool ove
   out << nlohmann::ordered_json{{"compute_slowdown", profile.contention.compute},
                                 {"comm_slowdown", profile.contention.comm}}.dump(4) << "\n";
   if (!out) throw UsageError("cannot write profile file " + overlap);
+  if (profile.forward_s < 0 || profile.update_s < 0) return;
+  const std::string step = (fs::path(dir) / "step.json").string();
+  if (!overwrite && fs::exists(step)) throw UsageError("refusing to overwrite existing profile file " + step);
+  std::ofstream st(step);
+  st << nlohmann::ordered_json{{"forward_s", profile.forward_s}, {"update_s", profile.update_s}}.dump(4) << "\n";
+  if (!st) throw UsageError("cannot write profile file " + step);
 }
 
 }  // namespace dd::sync

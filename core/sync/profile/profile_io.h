@@ -1,5 +1,6 @@
 // Per-layer profile files (bp.json, comm.json: layer name -> seconds, forward order; optional overlap.json:
-// {"compute_slowdown": x, "comm_slowdown": y}, see contention.h) read and written.
+// {"compute_slowdown": x, "comm_slowdown": y}, see contention.h; optional step.json: {"forward_s": f,
+// "update_s": u}, the rest of a step's compute) read and written.
 #pragma once
 #include <string>
 #include <vector>
@@ -16,9 +17,12 @@ struct LayerProfile {
   // What overlapped communication and compute cost each other (self_profile.h measure_contention); none when
   // the directory has no overlap.json (the artifact's profiles).
   Contention contention;
+  // The compute of a step outside the backward: one forward pass and one optimizer update of every layer, in
+  // seconds; negative when the directory has no step.json (the artifact's profiles time the backward only).
+  double forward_s = -1, update_s = -1;
 };
 
-// Reads DIR/bp.json, DIR/comm.json and, if present, DIR/overlap.json. Layer order is bp.json's key order. Throws
+// Reads DIR/bp.json, DIR/comm.json and, if present, DIR/overlap.json and DIR/step.json. Layer order is bp.json's key order. Throws
 // dd::UsageError naming the file for a missing directory/file, invalid JSON, a non-object, a null/NaN,
 // non-numeric, infinite or negative value, and naming the layers when the two files do not time the same layers.
 LayerProfile read_profile(const std::string& dir);
@@ -30,7 +34,7 @@ std::vector<std::pair<std::string, double>> read_layer_times(const std::string& 
 // Throws dd::UsageError naming the file and the layer that has no size or one above 4 TB.
 std::vector<double> read_layer_bytes(const std::string& file, const std::vector<std::string>& names);
 
-// Writes DIR/bp.json, DIR/comm.json and DIR/overlap.json (creating DIR). Refuses to replace existing files unless overwrite.
+// Writes DIR/bp.json, DIR/comm.json, DIR/overlap.json and, when the step was timed, DIR/step.json (creating DIR). Refuses to replace existing files unless overwrite.
 void write_profile(const std::string& dir, const LayerProfile& profile, bool overwrite = false);
 
 }  // namespace dd::sync
