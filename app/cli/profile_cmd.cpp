@@ -18,6 +18,7 @@
 #include "core/optim/optimizer.h"
 #include "core/sync/policy/layer_meta.h"
 #include "core/sync/profile/profiler.h"
+#include "core/train/anomaly.h"
 #include "core/train/run_dir.h"
 #include "core/train/trainer.h"
 #include "core/train/trainer_parts.h"
@@ -56,8 +57,15 @@ int cmd_profile(int argc, char** argv) {
   };
   sync::ProfileOptions po;
   po.steps = int(std::min<int64_t>(cfg.steps, 1000));
-  optim::Optimizer opt(train::optim_config(cfg), *model);  // the update a training step runs, timed
-  auto p = sync::measure_profile(*model, batch, backend.get(), po, &opt, cfg.lr);
+  // The update a training step runs, timed: the anomaly guard's gradient check (unless --anomaly off), then the
+  // optimizer.
+  optim::Optimizer opt(train::optim_config(cfg), *model);
+  train::AnomalyGuard guard(cfg.anomaly_spike, 20);
+  const bool scan = cfg.anomaly != train::AnomalyMode::Off;
+  auto update = [&](int l) {
+    if (!scan || guard.admit_layer(*model, l)) opt.update_layer(l, cfg.lr);
+  };
+  auto p = sync::measure_profile(*model, batch, backend.get(), po, update);
   if (cfg.rank == 0) {
     sync::write_profile(cfg.out, p, cfg.overwrite);
     // What the profile was measured on, and each layer's size: `simulate --profile DIR` needs nothing else.

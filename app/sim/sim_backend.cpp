@@ -46,6 +46,18 @@ struct Channel {
   bool stop = false;
 };
 
+struct RankIdle {
+  sg4::MutexPtr mu = sg4::Mutex::create();
+  sg4::ConditionVariablePtr cv = sg4::ConditionVariable::create();
+};
+
+void wait_comm_idle(SimNet& net, int rank, double until) {
+  auto& w = net.idle[size_t(rank)];
+  if (!w) w = std::make_shared<RankIdle>();
+  std::unique_lock<sg4::Mutex> lk(*w->mu);
+  while (net.comm_busy[size_t(rank)] > 0 && sg4::Engine::get_clock() < until) w->cv->wait_until(lk, until);
+}
+
 struct SimGroup {
   int id = 0;
   sg4::MutexPtr mu;  // data-moving collectives: members wait here for each other
@@ -215,7 +227,7 @@ void comm_actor(SimNet* net, std::shared_ptr<SimGroup> g, int pos) {
     if (err) c.errors[job.first] = err;
     c.end[size_t(job.first)] = sg4::Engine::get_clock();
     c.done = job.first + 1;
-    --net->comm_busy[size_t(world)];
+    if (--net->comm_busy[size_t(world)] == 0 && net->idle[size_t(world)]) net->idle[size_t(world)]->cv->notify_all();
     c.cv->notify_all();
   }
 }

@@ -19,6 +19,7 @@ class Host;
 namespace dd::sim {
 
 struct SimGroup;
+struct RankIdle;  // sim_backend.cpp: what a rank's compute waits on while its collectives run
 
 // A nominal host computes kRefSpeed flop/s; a profile second is kRefSpeed flops, so a host of speed s runs it in
 // kRefSpeed / s seconds (platform files: 1Gf is nominal); --slow R=F multiplies rank R's compute by F.
@@ -32,6 +33,7 @@ struct SimNet {
   // Per world rank: collectives queued or running on any of its channels (compute runs slower meanwhile, by the
   // profile's contention).
   std::vector<int> comm_busy;
+  std::vector<std::shared_ptr<RankIdle>> idle;  // by world rank, made on first use (wait_comm_idle)
   int next_group = 0;
   std::shared_ptr<SimGroup> world;  // SimBackend::make_world
   // The sizes-only arenas (and their scratch): collectives there move no data; on any other vector they do.
@@ -42,6 +44,10 @@ struct SimNet {
     return p && !(c >= sizes_lo && c < sizes_hi);
   }
 };
+
+// Blocks the calling actor (rank `rank`'s compute) until none of that rank's collectives is queued or running, or
+// until simulated time `until`, whichever comes first.
+void wait_comm_idle(SimNet& net, int rank, double until);
 
 class SimBackend : public Backend {
  public:

@@ -24,7 +24,8 @@ namespace {
 
 // The compute of a step as the profile times it: the forward, each layer's backward followed by the engine's hook
 // (as a model's backward calls it), each layer's share of the update. While the rank's collectives are in flight
-// it runs 1 + contention.compute times longer (the profile's overlap.json).
+// it runs 1 + contention.compute times slower (the profile's overlap.json), for as long as they are in flight
+// only: a vote that ends early in a forward slows only the forward's first part.
 class ProfileCompute final : public train::StepCompute {
  public:
   ProfileCompute(SimRun& run, int rank) : run_(run), L_(*run.layers), o_(*run.o), rank_(rank) {
@@ -47,9 +48,19 @@ class ProfileCompute final : public train::StepCompute {
  private:
   void compute(double seconds) {
     if (!(seconds > 0)) return;
-    double f = slow_;
-    if (run_.net.comm_busy[size_t(rank_)] > 0) f *= 1 + L_.contention.compute;
-    sg4::this_actor::execute(seconds * f * kRefSpeed);
+    double flops = seconds * slow_ * kRefSpeed;
+    const double k = 1 + L_.contention.compute;
+    if (k > 1 && run_.net.comm_busy[size_t(rank_)] > 0) {
+      // Slowed while collectives run: this rank's compute actor is its host's only executor, so the slowed
+      // part takes flops x k / speed; once they are done, what is left runs at full speed. (New collectives
+      // are this actor's own, posted between compute calls, so none starts in here.)
+      const double speed = sg4::this_actor::get_host()->get_speed(), t0 = sg4::Engine::get_clock();
+      const double end = t0 + flops * k / speed;
+      wait_comm_idle(run_.net, rank_, end);
+      flops -= (sg4::Engine::get_clock() - t0) * speed / k;
+      if (flops <= 1e-9 * seconds * kRefSpeed) return;
+    }
+    sg4::this_actor::execute(flops);
   }
   SimRun& run_;
   const SimLayers& L_;

@@ -155,6 +155,7 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   run.net.hosts = hosts;
   run.net.collectives = opt.collectives;
   run.net.comm_busy.assign(size_t(n), 0);
+  run.net.idle.resize(size_t(n));
   run.table.meta = layers.meta;
   run.table.ranges = layers.ranges;
   run.arenas = sizes_only_arenas(layers, opt.opt_slots, run.net, &run.scratch);

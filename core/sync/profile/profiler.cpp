@@ -35,7 +35,8 @@ double pass_scale(const std::vector<double>& part_medians, std::vector<double> p
 }
 
 LayerProfile measure_profile(models::Model& m, const std::function<models::Input(int)>& batch, Backend* b,
-                             const ProfileOptions& o, optim::Optimizer* opt, float lr) {
+                             const ProfileOptions& o, const std::function<void(int layer)>& update) {
+  const bool opt = bool(update);
   const int L = m.num_layers();
   ReadyClock clock;
   clock.t.assign(L, 0);
@@ -52,7 +53,7 @@ LayerProfile measure_profile(models::Model& m, const std::function<models::Input
     m.backward(&clock);
     const double t1 = now_s();
     if (opt)
-      for (int l = L - 1; l >= 0; --l) opt->update_layer(l, lr);  // zeroes each layer's gradient
+      for (int l = L - 1; l >= 0; --l) update(l);  // zeroes each layer's gradient
     else
       m.grads().zero();
     return std::array<double, 3>{t0 - tf, t1 - t0, now_s() - t1};

@@ -5,7 +5,6 @@
 #include <functional>
 
 #include "core/models/model.h"
-#include "core/optim/optimizer.h"
 #include "core/sync/profile/profile_io.h"
 
 namespace dd {
@@ -20,15 +19,16 @@ struct ProfileOptions {
 };
 
 // `batch` supplies the model input of step i. With a backend, every rank must call this (collective); all ranks
-// return the same rank-averaged profile. Without one, comm times are 0. With `opt`, every pass also updates every
-// layer (learning rate `lr`) and the profile holds forward_s and update_s; without one they stay unmeasured.
+// return the same rank-averaged profile. Without one, comm times are 0. With `update` (the caller's update of one
+// layer, which must leave its gradient zeroed), every pass also updates every layer, last first, and the profile
+// holds forward_s and update_s; without one gradients are zeroed and those two stay unmeasured.
 //
 // Each time is a median over the passes, and so is each layer's backward. Where ranks outnumber cores, the
 // scheduler takes a rank off its core for a slice somewhere in nearly every pass, but rarely inside one short
 // layer: the sum of per-layer medians then misses that share. The times are therefore scaled together so that
 // they add up to the median of whole passes (a factor near 1 on an idle machine).
 LayerProfile measure_profile(models::Model& m, const std::function<models::Input(int)>& batch, Backend* b,
-                             const ProfileOptions& o, optim::Optimizer* opt = nullptr, float lr = 0);
+                             const ProfileOptions& o, const std::function<void(int layer)>& update = {});
 
 // The factor that makes the parts' medians add up to the median of whole passes: median(totals) / sum(parts), or
 // 1 when either is not positive.
