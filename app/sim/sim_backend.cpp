@@ -106,7 +106,7 @@ bool fused(const SimNet& net, const SimGroup& g) {
 // `steps` rounds of the ring on member `pos`'s side: send `chunk` bytes to the successor, receive from the
 // predecessor, go on when both are done. Fused: one flow carrying the rounds' bytes, after every member launched
 // it, plus the route latency the rounds would have paid.
-void ring_rounds(SimNet& net, SimGroup& g, int pos, int steps, double chunk, int64_t seq) {
+void ring_rounds(SimNet& net, SimGroup& g, int pos, int steps, double chunk, int64_t seq, bool bulk) {
   const int n = int(g.members.size());
   if (n <= 1 || steps <= 0) return;
   const int next = (pos + 1) % n, prev = (pos + n - 1) % n;
@@ -123,14 +123,24 @@ void ring_rounds(SimNet& net, SimGroup& g, int pos, int steps, double chunk, int
   }
   const int rounds = f ? 1 : steps;
   const double bytes = f ? chunk * steps : chunk;
+  const int world = g.members[size_t(pos)];
   for (int k = 0; k < rounds; ++k) {
     auto s = out->put_async(&token, uint64_t(std::llround(bytes)));
     void* got = nullptr;
     auto r = in->get_async(&got);
     s->wait();
     r->wait();
+    // The transfers ran from when both of them had started (before that this rank only waited for a neighbour).
+    const double t0 = std::max(s->get_start_time(), r->get_start_time());
+    if (f) sg4::this_actor::sleep_for((steps - 1) * g.latency[pos]);
+    // The part of this round's transfers that overlapped the rank's own compute ran 1 + comm_slowdown times
+    // slower: the round ends that much later (its neighbours wait for it, as a ring does).
+    if (bulk && net.comm_slowdown > 0) {
+      const double t1 = sg4::Engine::get_clock();
+      const double overlap = net.computed_until(world, t1) - net.computed_until(world, t0);
+      if (overlap > 0) sg4::this_actor::sleep_for(overlap * net.comm_slowdown);
+    }
   }
-  if (f) sg4::this_actor::sleep_for((steps - 1) * g.latency[pos]);
   net.flows += rounds;
 }
 
@@ -143,13 +153,13 @@ class SimByteChannel : public ByteChannel {
     const size_t sz = g_.members.size();
     for (size_t r = 0; r < sz; ++r)
       if (n) std::memmove(static_cast<char*>(out) + r * n, static_cast<const char*>(in) + size_t(pos_) * n, n);
-    ring_rounds(net_, g_, pos_, int(sz) - 1, double(n), seq_ * 64 + sub_++);
+    ring_rounds(net_, g_, pos_, int(sz) - 1, double(n), seq_ * 64 + sub_++, true);
   }
   void allgather(const void* in, void* out, size_t n) override {
     const size_t sz = g_.members.size();
     for (size_t r = 0; r < sz; ++r)
       if (n && static_cast<char*>(out) + r * n != in) std::memmove(static_cast<char*>(out) + r * n, in, n);
-    ring_rounds(net_, g_, pos_, int(sz) - 1, double(n), seq_ * 64 + sub_++);
+    ring_rounds(net_, g_, pos_, int(sz) - 1, double(n), seq_ * 64 + sub_++, true);
   }
 
  private:
@@ -213,8 +223,9 @@ void comm_actor(SimNet* net, std::shared_ptr<SimGroup> g, int pos) {
     }
     std::exception_ptr err;
     try {
-      if (j.kind == kAllreduce) ring_rounds(*net, *g, pos, 2 * (n - 1), double(j.bytes) / n, j.seq * 64);
-      else if (j.kind == kBroadcast) ring_rounds(*net, *g, pos, 1, double(j.bytes), j.seq * 64);  // pipelined ring
+      const bool bulk = !j.data;
+      if (j.kind == kAllreduce) ring_rounds(*net, *g, pos, 2 * (n - 1), double(j.bytes) / n, j.seq * 64, bulk);
+      else if (j.kind == kBroadcast) ring_rounds(*net, *g, pos, 1, double(j.bytes), j.seq * 64, bulk);  // pipelined
       else {
         SimByteChannel bc(*net, *g, pos, j.seq);
         j.fn(bc);
@@ -227,7 +238,8 @@ void comm_actor(SimNet* net, std::shared_ptr<SimGroup> g, int pos) {
     if (err) c.errors[job.first] = err;
     c.end[size_t(job.first)] = sg4::Engine::get_clock();
     c.done = job.first + 1;
-    if (--net->comm_busy[size_t(world)] == 0 && net->idle[size_t(world)]) net->idle[size_t(world)]->cv->notify_all();
+    if (!j.data && --net->comm_busy[size_t(world)] == 0 && net->idle[size_t(world)])
+      net->idle[size_t(world)]->cv->notify_all();
     c.cv->notify_all();
   }
 }
@@ -297,7 +309,7 @@ WorkPtr SimBackend::push(int kind, int64_t bytes, std::function<void(ByteChannel
   j.op = op;
   j.root = root;
   c.queue.emplace_back(id, std::move(j));
-  ++net_.comm_busy[size_t(g_->members[size_t(pos_)])];
+  if (!data) ++net_.comm_busy[size_t(g_->members[size_t(pos_)])];  // bulk only: a vote's few floats cost no CPU
   c.cv->notify_all();
   return std::make_shared<SimWork>(g_, &c, id);
 }

@@ -30,10 +30,20 @@ struct SimNet {
   std::vector<simgrid::s4u::Host*> hosts;  // by world rank
   std::string collectives = "auto";        // ring | fused | auto (ring up to 32 members, fused beyond)
   int64_t flows = 0;                        // point-to-point transfers simulated
-  // Per world rank: collectives queued or running on any of its channels (compute runs slower meanwhile, by the
-  // profile's contention).
+  // Per world rank: bulk collectives (on the arenas, or a compressed average's byte channel) queued or running on
+  // any of its channels; compute runs slower meanwhile, by the profile's contention. The small vectors ranks
+  // decide on (a vote's few floats) wait on latency, not on the CPU, and do not count.
   std::vector<int> comm_busy;
   std::vector<std::shared_ptr<RankIdle>> idle;  // by world rank, made on first use (wait_comm_idle)
+  // The profile's communication-side contention: a rank's transfers take 1 + comm_slowdown times longer for the
+  // part of them that overlaps that rank's compute. Compute is tracked per world rank: seconds computed before
+  // the current compute call, and when that call started (negative: not computing).
+  double comm_slowdown = 0;
+  std::vector<double> computed_s, computing_since;
+  double computed_until(int rank, double t) const {
+    const double since = computing_since[size_t(rank)];
+    return computed_s[size_t(rank)] + (since >= 0 && t > since ? t - since : 0.0);
+  }
   int next_group = 0;
   std::shared_ptr<SimGroup> world;  // SimBackend::make_world
   // The sizes-only arenas (and their scratch): collectives there move no data; on any other vector they do.

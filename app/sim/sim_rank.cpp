@@ -48,6 +48,14 @@ class ProfileCompute final : public train::StepCompute {
  private:
   void compute(double seconds) {
     if (!(seconds > 0)) return;
+    auto& net = run_.net;
+    const double start = sg4::Engine::get_clock();
+    net.computing_since[size_t(rank_)] = start;
+    slowed_compute(seconds);
+    net.computed_s[size_t(rank_)] += sg4::Engine::get_clock() - start;
+    net.computing_since[size_t(rank_)] = -1;
+  }
+  void slowed_compute(double seconds) {
     double flops = seconds * slow_ * kRefSpeed;
     const double k = 1 + L_.contention.compute;
     if (k > 1 && run_.net.comm_busy[size_t(rank_)] > 0) {

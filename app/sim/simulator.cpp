@@ -156,6 +156,9 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   run.net.collectives = opt.collectives;
   run.net.comm_busy.assign(size_t(n), 0);
   run.net.idle.resize(size_t(n));
+  run.net.comm_slowdown = layers.contention.comm;
+  run.net.computed_s.assign(size_t(n), 0.0);
+  run.net.computing_since.assign(size_t(n), -1.0);
   run.table.meta = layers.meta;
   run.table.ranges = layers.ranges;
   run.arenas = sizes_only_arenas(layers, opt.opt_slots, run.net, &run.scratch);

@@ -303,9 +303,9 @@ def case_own_profile(binary, tmp, _):
 
 
 def case_contention(binary, tmp, _):
-    """A profile's compute contention slows compute only while the rank's collectives are in flight: the per-step
-    control vote (a few bytes) that is still running when a long forward starts slows the forward's first part,
-    not all of it."""
+    """A profile's contention, both sides. Compute runs slower only while the rank's bulk collectives are in
+    flight: the per-step control vote (a few floats, still running when a long forward starts) slows none of it.
+    A transfer runs slower for the part of it that overlaps the rank's compute."""
     d = os.path.join(tmp, "prof")
     write_profile(d, ["a", "b"], [1e-3, 1e-3], [1e-4, 1e-4], [4096, 4096])
     common = ["--profile", d, "--cluster", "2x1,inter=1Gbps,lat=100us", "--cfg", "network/model:CM02",
@@ -315,11 +315,31 @@ def case_contention(binary, tmp, _):
         json.dump({"compute_slowdown": 1.0, "comm_slowdown": 0.0}, f)
     slowed = simulate(binary, common)
     # The vote's ring is 2 transfers of a few bytes over routes of 100 us latency (CM02: no latency factor), a
-    # few hundred microseconds; compute runs half as fast meanwhile, so it adds at most half that per step. Slowing
-    # the whole forward would add 50 ms.
+    # few hundred microseconds: were it charged, it would add at most half that per step; slowing the whole
+    # forward would add 50 ms.
     check(alone["step_ms"] >= 52.99 and slowed["step_ms"] - alone["step_ms"] <= 1.0,
-          f"contention x2 while only a vote is in flight costs at most the vote's time: {slowed['step_ms']:.3f} "
+          f"contention x2 while only a vote is in flight costs nothing worth a millisecond: {slowed['step_ms']:.3f} "
           f"vs {alone['step_ms']:.3f} ms/step")
+
+    # The communication side: a bucket whose rounds all overlap the rank's compute takes 1 + comm_slowdown times
+    # as long. ddp, one bucket per layer: "b" (backward first, 10 ms of link time) is all-reduced while "a"'s
+    # 100 ms backward runs.
+    d2 = os.path.join(tmp, "prof2")
+    write_profile(d2, ["a", "b"], [0.1, 1e-3], [1e-6, 0.01])
+    def b_bucket_ms(comm_slowdown):
+        with open(os.path.join(d2, "overlap.json"), "w") as f:
+            json.dump({"compute_slowdown": 0.0, "comm_slowdown": comm_slowdown}, f)
+        out = os.path.join(tmp, f"b{comm_slowdown}")
+        simulate(binary, ["--profile", d2, "--comm-bw", "1Gbps", "--cluster", "2x1,inter=1Gbps",
+                          "--cfg", "network/model:CM02", "--policy", "ddp", "--steps", "4", "--bucket-cap-mb", "0",
+                          "--out", out])
+        with h5py.File(os.path.join(out, "metrics.h5"), "r") as f:
+            e = f["sync_events"][:]
+        e = e[(e["first_layer"] == 1) & (e["step"] == 2)]
+        return float((e["end_s"] - e["launch_s"]).max()) * 1e3
+    plain, slowed = b_bucket_ms(0.0), b_bucket_ms(1.0)
+    check(plain >= 10 and abs(slowed / plain - 2.0) <= 0.02,
+          f"comm_slowdown 1 doubles an all-reduce that overlaps compute throughout: {slowed:.3f} vs {plain:.3f} ms")
 
 
 def main():
