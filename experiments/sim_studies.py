@@ -47,6 +47,9 @@ def simulate(binary, args, steady_from=None, batch=BATCH, plan=False):
             lines = [l for l in p.stderr.splitlines() if not l.startswith(("simulate:", "simulated ", "sync: policy"))]
             s["plan"] = "\n".join(lines[-3:])
         if steady_from is not None:
+            # Never before the run's own timed window: a dreamddp that measures both schedules (its trial) settles
+            # later than the fixed steady state.
+            steady_from = max(steady_from, int(s["timed_steps"][0]))
             with h5py.File(os.path.join(out, "run", "metrics.h5"), "r") as f:
                 st = f["steps"][:]
             sel = st[st["step"] >= steady_from]
@@ -72,7 +75,8 @@ def log(msg):
 # dreamddp:h=10 profiles itself in the simulation (6 lock-step steps, then the engine's comm estimate on the
 # simulated network); "+profile" schedules from the profile directory's comm times instead (the artifact's).
 POLICIES = ["ddp", "localsgd:k=10", "plsgd:h=10", "dreamddp:h=10", "dreamddp:h=10+profile"]
-STEADY = 16  # steady state: steps >= 16 (after dreamddp's and hier's profiling steps)
+STEADY = 16  # steady state: steps >= 16 (after dreamddp's and hier's profiling steps), or the run's timed window
+# where that starts later (dreamddp:h=10's trial, where it runs one, ends at step 60: runs are long enough for it)
 
 
 def policy_args(pol, prof):
@@ -119,7 +123,7 @@ def study_scaling(binary, quick):
         for n in worlds:
             for pol in POLICIES[:4]:
                 args = ["--profile", prof, "--bytes", GPT2_BYTES, "--cluster", f"{n}x1,inter={bw},lat={lat}",
-                        "--policy", policy_args(pol, prof), "--steps", "36" if quick else "56", "--batch", str(BATCH)]
+                        "--policy", policy_args(pol, prof), "--steps", "36" if quick else "96", "--batch", str(BATCH)]
                 s = simulate(binary, args, steady_from=STEADY)
                 rows.append({"world": n, "bandwidth": bw, "lat": lat, "policy": pol, "step_s": s["step_ms"] / 1e3,
                              "samples_per_s": s["samples_per_s"], "exposed_comm_fraction": s["exposed_comm_fraction"],
@@ -141,7 +145,7 @@ def study_scaling_gptmini(binary, quick):
         for n in worlds:
             for pol in POLICIES[:4]:
                 args = ["--profile", GPTMINI_PROFILE, "--model", "gpt-mini", "--cluster", f"{n}x1,inter={bw},lat={lat}",
-                        "--policy", pol, "--steps", "36" if quick else "56", "--batch", "64"]
+                        "--policy", pol, "--steps", "36" if quick else "96", "--batch", "64"]
                 s = simulate(binary, args, steady_from=STEADY, batch=64)
                 rows.append({"world": n, "bandwidth": bw, "lat": lat, "policy": pol, "step_s": s["step_ms"] / 1e3,
                              "samples_per_s": s["samples_per_s"], "exposed_comm_fraction": s["exposed_comm_fraction"],
@@ -164,7 +168,7 @@ def study_own_gpt2(binary, quick):
         for n in ([16] if quick else [16, 64]):
             for pol in POLICIES[:4]:
                 args = ["--profile", prof] + sizes + ["--cluster", f"{n}x1,inter=1Gbps", "--policy", pol,
-                                                      "--steps", "26" if quick else "36", "--batch", "1"]
+                                                      "--steps", "26" if quick else "96", "--batch", "1"]
                 s = simulate(binary, args, steady_from=STEADY, batch=1)
                 rows.append({"profile": label, "world": n, "bandwidth": "1Gbps", "policy": pol,
                              "step_s": s["step_ms"] / 1e3, "exposed_comm_fraction": s["exposed_comm_fraction"],

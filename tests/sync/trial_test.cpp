@@ -178,6 +178,43 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   }
 }
 
+// Without contention, where the fused-bucket model chose plsgd's split (a latency that a straight line through
+// the profile estimates) and it is modelled within 10% of Local SGD's schedule, both are measured too; with
+// times proportional to the sizes (no latency) the model decides alone.
+TEST(Trial, FusedBucketChoiceCloseToLocalSgdIsMeasured) {
+  const int L = 12;
+  std::vector<sync::LayerMeta> layers;
+  sync::LayerProfile latency, proportional;
+  for (int l = 0; l < L; ++l) {
+    const int64_t bytes = 1000 + 100 * l;
+    layers.push_back({"l" + std::to_string(l), "linear", bytes / 4, bytes});
+    for (auto* p : {&latency, &proportional}) {
+      p->names.push_back(layers.back().name);
+      p->bp.push_back(0.005);
+    }
+    latency.comm.push_back(0.05 + 1e-5 * double(bytes));  // modelled 137 ms/iter split, Local SGD's 138.7 (H=3)
+    proportional.comm.push_back(5e-5 * double(bytes));
+  }
+  const auto base = fs::temp_directory_path() / ("dd_trial_fused_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  sync::write_profile((base / "latency").string(), latency);
+  sync::write_profile((base / "proportional").string(), proportional);
+  auto p = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=3,trial=1,profile=" + (base / "latency").string()));
+  p->setup(layers, 16);
+  const std::string plan = p->caps().reporting->plan();
+  EXPECT_NE(plan.find("plsgd's contiguous split"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("measuring both"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("fused-bucket model"), std::string::npos) << plan;
+  p->on_step_begin(0);
+  EXPECT_FALSE(p->caps().trialled->timed_periods().empty());
+  auto q = sync::make_policy(
+      sync::PolicySpec::parse("dreamddp:h=3,trial=1,profile=" + (base / "proportional").string()));
+  q->setup(layers, 16);
+  q->on_step_begin(0);
+  EXPECT_TRUE(q->caps().trialled->timed_periods().empty()) << q->caps().reporting->plan();
+  fs::remove_all(base);
+}
+
 // On ranks: the trial's windows and its agreement are collectives like any other (check_collectives), and the
 // ranks end bitwise equal whichever schedule the measurement picked.
 TEST(Trial, DreamDdpTrialOnRanksEndsBitwiseEqual) {

@@ -111,12 +111,13 @@ void DreamDdpPolicy::on_profile(const LayerTimes& measured) {
   localsgd_modelled_ = choice.localsgd_s;
   local_sgd_ = fallback_ && choice.local_sgd;
   model_local_sgd_ = local_sgd_;
-  // Where contention is measured the model sees only part of what sharing cores costs (ranks waiting for each
-  // other at every collective, on cores their peers' communication threads also use): within kTrialMargin of
-  // each other and with a contention above the probe's noise, the two schedules are measured instead, 2 periods each (layer-wise, Local SGD, Local SGD,
-  // layer-wise), and the faster one runs.
-  const bool shared = std::max(t.contention.compute, t.contention.comm) >= kContended;
-  trial_pending_ = fallback_ && trial_ && shared && !merge_.transforms() &&
+  // Where the model is known to see only part of the cost, within kTrialMargin of each other the two schedules
+  // are measured instead, 2 periods each (layer-wise, Local SGD, Local SGD, layer-wise), and the faster one runs:
+  // - contention above the probe's noise: the model misses ranks waiting for each other at every collective, on
+  //   cores their peers' communication threads also use;
+  // - the fused-bucket model chose (a latency that dominates small layers): a straight line through the profile
+  //   stands in for the ring cost of every bucket size.
+  trial_pending_ = fallback_ && trial_ && (contended(t.contention) || choice.fused_plsgd) && !merge_.transforms() &&
                    std::abs(choice.layerwise_s - choice.localsgd_s) <= kTrialMargin * choice.localsgd_s;
   trial_start_ = -1;
   trial_layerwise_s_ = trial_local_s_ = 0;

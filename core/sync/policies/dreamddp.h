@@ -3,6 +3,7 @@
 //   dreamddp_trial.cpp   the measured trial of Local SGD's schedule, and reading a recorded run's decisions (replay=)
 //   dreamddp_report.cpp  the plan rank 0 prints, the decisions metrics.h5 records, the checkpoint
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -79,6 +80,7 @@ class DreamDdpPolicy : public Policy, public Profiled, public Trialled, public R
   static constexpr int kTrialPeriods = 4;  // layer-wise, Local SGD, Local SGD, layer-wise
   static constexpr double kTrialMargin = 0.10;
   static constexpr double kContended = 0.05;  // below: the probe's own noise (a few % on a quiet machine)
+  static bool contended(const Contention& k) { return std::max(k.compute, k.comm) >= kContended; }
 
   int h_;
   MergeSpec merge_;

@@ -110,7 +110,9 @@ std::string DreamDdpPolicy::plan() const {
       << " (the solver charges every layer its own all-reduce)";
   if (trial_pending_)
     o << "\n  modelled within " << kTrialMargin * 100 << "% of Local SGD's schedule (" << localsgd_modelled_ * 1e3
-      << " ms/iter) where cores are shared: measuring both, 2 periods each, after one more period";
+      << " ms/iter) "
+      << (contended(times_.contention) ? "where cores are shared" : "on the fused-bucket model, a straight-line fit of the latency")
+      << ": measuring both, 2 periods each, after one more period";
   else if (decisions_ > 0)
     o << "\n  measured: layer-wise " << trial_layerwise_s_ * 1e3 << " ms/step, Local SGD's schedule "
       << trial_local_s_ * 1e3 << " ms/step (2 periods each)";
