@@ -47,11 +47,14 @@ def simulate(binary, args, steady_from=None, batch=BATCH, plan=False):
             lines = [l for l in p.stderr.splitlines() if not l.startswith(("simulate:", "simulated ", "sync: policy"))]
             s["plan"] = "\n".join(lines[-3:])
         if steady_from is not None:
-            # Never before the run's own timed window: a dreamddp that measures both schedules (its trial) settles
-            # later than the fixed steady state.
-            steady_from = max(steady_from, int(s["timed_steps"][0]))
             with h5py.File(os.path.join(out, "run", "metrics.h5"), "r") as f:
                 st = f["steps"][:]
+            # Never before the run's own timed window (whole periods): a dreamddp that measures both schedules (its
+            # trial) settles later than the fixed steady state, and is then timed over that window.
+            first, end = int(s["timed_steps"][0]), int(s["timed_steps"][1])
+            if first > steady_from:
+                steady_from = first
+                st = st[st["step"] < end]
             sel = st[st["step"] >= steady_from]
             prev = st[st["step"] == steady_from - 1]["wall_time_s"]
             span = sel["wall_time_s"][-1] - (prev[0] if len(prev) else 0)
@@ -76,7 +79,8 @@ def log(msg):
 # simulated network); "+profile" schedules from the profile directory's comm times instead (the artifact's).
 POLICIES = ["ddp", "localsgd:k=10", "plsgd:h=10", "dreamddp:h=10", "dreamddp:h=10+profile"]
 STEADY = 16  # steady state: steps >= 16 (after dreamddp's and hier's profiling steps), or the run's timed window
-# where that starts later (dreamddp:h=10's trial, where it runs one, ends at step 60: runs are long enough for it)
+# where that starts later (dreamddp:h=10's trial, where it runs one, ends at step 60: runs are long enough for it,
+# and then timed over whole periods)
 
 
 def policy_args(pol, prof):
