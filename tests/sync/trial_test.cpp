@@ -159,9 +159,9 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   auto fresh = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=1,profile=" + dir));
   fresh->setup(kMlpLayers, 2);
   EXPECT_EQ(fresh->period(), 4);
-  EXPECT_EQ(fresh->settled_by(0), 20) << "one period, then the 4 periods of the trial";
-  EXPECT_EQ(fresh->settled_by(5), 28);
-  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4"))->settled_by(0), 28)
+  EXPECT_EQ(fresh->settled_by(0), 24) << "one period, the 4 periods of the trial, one period to switch";
+  EXPECT_EQ(fresh->settled_by(5), 32);
+  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4"))->settled_by(0), 32)
       << "self-profile: 6 lock-step steps, a trial may follow";
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=0"))->settled_by(0), 6);
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("localsgd:k=8"))->period(), 8);

@@ -11,11 +11,13 @@
 
 namespace dd::sync {
 
-// A trial, where one may come, is measured from the second period boundary after the profile, over 4 periods.
+// A trial, where one may come, is measured from the second period boundary after the profile, over 4 periods;
+// the period after it is not settled either (switching to Local SGD's schedule, it still waits for the last
+// layer-wise period's averages).
 int64_t DreamDdpPolicy::settled_after(int64_t from) const {
   const bool may_trial = phase_.empty() ? (replay_ ? replay_->trial : fallback_ && trial_ && delay_ == 0 && !merge_.transforms())
                                         : trial_pending_;
-  return may_trial ? first_trial_step(from) + kTrialPeriods * int64_t(h_) : from;
+  return may_trial ? first_trial_step(from) + (kTrialPeriods + 1) * int64_t(h_) : from;
 }
 
 void DreamDdpPolicy::on_step_begin(int64_t step) {
