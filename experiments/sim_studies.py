@@ -264,9 +264,11 @@ def main():
     os.makedirs(a.results, exist_ok=True)
     command = os.environ.get("SIM_STUDIES_COMMAND") or provenance.shell_command(
         ["experiments/sim_studies.py"] + sys.argv[1:])
+    clean = provenance.tree_clean(ROOT)  # the code as the run found it; its own results files do not count
     for name in STUDIES if a.study == "all" else [a.study]:
         t0 = time.time()
         start = provenance.start(ROOT)
+        start["tree_clean"] = clean
         rows = STUDIES[name](a.bin, a.quick)
         path = os.path.join(a.results, f"simulate_{name}.json")
         provenance.write_json_atomic(path, provenance.stamp(
