@@ -177,8 +177,8 @@ int cmd_simulate(int argc, char** argv) {
   auto summary = sim::summarize(res, layers, o, profile);
   if (writer) sim::finish_run(*writer, out, res, summary);
   // Where the forward and update times came from: a step that omits them is faster than any real one.
-  const bool from_profile = layers.forward_s >= 0 && (!vm.count("forward-ms") || !vm.count("update-ms"));
-  const bool none = layers.forward_s < 0 && (!vm.count("forward-ms") || !vm.count("update-ms"));
+  const bool defaulted = !vm.count("forward-ms") || !vm.count("update-ms");
+  const bool from_profile = defaulted && layers.forward_s >= 0, none = defaulted && layers.forward_s < 0;
   std::fprintf(stderr,
                "simulated %lld steps of %s on %d ranks (%d layers): %.3f ms/step (forward %.3f ms, update %.3f ms%s), "
                "exposed comm %.1f%%, %lld flows in %.2f s, peak RSS %.0f MB%s%s\n",

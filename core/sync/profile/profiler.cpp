@@ -19,7 +19,6 @@ struct ReadyClock : nn::BackwardHook {
   void on_layer_ready(int i) override { t[i] = now_s(); }
 };
 
-
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
@@ -98,7 +97,7 @@ LayerProfile measure_profile(models::Model& m, const std::function<models::Input
   const double k = pass_scale(parts, totals);
   for (auto& t : p.bp) t *= k;
   if (opt) p.forward_s *= k, p.update_s *= k;
-  if (b && b->size() > 1) {
+  if (ranks) {
     for (int l = 0; l < L; ++l) {
       auto* layer = m.layers()[l];
       FloatBuffer buf(size_t(layer->num_params() + layer->num_buffers()));
