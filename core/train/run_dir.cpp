@@ -14,14 +14,25 @@ namespace dd::train {
 
 namespace {
 
+constexpr const char* kProbePrefix = ".dd-write-probe.";
+
 // True when a directory can be made in `dir` (and is removed again): permission bits do not tell for root, nor
 // for read-only or pseudo file systems.
 bool can_create_in(const fs::path& dir) {
-  const fs::path probe = dir / (".dd-write-probe." + std::to_string(getpid()));
+  const fs::path probe = dir / (kProbePrefix + std::to_string(getpid()));
   std::error_code ec;
   if (!fs::create_directory(probe, ec) || ec) return false;
   fs::remove(probe, ec);
   return true;
+}
+
+// Whether `dir` holds anything but other ranks' transient write probes (can_create_in): the ranks of one run
+// start together, and one may probe the directory another has just made while rank 0 checks that it is empty.
+bool holds_a_run(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename().string().rfind(kProbePrefix, 0) != 0) return true;
+  return false;
 }
 
 }  // namespace
@@ -31,7 +42,7 @@ void prepare_run_dir(const std::string& dir, bool overwrite, bool check_empty) {
   fs::path p(dir);
   if (fs::exists(p, ec)) {
     if (!fs::is_directory(p, ec)) throw UsageError("--out " + dir + ": exists and is not a directory");
-    if (check_empty && !overwrite && !fs::is_empty(p, ec))
+    if (check_empty && !overwrite && holds_a_run(p))
       throw UsageError("--out " + dir + ": directory is not empty (an earlier run?); use another directory or --overwrite");
   } else {
     fs::create_directories(p, ec);

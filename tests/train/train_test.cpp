@@ -3,6 +3,8 @@
 #include <gloo/rendezvous/hash_store.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -389,4 +391,16 @@ TEST(Checkpoint, RanksResumeFromTheNewestCommonStep) {
   for (int k = 0; k < 2; ++k)
     EXPECT_EQ(slurp(d + "/ref" + std::to_string(k) + ".bin"), slurp(d + "/res" + std::to_string(k) + ".bin")) << k;
   fs::remove_all(d);
+}
+
+// The ranks of one run start together: another rank's write probe (check_output_dir) in the directory that one
+// rank has just made is not an earlier run, while any other entry is.
+TEST(RunDir, AnotherRanksWriteProbeIsNotAnEarlierRun) {
+  const auto d = std::filesystem::temp_directory_path() / ("dd_run_dir_probe_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d / ".dd-write-probe.12345");
+  EXPECT_NO_THROW(dd::train::prepare_run_dir(d.string(), false, true));
+  std::ofstream(d / "metrics.h5") << "x";
+  EXPECT_THROW(dd::train::prepare_run_dir(d.string(), false, true), dd::UsageError);
+  std::filesystem::remove_all(d);
 }
