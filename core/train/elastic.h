@@ -60,6 +60,27 @@ std::string join_ranks(const std::vector<int>& ranks);
 // `<prefix>/join/<id>` (id: the rank it was started as; nonce: this process, so an old answer is never taken).
 // At each check step the live world's rank 0 looks for requests of ranks that are not members, and answers each
 // with the world it joins: the members in order, then the joiners, continuing at that step.
+// When the live world looks for joiners: at every step that is a multiple of `every` (0: never), once. Every
+// member must answer alike, since the look is a collective. A rank that failed in the collective of a check step
+// may or may not have passed it, so after a shrink every survivor restarts the count at the step it redoes
+// (restart_at): that step is not looked at again, the next multiple is.
+class JoinCheck {
+ public:
+  JoinCheck() = default;
+  JoinCheck(int64_t every, int64_t start) : every_(every), last_(start) {}
+  // True (and remembered) when `step` is a check step not looked at yet.
+  bool due(int64_t step) {
+    if (every_ <= 0 || step <= last_ || step % every_ != 0) return false;
+    last_ = step;
+    return true;
+  }
+  void restart_at(int64_t step) { last_ = step; }
+
+ private:
+  int64_t every_ = 0;
+  int64_t last_ = -1;
+};
+
 struct JoinRequest {
   int id = 0;
   std::string nonce;

@@ -412,8 +412,7 @@ nlohmann::json Trainer::run() {
   tp.warm = timed.warm;
   tp.end = timed.end;
   if (I.shrink) {  // joiners are looked for once a period (or every 10 steps), never at the first step
-    I.shrink->check_every = timing_policy->period() > 0 ? timing_policy->period() : 10;
-    I.shrink->last_check = tp.start;
+    I.shrink->join_check = JoinCheck(timing_policy->period() > 0 ? timing_policy->period() : 10, tp.start);
   }
   tp.t_start = tp.t_warm = now_s();
   float loss = NAN;

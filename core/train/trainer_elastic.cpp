@@ -121,6 +121,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
     }
     const double t_done = now_s();
     S.world = next;
+    S.join_check.restart_at(next.step);  // survivors that did and did not pass a check step before the loss agree
     std::vector<int> lost;
     for (int id : old.members)
       if (std::find(next.members.begin(), next.members.end(), id) == next.members.end()) lost.push_back(id);
@@ -171,8 +172,7 @@ std::string hex(uint32_t v) {
 
 bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progress) {
   Shrink& S = *shrink;
-  if (S.check_every <= 0 || step <= S.last_check || step % S.check_every != 0) return false;
-  S.last_check = step;
+  if (!S.join_check.due(step)) return false;
   // Rank 0 looks; every rank learns the answer in the same collective, in the same place of the op order.
   std::vector<JoinRequest> joins;
   std::vector<float> flags(size_t(S.start_world), 0.f);

@@ -39,7 +39,7 @@ struct Trainer::Impl {
   // --on-peer-loss shrink: who owns the backend, how a new world's backend is made, the agreement's store, the
   // current world, and this rank's state at the start of the running step (what a failed step is redone from).
   // Rejoin: the rank and world size this process was started as (the ids a joiner may have), whether it joins a
-  // live world, and the step of the last check for joiners (every `check_every` steps, the same on every rank).
+  // live world, and when it looks for joiners (the same steps on every rank).
   struct Shrink {
     std::unique_ptr<Backend>* owner = nullptr;
     BackendMaker make;
@@ -48,8 +48,7 @@ struct Trainer::Impl {
     int start_rank = 0;
     int start_world = 1;
     bool joining = false;
-    int64_t check_every = 0;
-    int64_t last_check = -1;
+    JoinCheck join_check;
     std::vector<float> params, buffers, opt_state;
     std::vector<int64_t> layer_steps;
   };

@@ -46,7 +46,8 @@ cmp "$W/p0.bin" "$W/p1.bin" && cmp "$W/p0.bin" "$W/p3.bin" || { echo "survivors'
 grep -E "^shrink: 4 -> 3 ranks \(generation 1: lost rank 2; ranks 0, 1, 3 now 0..2\): detect [0-9.]+ s, agree [0-9.]+ s, rebuild [0-9.]+ s, recover [0-9.]+ s; step [0-9]+ redone" "$LOG0" ||
   { echo "no shrink line on rank 0:"; cat "$LOG0"; exit 1; }
 ev=$(events_of "$W/run/metrics.h5" shrink)
-[ "$(echo "$ev" | wc -l)" -eq 1 ] && echo "$ev" | grep -q "4 -> 3 ranks" || { echo "events: $ev"; exit 1; }
+[ "$(echo "$ev" | wc -l)" -eq 1 ] && echo "$ev" | grep -q "4 -> 3 ranks" ||
+  { echo "events: $ev"; for f in "$W"/*.log; do echo "== $f"; grep -v "^step " "$f" | tail -n 8; done; exit 1; }
 /usr/bin/python3 - "$W/run/metrics.h5" $STEPS <<'PY'
 import h5py, sys
 steps = list(h5py.File(sys.argv[1], "r")["steps"]["step"])

@@ -215,3 +215,30 @@ TEST(RejoinStore, JoinerGivesUpWhenTheRunIsOver) {
 
 }  // namespace
 }  // namespace dd::train
+
+namespace dd::train {
+namespace {
+
+// Rank A passed step 32's look for joiners (a broadcast it sent as root) before a peer was lost in that step; rank
+// B failed earlier, in step 31. Both redo step 32. Without a common restart they would disagree on whether step 32
+// looks again, and one would wait in a broadcast the other never joins.
+TEST(JoinCheck, SurvivorsAgreeOnCheckStepsAfterAShrink) {
+  JoinCheck a(4, 0), b(4, 0);
+  for (int64_t s = 1; s <= 31; ++s) EXPECT_EQ(a.due(s), b.due(s)) << "step " << s;
+  EXPECT_TRUE(a.due(32));  // only A got there
+  JoinCheck a_kept = a, b_kept = b;
+  EXPECT_NE(a_kept.due(32), b_kept.due(32)) << "the disagreement restart_at settles";
+  a.restart_at(32);
+  b.restart_at(32);
+  int checks = 0;
+  for (int64_t s = 32; s <= 64; ++s) {
+    const bool da = a.due(s);
+    EXPECT_EQ(da, b.due(s)) << "step " << s;
+    checks += da ? 1 : 0;
+  }
+  EXPECT_EQ(checks, 8);  // 36, 40, ..., 64: each multiple of 4 after the redone step, once
+  EXPECT_FALSE(JoinCheck(0, 0).due(8)) << "every 0: never";
+}
+
+}  // namespace
+}  // namespace dd::train
