@@ -521,7 +521,7 @@ def main():
         if not os.path.isfile(a.remodel):
             die("--remodel: no results file %s" % a.remodel)
         doc, changed = remodel(a)
-        json.dump(doc, open(a.remodel, "w"), indent=1)
+        json.dump(provenance.repo_relative(doc, REPO), open(a.remodel, "w"), indent=1)
         print("regime_map: %d of %d runs modelled differently; %s rewritten" % (
             changed, sum(len(c["runs"]) for c in doc["cells"]), a.remodel))
         print_table(doc)
@@ -582,11 +582,7 @@ def main():
     provenance.stamp(doc, cmd, meta, peer=alone, peer_script=peer_script)
     json.dump(doc, open(os.path.join(a.out, "regime.json"), "w"), indent=1)
     if a.results:
-        slim = json.loads(json.dumps(doc))
-        for c in slim["cells"]:
-            for r in c["runs"]:
-                r["dir"] = os.path.relpath(r["dir"], REPO) if r["dir"].startswith(REPO) else r["dir"]
-        json.dump(slim, open(a.results, "w"), indent=1)
+        json.dump(provenance.repo_relative(doc, REPO), open(a.results, "w"), indent=1)
     print_table(doc)
 
 

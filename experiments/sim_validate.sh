@@ -146,5 +146,6 @@ for run in runs:
 print(json.dumps({"validation": [{k: r[k] for k in ("run", "policy", "world", "measured_step_ms",
                                                     "simulated_step_ms", "ratio")} for r in rows]}))
 if json_out:
-    provenance.write_json_atomic(json_out, provenance.stamp_from_env({"rows": rows}))
+    repo = os.path.dirname(os.path.dirname(os.environ["PROV_LIB"]))
+    provenance.write_json_atomic(json_out, provenance.repo_relative(provenance.stamp_from_env({"rows": rows}), repo))
 PYEOF

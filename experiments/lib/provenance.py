@@ -132,6 +132,20 @@ def rel_to_repo(path, repo):
     return os.path.relpath(ap, ar) if ap.startswith(ar + os.sep) else path
 
 
+def repo_relative(doc, repo):
+    """doc with the repository's own folder taken out of every string (a policy's profile=DIR, a run's folder, a
+    command's arguments): a results file names no machine's folders. Strings outside the repository stay."""
+    if isinstance(doc, str):
+        for root in {os.path.realpath(repo) + os.sep, os.path.abspath(repo) + os.sep}:
+            doc = doc.replace(root, "")
+        return doc
+    if isinstance(doc, list):
+        return [repo_relative(v, repo) for v in doc]
+    if isinstance(doc, dict):
+        return {k: repo_relative(v, repo) for k, v in doc.items()}
+    return doc
+
+
 def missing(doc):
     """The provenance fields doc lacks (for tests and checks): [] when complete."""
     out = [k for k in ("command", "machine", "peer") if k not in doc]

@@ -119,5 +119,20 @@ echo "$PROV_COMMAND"
     else:
         print("no python3-torch: bench_step.sh (the writer with a peer) not run")
 
+# 4. A results file names no machine's folders: repo_relative takes the repository's own folder out of every string
+# (a dreamddp policy's profile=DIR included), and no committed results file holds an absolute run folder.
+root = os.path.realpath(REPO)
+doc = {"spec": "dreamddp:h=8,profile=%s/runs/x/profile" % root, "runs": [{"dir": root + "/runs/x"}], "n": 3,
+       "other": "/tmp/elsewhere"}
+check(provenance.repo_relative(doc, REPO) == {"spec": "dreamddp:h=8,profile=runs/x/profile",
+                                             "runs": [{"dir": "runs/x"}], "n": 3, "other": "/tmp/elsewhere"},
+      "repo_relative: %r" % provenance.repo_relative(doc, REPO))
+results = os.path.join(REPO, "experiments", "results")
+for name in sorted(os.listdir(results)):
+    if name.endswith(".json"):
+        text = open(os.path.join(results, name)).read()
+        hit = re.search(r'(?:^|[="\s])(/[^"\s,]*/runs/[^"\s,]*)', text)
+        check(hit is None, "%s names an absolute run folder: %s" % (name, hit.group(1) if hit else ""))
+
 print("FAILED: %d" % len(failures) if failures else "ok")
 sys.exit(1 if failures else 0)
