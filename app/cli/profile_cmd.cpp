@@ -93,6 +93,15 @@ int cmd_profile(int argc, char** argv) {
                 cfg.model.c_str(), (long long)cfg.batch, cfg.world, backend ? backend->name().c_str() : "none",
                 p.forward_s * 1e3, B * 1e3, p.update_s * 1e3, C * 1e3, 1 + p.contention.compute,
                 1 + p.contention.comm, cfg.out.c_str());
+    if (p.rank_pass_s.size() > 1) {
+      std::string each;
+      char ms[32];
+      for (double t : p.rank_pass_s) {
+        std::snprintf(ms, sizeof ms, "%s%.3f", each.empty() ? "" : ", ", t * 1e3);
+        each += ms;
+      }
+      std::printf("each rank's median pass (ms): %s; the times above are paced to the slowest\n", each.c_str());
+    }
   }
   if (backend) backend->barrier();
   return 0;

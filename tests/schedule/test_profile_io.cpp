@@ -171,3 +171,13 @@ TEST(ProfileIo, PassScaleTakesTheMedianOfWholePasses) {
   EXPECT_EQ(pass_scale({0.0, 0.0}, {1e-3}), 1.0);
   EXPECT_EQ(pass_scale(medians, {}), 1.0);
 }
+
+// Agreed parts are paced to the slowest rank's pass: every sync of the world waits for it.
+TEST(ProfileIo, SlowestScalePacesTheAgreedPartsToTheSlowestRank) {
+  const std::vector<double> parts{2e-3, 6e-3, 2e-3};  // the ranks' average: a 10 ms pass
+  EXPECT_NEAR(slowest_scale(parts, {9e-3, 11e-3}), 1.1, 1e-12);
+  EXPECT_NEAR(slowest_scale(parts, {11e-3, 9e-3}), 1.1, 1e-12) << "whichever rank it is";
+  EXPECT_NEAR(slowest_scale(parts, {10e-3}), 1.0, 1e-12);
+  EXPECT_EQ(slowest_scale(parts, {}), 1.0);
+  EXPECT_EQ(slowest_scale({0.0}, {1e-3}), 1.0);
+}

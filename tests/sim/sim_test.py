@@ -302,6 +302,26 @@ def case_own_profile(binary, tmp, _):
           f"a broken meta.json: exit {rc}, {err.strip()}")
 
 
+def case_paced(binary, tmp, _):
+    """A profile of 2 ranks is paced to the slower one: every sync waits for it. The agreed forward, backward and
+    update add up to the slowest rank's median pass, which the profile prints with every rank's."""
+    d = os.path.join(tmp, "prof2r")
+    rc, out, err = run(binary, ["launch", "-n", "2", "--", "profile", "--model", "mlp", "--batch", "16", "--steps",
+                                "5", "--threads", "1", "--out", d])
+    if rc != 0:
+        raise SystemExit("2-rank profile failed: " + err)
+    line = [x for x in out.splitlines() if x.startswith("each rank's median pass (ms): ")]
+    check(len(line) == 1, f"one line with each rank's pass: {out}")
+    if not line:
+        return
+    passes = [float(x) for x in line[0].split(": ", 1)[1].split(";")[0].split(", ")]
+    step = json.load(open(os.path.join(d, "step.json")))
+    total = 1e3 * (step["forward_s"] + step["update_s"] + sum(json.load(open(os.path.join(d, "bp.json"))).values()))
+    # Printed to a microsecond; stored as the floats the ranks agreed on (relative 1e-6 per part).
+    check(len(passes) == 2 and abs(total - max(passes)) <= 1e-3 + 1e-5 * total,
+          f"forward + backward + update = the slowest rank's pass: {total:.4f} ms vs {passes}")
+
+
 def case_contention(binary, tmp, _):
     """A profile's contention, both sides. Compute runs slower only while the rank's bulk collectives are in
     flight: the per-step control vote (a few floats, still running when a long forward starts) slows none of it.
@@ -346,7 +366,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--case", required=True, choices=["ring", "model", "sequence", "agree", "bad", "speed",
-                                                      "own_profile", "contention"])
+                                                      "own_profile", "paced", "contention"])
     ap.add_argument("--profiles", default=os.environ.get("DREAMDDP_PROFILES", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "dreamddp-profiles")))
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="dd_sim_test_") as tmp:

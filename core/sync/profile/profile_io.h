@@ -20,6 +20,9 @@ struct LayerProfile {
   // The compute of a step outside the backward: one forward pass and one optimizer update of every layer, in
   // seconds; negative when the directory has no step.json (the artifact's profiles time the backward only).
   double forward_s = -1, update_s = -1;
+  // measure_profile only (not stored): each rank's median whole pass, in rank order; the times above are paced
+  // to the slowest of them.
+  std::vector<double> rank_pass_s;
 };
 
 // Reads DIR/bp.json, DIR/comm.json and, if present, DIR/overlap.json and DIR/step.json. Layer order is bp.json's key order. Throws

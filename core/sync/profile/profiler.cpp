@@ -33,6 +33,13 @@ double pass_scale(const std::vector<double>& part_medians, std::vector<double> p
   return parts > 0 && total > 0 ? total / parts : 1.0;
 }
 
+double slowest_scale(const std::vector<double>& parts, const std::vector<double>& rank_passes) {
+  double sum = 0, slowest = 0;
+  for (double p : parts) sum += p;
+  for (double t : rank_passes) slowest = std::max(slowest, t);
+  return sum > 0 && slowest > 0 ? slowest / sum : 1.0;
+}
+
 LayerProfile measure_profile(models::Model& m, const std::function<models::Input(int)>& batch, Backend* b,
                              const ProfileOptions& o, const std::function<void(int layer)>& update) {
   const bool opt = bool(update);
@@ -94,9 +101,11 @@ LayerProfile measure_profile(models::Model& m, const std::function<models::Input
     parts.push_back(p.forward_s);
     parts.push_back(p.update_s);
   }
+  const double pass_s = median_of(totals);
   const double k = pass_scale(parts, totals);
   for (auto& t : p.bp) t *= k;
   if (opt) p.forward_s *= k, p.update_s *= k;
+  p.rank_pass_s = {pass_s};
   if (ranks) {
     for (int l = 0; l < L; ++l) {
       auto* layer = m.layers()[l];
@@ -118,6 +127,16 @@ LayerProfile measure_profile(models::Model& m, const std::function<models::Input
       agree_floats(host, *b, step, ReduceOp::Avg);
       p.forward_s = step[0], p.update_s = step[1];
     }
+    // Every rank's median pass (a sum of one-hot vectors: exact), then the agreed parts paced to the slowest.
+    std::vector<float> each(size_t(b->size()), 0.0f);
+    each[size_t(b->rank())] = float(pass_s);
+    agree_floats(host, *b, each, ReduceOp::Sum);
+    p.rank_pass_s.assign(each.begin(), each.end());
+    std::vector<double> agreed = p.bp;
+    if (opt) agreed.push_back(p.forward_s), agreed.push_back(p.update_s);
+    const double slow = slowest_scale(agreed, p.rank_pass_s);
+    for (auto& t : p.bp) t *= slow;
+    if (opt) p.forward_s *= slow, p.update_s *= slow;
   }
   return p;
 }

@@ -26,12 +26,19 @@ struct ProfileOptions {
 // Each time is a median over the passes, and so is each layer's backward. Where ranks outnumber cores, the
 // scheduler takes a rank off its core for a slice somewhere in nearly every pass, but rarely inside one short
 // layer: the sum of per-layer medians then misses that share. The times are therefore scaled together so that
-// they add up to the median of whole passes (a factor near 1 on an idle machine).
+// they add up to the median of whole passes (a factor near 1 on an idle machine). Ranks that share cores do not
+// run alike (one rank's passes can take a tenth longer than another's, in either order from one start to the
+// next), and every sync waits for the slowest: the agreed times (the ranks' average per part) are scaled once more,
+// so that a whole pass takes what the slowest rank's median pass took.
 LayerProfile measure_profile(models::Model& m, const std::function<models::Input(int)>& batch, Backend* b,
                              const ProfileOptions& o, const std::function<void(int layer)>& update = {});
 
 // The factor that makes the parts' medians add up to the median of whole passes: median(totals) / sum(parts), or
 // 1 when either is not positive.
 double pass_scale(const std::vector<double>& part_medians, std::vector<double> pass_totals);
+
+// The factor that paces agreed parts to the slowest rank: max(rank_passes) / sum(parts), or 1 when either is not
+// positive.
+double slowest_scale(const std::vector<double>& parts, const std::vector<double>& rank_passes);
 
 }  // namespace dd::sync
