@@ -544,7 +544,8 @@ def render_compare_builds(results):
     return "\n".join(out)
 
 
-_SUPERSEDED = re.compile(r"\.\d{4}-\d{2}-\d{2}\.json$")
+# NAME.DATE.json, or NAME.DATEb.json for a second file superseded on one day
+_SUPERSEDED = re.compile(r"\.\d{4}-\d{2}-\d{2}[a-z]?\.json$")
 
 
 def render_sim_validation(results):
