@@ -55,11 +55,6 @@ Membership agree_survivors(KeyStore& store, const std::string& prefix, const Mem
 // "0, 2, 3"
 std::string join_ranks(const std::vector<int>& ranks);
 
-// Rejoin with live recovery (docs/elastic.md "Rejoin"). A rank started again under the same rendezvous (by
-// `launch --max-restarts` under shrink, or by hand with `train --rejoin`) posts a request under
-// `<prefix>/join/<id>` (id: the rank it was started as; nonce: this process, so an old answer is never taken).
-// At each check step the live world's rank 0 looks for requests of ranks that are not members, and answers each
-// with the world it joins: the members in order, then the joiners, continuing at that step.
 // When the live world looks for joiners: at every step that is a multiple of `every` (0: never), once. Every
 // member must answer alike, since the look is a collective. A rank that failed in the collective of a check step
 // may or may not have passed it, so after a shrink every survivor restarts the count at the step it redoes
@@ -81,6 +76,11 @@ class JoinCheck {
   int64_t last_ = -1;
 };
 
+// Rejoin with live recovery (docs/elastic.md "Rejoin"). A rank started again under the same rendezvous (by
+// `launch --max-restarts` under shrink, or by hand with `train --rejoin`) posts a request under
+// `<prefix>/join/<id>` (id: the rank it was started as; nonce: this process, so an old answer is never taken).
+// At each check step the live world's rank 0 looks for requests of ranks that are not members, and answers each
+// with the world it joins: the members in order, then the joiners, continuing at that step.
 struct JoinRequest {
   int id = 0;
   std::string nonce;

@@ -27,7 +27,7 @@ struct ProfileOptions {
 // scheduler takes a rank off its core for a slice somewhere in nearly every pass, but rarely inside one short
 // layer: the sum of per-layer medians then misses that share. The times are therefore scaled together so that
 // they add up to the median of whole passes (a factor near 1 on an idle machine). Ranks that share cores do not
-// run alike (one rank's passes can take a tenth longer than another's, in either order from one start to the
+// run alike (one rank's passes can take a sixth longer than another's, in either order from one start to the
 // next), and every sync waits for the slowest: the agreed times (the ranks' average per part) are scaled once more,
 // so that a whole pass takes what the slowest rank's median pass took.
 LayerProfile measure_profile(models::Model& m, const std::function<models::Input(int)>& batch, Backend* b,
