@@ -8,7 +8,8 @@
 # WARMUP warm-up steps then the median of ITERS steps. Prints a table with ours/PyTorch (target <= 1.5)
 # and, last, one JSON line. Environment: BENCH_GPU_BIN (default <repo>/build/core/models/cuda/bench_gpu_step,
 # or BUILD_DIR/core/models/cuda/bench_gpu_step), BATCH (64), WARMUP (10), ITERS (50), BENCH_STRICT=1 (exit 1
-# when a ratio misses the target), PEER_GPU_STEP (the peer script). Exit 2 when our side cannot run (no binary,
+# when a ratio misses the target), PEER_GPU_STEP (the peer script), PEER_PYTHON (the interpreter with PyTorch,
+# default /usr/bin/python3). Exit 2 when our side cannot run (no binary,
 # no GPU); a missing PyTorch with CUDA is reported ("peer: torch with CUDA not available") and leaves the
 # ratio n/a, not a failure.
 set -euo pipefail
@@ -45,8 +46,8 @@ for m in "${models[@]}"; do
 done
 
 peer_note=""
-if peer_out=$(/usr/bin/python3 "$peer_script" --models "${models[@]}" --batch "$batch" --warmup "$warmup" \
-                --iters "$iters" 2>&1); then
+if peer_out=$("${PEER_PYTHON:-/usr/bin/python3}" "$peer_script" --models "${models[@]}" --batch "$batch" \
+                --warmup "$warmup" --iters "$iters" 2>&1); then
   grep '^#' <<<"$peer_out" || true
   line=$(tail -n1 <<<"$peer_out")
   for m in "${models[@]}"; do

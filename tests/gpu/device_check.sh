@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # tests/gpu/device_check.sh: one-shot check on a machine with an NVIDIA GPU: configure + build (Release, only the
-# needed targets), `ctest -L gpu`, the NCCL one-rank smoke test, experiments/bench_gpu.sh, then a summary table.
+# needed targets), the GPU tests, the NCCL one-rank smoke test, experiments/bench_gpu.sh, then a summary table.
 #
-#   tests/gpu/device_check.sh            (from anywhere; builds in <repo>/build-gpu)
+#   tests/gpu/device_check.sh                      (from anywhere; builds in <repo>/build-gpu)
+#   tests/gpu/device_check.sh --prebuilt ARCHIVE   (no build: unpacks tests/gpu/pack_prebuilt.sh's archive into
+#                                                   BUILD_DIR, default /tmp/dreamddp-prebuilt, and runs that)
+#
+# --prebuilt is for a GPU machine whose image has the driver, CUDA, cuBLAS, cuDNN and NCCL but not the project's
+# build packages: the NVIDIA libraries are looked up there (ldconfig, /usr/local/cuda*, Python's nvidia packages).
 #
 # Every stage runs under `timeout`, and all of them together within DEVICE_CHECK_BUDGET_S (default 460 s, so the
 # whole check ends in under 8 minutes on one H200 with 16 cores). Logs go to <build>/device-check/ (and to $OUT/
@@ -12,9 +17,17 @@
 # Environment: BUILD_DIR, JOBS (default: all cores, at most 16), DEVICE_CHECK_BUDGET_S.
 set -uo pipefail
 
+prebuilt=""
+case ${1-} in
+  --prebuilt) [[ -n ${2-} && -f ${2-} ]] || { echo "device_check: --prebuilt needs an archive file"; exit 2; }
+              prebuilt=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") ;;
+  -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  '') ;;
+  *) echo "device_check: unknown option '$1' (usage: device_check.sh [--prebuilt ARCHIVE])"; exit 2 ;;
+esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build=${BUILD_DIR:-$root/build-gpu}
+if [[ -n $prebuilt ]]; then build=${BUILD_DIR:-/tmp/dreamddp-prebuilt}; else build=${BUILD_DIR:-$root/build-gpu}; fi
 budget=${DEVICE_CHECK_BUDGET_S:-460}
 jobs=${JOBS:-$(nproc)}
 (( jobs > 16 )) && jobs=16
@@ -27,7 +40,8 @@ if ! gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,
   exit 2
 fi
 gpu=$(head -n1 <<<"$gpu")
-for tool in cmake ctest timeout; do
+tools=(timeout ldd); [[ -n $prebuilt ]] || tools+=(cmake)
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null || { echo "device_check: '$tool' not found on PATH"; exit 1; }
 done
 mkdir -p "$logs"
@@ -65,14 +79,25 @@ stage() {
   return $rc
 }
 
-# ctest_counts LOG -> "P passed, F failed, S skipped" (from ctest's own lines)
-ctest_counts() {
-  local total fail skip
-  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$1" | tail -n1)
-  fail=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$1" | tail -n1)
-  skip=$(grep -c '\*\*\*Skipped' "$1")
-  total=${total:-0} fail=${fail:-0}
-  echo "$(( total - fail - skip )) passed, $fail failed, $skip skipped"
+# gtest_counts LOG... -> "P passed, F failed, S skipped" (from googletest's own summary lines)
+gtest_counts() {
+  awk '/^\[  PASSED  \] [0-9]+ test/ {p += $4} /^\[  FAILED  \] [0-9]+ test/ {f += $4}
+       /^\[  SKIPPED \] [0-9]+ test/ {s += $4} END {printf "%d passed, %d failed, %d skipped", p, f, s}' "$@"
+}
+
+# run_gtest NAME EXE CAP_S [ARGS...]: one test executable as a stage (googletest's own output in NAME.log).
+run_gtest() {
+  local name=$1 exe=$2 cap=$3
+  shift 3
+  if [[ ! -x $exe ]]; then
+    order+=("$name"); result[$name]=FAIL; secs[$name]=0; note[$name]="no executable $exe"; failed=1
+    return 1
+  fi
+  stage "$name" "$cap" "$exe" "$@"
+  note[$name]="$(gtest_counts "$logs/$name.log") ${note[$name]:-}"
+  if grep -q '^\[  SKIPPED \] [1-9]' "$logs/$name.log"; then
+    failed=1; result[$name]=FAIL; note[$name]+=" (a skip on a GPU machine checks nothing)"
+  fi
 }
 
 finish() {
@@ -95,56 +120,62 @@ finish() {
   exit 0
 }
 
-# ---- configure ----
-stage configure 90 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ||
-  finish
-grep -q 'nccl backend enabled' "$logs/configure.log" || note[configure]="nccl backend disabled"
-
-# ---- build: only what the check runs ----
-available=$(cmake --build "$build" --target help 2>/dev/null | sed -n 's/^\.\.\. \([A-Za-z0-9_.-]*\).*/\1/p')
-wanted=(dreamddp bench_gpu_step test_backends_nccl
-        $(sed -n 's/^[[:space:]]*add_executable(\([A-Za-z0-9_]*\).*/\1/p' "$here/CMakeLists.txt"))
-targets=()
-for t in "${wanted[@]}"; do
-  if grep -qx "$t" <<<"$available"; then targets+=("$t"); else note[build]+="no target $t; "; fi
-done
-for must in bench_gpu_step test_models_gpu; do
-  grep -qx "$must" <<<"$available" || { failed=1; note[build]+="required target $must missing; "; }
-done
-stage build 300 cmake --build "$build" -j "$jobs" --target "${targets[@]}" || finish
-
-# ---- GPU tests ----
-stage gpu_tests 120 ctest --test-dir "$build" -L gpu --output-on-failure --timeout 100
-note[gpu_tests]="$(ctest_counts "$logs/gpu_tests.log") ${note[gpu_tests]:-}"
-if grep -q 'No tests were found' "$logs/gpu_tests.log"; then
-  failed=1; result[gpu_tests]=FAIL; note[gpu_tests]+=" no gpu tests"
+# ---- the executables: built here, or unpacked from --prebuilt's archive ----
+if [[ -n $prebuilt ]]; then
+  rm -rf "$build/bin" "$build/lib"
+  stage unpack 60 tar -C "$build" -xJf "$prebuilt" || finish
+  note[unpack]="built at $(cat "$build/COMMIT" 2>/dev/null)"
+  # The NVIDIA libraries: wherever this machine's image keeps them (the archive holds none of them).
+  nvlibs=$(
+    { ldconfig -p 2>/dev/null | awk '/lib(cublas|cudnn|nccl|cudart)\./ {print $NF}'
+      find /usr/local/cuda* /usr/lib/x86_64-linux-gnu /opt /usr/local/lib -maxdepth 8 \
+           \( -name 'libcublas.so.*' -o -name 'libcudnn.so.*' -o -name 'libnccl.so.*' -o -name 'libcudart.so.*' \) \
+           2>/dev/null
+    } | xargs -r -n1 dirname | awk '!seen[$0]++' | paste -sd:)
+  export LD_LIBRARY_PATH=$build/lib${nvlibs:+:$nvlibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  stage libs 30 bash -c 'echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; bad=0
+    for f in "$1"/bin/*; do if ldd "$f" | grep "not found"; then echo "  ^ $f"; bad=1; fi; done; exit $bad' _ "$build"
+  bin=$build/bin
+  exe_kernels=$bin/test_gpu_kernels exe_models=$bin/test_models_gpu exe_train=$bin/test_train_gpu
+  exe_nccl=$bin/test_backends_nccl exe_bench=$bin/bench_gpu_step
+else
+  stage configure 90 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ||
+    finish
+  grep -q 'nccl backend enabled' "$logs/configure.log" || note[configure]="nccl backend disabled"
+  stage build 300 cmake --build "$build" -j "$jobs" --target dreamddp bench_gpu_step test_gpu_kernels \
+        test_models_gpu test_train_gpu test_backends_nccl || finish
+  exe_kernels=$build/tests/gpu/test_gpu_kernels exe_models=$build/tests/gpu/test_models_gpu
+  exe_train=$build/tests/gpu/test_train_gpu exe_nccl=$build/tests/backends/test_backends_nccl
+  exe_bench=$build/core/models/cuda/bench_gpu_step
 fi
+
+# ---- GPU tests: googletest executables, run directly (a built tree and an archive alike) ----
+run_gtest kernels "$exe_kernels" 120
+run_gtest models "$exe_models" 150
+run_gtest train "$exe_train" 150
 # The new kernels and models (max-pool, the 7x7 stem conv, RMSNorm, RoPE, SwiGLU; resnet18/50, gpt2, llama) must
 # be among the tests that passed (a stale build or a filtered list would drop them).
-for t in CudaKernels.MaxPoolKMatchesCpuIncludingTiesAndPadding CudaKernels.Conv2dForwardBackwardMatchCpu \
-         CudaKernels.RmsNormForwardBackwardMatchCpu CudaKernels.RopeForwardBackwardMatchCpu \
-         CudaKernels.SwiGluForwardBackwardMatchCpu GpuModelTest.MatchesCpuStepAndUpdates/resnet18_sgd \
-         GpuModelTest.MatchesCpuStepAndUpdates/resnet50_image_16_sgd 'GpuModelTest.MatchesCpuStepAndUpdates/gpt2' \
-         'GpuModelTest.MatchesCpuStepAndUpdates/llama'; do
-  grep -q "$t.* Passed" "$logs/gpu_tests.log" ||
-    { failed=1; result[gpu_tests]=FAIL; note[gpu_tests]+=" $t did not pass"; }
+for t in kernels:CudaKernels.MaxPoolKMatchesCpuIncludingTiesAndPadding kernels:CudaKernels.Conv2dForwardBackwardMatchCpu \
+         kernels:CudaKernels.RmsNormForwardBackwardMatchCpu kernels:CudaKernels.RopeForwardBackwardMatchCpu \
+         kernels:CudaKernels.SwiGluForwardBackwardMatchCpu models:GpuModelTest.MatchesCpuStepAndUpdates/resnet18_sgd \
+         models:GpuModelTest.MatchesCpuStepAndUpdates/resnet50_image_16_sgd \
+         models:GpuModelTest.MatchesCpuStepAndUpdates/gpt2 models:GpuModelTest.MatchesCpuStepAndUpdates/llama \
+         train:TrainGpu.NcclOneRankMatchesCpu train:TrainGpu.DreamddpHybridRanksAgree; do
+  s=${t%%:*} name=${t#*:}
+  grep -qF -- "[       OK ] " <(grep -F -- "$name" "$logs/$s.log" 2>/dev/null) ||
+    { failed=1; result[$s]=FAIL; note[$s]+=" $name did not pass"; }
 done
-if (( $(grep -c '\*\*\*Skipped' "$logs/gpu_tests.log") > 0 )); then
-  failed=1; result[gpu_tests]=FAIL; note[gpu_tests]+=" (a skip on a GPU machine checks nothing)"
-fi
 
-# ---- NCCL one-rank smoke test (test_backends_nccl: Nccl.SingleRankCollectivesOnDevice) ----
-nccl_tests=$(ctest --test-dir "$build" -N -R '^Nccl\.' 2>/dev/null)  # no `| grep -q`: SIGPIPE under pipefail
-if grep -q 'Nccl\.SingleRankCollectivesOnDevice' <<<"$nccl_tests"; then
-  stage nccl 60 ctest --test-dir "$build" -R '^Nccl\.' --output-on-failure --timeout 50
-  note[nccl]="$(ctest_counts "$logs/nccl.log") ${note[nccl]:-}"
-  grep -q 'SingleRankCollectivesOnDevice .*Passed' "$logs/nccl.log" ||
-    { failed=1; result[nccl]=FAIL; note[nccl]+=" SingleRankCollectivesOnDevice did not pass"; }
-else
-  order+=(nccl); result[nccl]="n/a"; secs[nccl]=0; note[nccl]="no NCCL test built (nccl backend disabled?)"
-fi
+# ---- NCCL one-rank smoke test (Nccl.SingleRankCollectivesOnDevice) ----
+run_gtest nccl "$exe_nccl" 60 --gtest_filter='Nccl.*'
+grep -q '^\[       OK \] Nccl\.SingleRankCollectivesOnDevice' "$logs/nccl.log" 2>/dev/null ||
+  { failed=1; result[nccl]=FAIL; note[nccl]+=" SingleRankCollectivesOnDevice did not pass"; }
 
-# ---- step time: ours vs PyTorch ----
-stage bench 120 env BUILD_DIR="$build" bash "$root/experiments/bench_gpu.sh"
+# ---- step time: ours vs PyTorch (the peer runs under the first python3 that imports torch) ----
+peer_py=/usr/bin/python3
+for py in /usr/bin/python3 "$(command -v python3)"; do
+  [[ -x $py ]] && "$py" -c 'import torch' 2>/dev/null && { peer_py=$py; break; }
+done
+stage bench 120 env BENCH_GPU_BIN="$exe_bench" PEER_PYTHON="$peer_py" bash "$root/experiments/bench_gpu.sh"
 
 finish
