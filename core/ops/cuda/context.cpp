@@ -2,6 +2,7 @@
 // column-major cuBLAS by computing C^T = op(B)^T op(A)^T, which needs no data movement).
 #include "core/ops/cuda/context.h"
 
+#include <algorithm>
 #include <atomic>
 
 namespace dd::cuops {
@@ -41,6 +42,29 @@ cublasHandle_t cublas() {
   }
   DD_CUBLAS_CHECK(cublasSetStream(th.h, stream()));
   return th.h;
+}
+
+float* scratch(size_t floats) {
+  struct Buffer {
+    float* p = nullptr;
+    size_t n = 0;
+    ~Buffer() {
+      if (p) cudaFree(p);  // at thread exit; errors ignored, as for the cuBLAS handle
+    }
+  };
+  thread_local Buffer b;
+  if (floats > b.n) {
+    if (b.p) {
+      DD_CUDA_CHECK(cudaStreamSynchronize(stream()));  // earlier kernels may still read the old buffer
+      DD_CUDA_CHECK(cudaFree(b.p));
+      b.p = nullptr;
+      b.n = 0;
+    }
+    const size_t n = std::max(floats, size_t(1) << 16);
+    DD_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&b.p), n * sizeof(float)));
+    b.n = n;
+  }
+  return b.p;
 }
 }  // namespace detail
 

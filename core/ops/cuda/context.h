@@ -25,6 +25,10 @@ namespace dd::cuops::detail {
 // This thread's cuBLAS handle (plain FP32 math, no TF32), already set to stream().
 cublasHandle_t cublas();
 
+// This thread's device scratch buffer of at least `floats` floats, for kernels' partial results on the compute
+// stream. Valid until the next call from this thread (which may grow it: it waits for the stream before freeing).
+float* scratch(size_t floats);
+
 // Blocks for a 1-D grid-stride launch over n elements (capped; the kernels loop).
 constexpr int kThreads = 256;
 inline unsigned blocks_for(int64_t n) {

@@ -1,5 +1,6 @@
-// LayerNorm over the last dim: one block per row for the forward and for dx; dw/db are column sums over rows,
-// done by one thread per column (deterministic, no atomics).
+// LayerNorm over the last dim: one block per row for the forward and for dx; dw/db are column sums over rows
+// (deterministic, no atomics: col_reduce.cuh).
+#include "core/ops/cuda/col_reduce.cuh"
 #include "core/ops/cuda/context.h"
 #include "core/ops/cuda/reduce.cuh"
 
@@ -50,19 +51,15 @@ __global__ void ln_bwd_dx_k(float* dx, const float* dy, const float* x, const fl
   }
 }
 
-__global__ void ln_bwd_params_k(float* dw, float* db, const float* dy, const float* x, const float* mean,
-                                const float* rstd, int64_t N, int64_t C) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < C; i += int64_t(gridDim.x) * blockDim.x) {
-    float sw = 0.f, sb = 0.f;
-    for (int64_t n = 0; n < N; ++n) {
-      const float d = dy[n * C + i];
-      sw += d * ((x[n * C + i] - mean[n]) * rstd[n]);
-      sb += d;
-    }
-    if (dw) dw[i] += sw;
-    if (db) db[i] += sb;
+// Row n, column c of the LayerNorm weight and bias gradients: dy * x_hat and dy.
+struct LnParamGrad {
+  const float *dy, *x, *mean, *rstd;
+  int64_t C;
+  __device__ float2 operator()(int64_t n, int64_t c) const {
+    const float d = dy[n * C + c];
+    return make_float2(d * ((x[n * C + c] - mean[n]) * rstd[n]), d);
   }
-}
+};
 }  // namespace
 
 void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int64_t N,
@@ -79,10 +76,7 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const 
     ln_bwd_dx_k<<<detail::to_int(N, "N"), kLnThreads, 0, stream()>>>(dx, dy, x, w, mean, rstd, C);
     DD_CUDA_LAUNCH_CHECK();
   }
-  if (dw || db) {
-    ln_bwd_params_k<<<detail::blocks_for(C), detail::kThreads, 0, stream()>>>(dw, db, dy, x, mean, rstd, N, C);
-    DD_CUDA_LAUNCH_CHECK();
-  }
+  detail::column_sums(dw, db, N, C, LnParamGrad{dy, x, mean, rstd, C});
 }
 
 }  // namespace dd::cuops

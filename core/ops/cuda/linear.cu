@@ -1,4 +1,5 @@
-// Fully connected layer: cuBLAS GEMMs plus two small kernels (bias broadcast, bias-gradient column sums).
+// Fully connected layer: cuBLAS GEMMs, a bias-broadcast kernel and the bias gradient's column sums.
+#include "core/ops/cuda/col_reduce.cuh"
 #include "core/ops/cuda/context.h"
 
 namespace dd::cuops {
@@ -9,15 +10,12 @@ __global__ void bias_fill_k(float* y, const float* b, int64_t N, int64_t out) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     y[i] = b[i % out];
 }
-// One thread per output column, looping over rows: adjacent threads read adjacent addresses, and the sum
-// order (row 0, 1, ...) is deterministic like the CPU's.
-__global__ void col_sum_acc_k(float* db, const float* dy, int64_t N, int64_t out) {
-  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < out; o += int64_t(gridDim.x) * blockDim.x) {
-    float s = 0.f;
-    for (int64_t r = 0; r < N; ++r) s += dy[r * out + o];
-    db[o] += s;
-  }
-}
+// Row n, column o of dy (the bias gradient sums over rows).
+struct BiasGrad {
+  const float* dy;
+  int64_t out;
+  __device__ float2 operator()(int64_t n, int64_t o) const { return make_float2(dy[n * out + o], 0.f); }
+};
 }  // namespace
 
 using detail::blocks_for;
@@ -36,10 +34,7 @@ void linear_backward(float* dx, float* dW, float* db, const float* dy, const flo
                      int64_t in, int64_t out) {
   if (dx) gemm(false, false, N, in, out, 1.f, dy, out, W, in, 0.f, dx, in);
   if (dW) gemm(true, false, out, in, N, 1.f, dy, out, x, in, 1.f, dW, in);
-  if (db && out > 0) {
-    col_sum_acc_k<<<blocks_for(out), kThreads, 0, stream()>>>(db, dy, N, out);
-    DD_CUDA_LAUNCH_CHECK();
-  }
+  if (db) detail::column_sums(db, nullptr, N, out, BiasGrad{dy, out});
 }
 
 }  // namespace dd::cuops

@@ -1,6 +1,7 @@
 // Llama decoder kernels on the device (same semantics as core/ops/llm.cpp): RMSNorm (one block per row; dw as
-// column sums by one thread per column, deterministic), RoPE in place (one thread per rotated pair, angles in
+// deterministic column sums, col_reduce.cuh), RoPE in place (one thread per rotated pair, angles in
 // double as on the host), SwiGLU (grid-stride, one thread per output).
+#include "core/ops/cuda/col_reduce.cuh"
 #include "core/ops/cuda/context.h"
 #include "core/ops/cuda/reduce.cuh"
 
@@ -34,13 +35,14 @@ __global__ void rms_bwd_dx_k(float* dx, const float* dy, const float* x, const f
   for (int64_t i = threadIdx.x; i < C; i += blockDim.x) o[i] = r * w[i] * dr[i] - xr[i] * k;
 }
 
-__global__ void rms_bwd_dw_k(float* dw, const float* dy, const float* x, const float* rstd, int64_t N, int64_t C) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < C; i += int64_t(gridDim.x) * blockDim.x) {
-    float s = 0.f;
-    for (int64_t n = 0; n < N; ++n) s += dy[n * C + i] * x[n * C + i] * rstd[n];
-    dw[i] += s;
+// Row n, column c of the RMSNorm weight gradient: dy * x * rstd.
+struct RmsWeightGrad {
+  const float *dy, *x, *rstd;
+  int64_t C;
+  __device__ float2 operator()(int64_t n, int64_t c) const {
+    return make_float2(dy[n * C + c] * x[n * C + c] * rstd[n], 0.f);
   }
-}
+};
 
 // One thread per pair: rows r < B*T, heads h < NH, pairs i < hd/2.
 __global__ void rope_k(float* x, int64_t rows, int64_t T, int64_t NH, int64_t hd, int64_t ld, double base,
@@ -89,10 +91,7 @@ void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, con
     rms_bwd_dx_k<<<detail::to_int(N, "N"), kRmsThreads, 0, stream()>>>(dx, dy, x, w, rstd, C);
     DD_CUDA_LAUNCH_CHECK();
   }
-  if (dw) {
-    rms_bwd_dw_k<<<detail::blocks_for(C), detail::kThreads, 0, stream()>>>(dw, dy, x, rstd, N, C);
-    DD_CUDA_LAUNCH_CHECK();
-  }
+  if (dw) detail::column_sums(dw, nullptr, N, C, RmsWeightGrad{dy, x, rstd, C});
 }
 
 void rope_forward(float* x, int64_t B, int64_t T, int64_t NH, int64_t hd, int64_t ld, float base) {
