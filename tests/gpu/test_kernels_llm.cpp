@@ -10,7 +10,7 @@ namespace {
 
 TEST(CudaKernels, RmsNormForwardBackwardMatchCpu) {
   DD_REQUIRE_GPU();
-  for (auto [N, C] : {std::tuple<int64_t, int64_t>{128, 768}, {5, 7}, {3, 1000}}) {
+  for (auto [N, C] : {std::tuple<int64_t, int64_t>{128, 768}, {5, 7}, {3, 1000}, {1100, 45}}) {  // 1100: 5 chunks
     const size_t n = size_t(N * C);
     const auto x = randu(n, 1, -2.f, 2.f), w = randu(size_t(C), 2, 0.5f, 1.5f), dy = randu(n, 3);
     auto dw = randu(size_t(C), 4);

@@ -125,7 +125,7 @@ TEST(CudaKernels, GlobalAvgPoolMatchesCpu) {
 
 TEST(CudaKernels, LayerNormForwardBackwardMatchCpu) {
   DD_REQUIRE_GPU();
-  for (auto [N, C] : {std::tuple<int64_t, int64_t>{32, 256}, {5, 37}, {3, 1000}}) {
+  for (auto [N, C] : {std::tuple<int64_t, int64_t>{32, 256}, {5, 37}, {3, 1000}, {1100, 45}}) {  // 1100: 5 chunks
     const size_t n = static_cast<size_t>(N * C);
     const auto x = randu(n, 31, -2.f, 2.f), dy = randu(n, 32), w = randu(static_cast<size_t>(C), 33, 0.5f, 1.5f),
                b = randu(static_cast<size_t>(C), 34);

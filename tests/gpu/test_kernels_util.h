@@ -67,10 +67,14 @@ inline std::vector<int32_t> randi(size_t n, uint32_t seed, int32_t lo, int32_t h
   return v;
 }
 
-// |got - ref| <= rtol * (|ref| + rms(ref)): relative where values are large, and scaled by the typical
-// magnitude where they cancel to near zero (GEMM and reduction outputs).
-inline ::testing::AssertionResult near(const std::vector<float>& got, const std::vector<float>& ref, double rtol) {
+// |got - ref| <= rtol * (|ref| + rms(ref)) + atol[i]: relative where values are large, scaled by the typical
+// magnitude where they cancel to near zero (GEMM and reduction outputs), plus an optional per-element absolute
+// bound where the formula itself cancels (atol empty: none).
+inline ::testing::AssertionResult near(const std::vector<float>& got, const std::vector<float>& ref, double rtol,
+                                       const std::vector<double>& atol = {}) {
   if (got.size() != ref.size()) return ::testing::AssertionFailure() << "size " << got.size() << " != " << ref.size();
+  if (!atol.empty() && atol.size() != ref.size())
+    return ::testing::AssertionFailure() << "atol has " << atol.size() << " elements, not " << ref.size();
   double ss = 0;
   for (float r : ref) ss += double(r) * r;
   const double rms = ref.empty() ? 0 : std::sqrt(ss / ref.size());
@@ -78,7 +82,7 @@ inline ::testing::AssertionResult near(const std::vector<float>& got, const std:
   double worst = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     const double err = std::fabs(double(got[i]) - ref[i]);
-    const double tol = rtol * (std::fabs(double(ref[i])) + rms) + 1e-30;
+    const double tol = rtol * (std::fabs(double(ref[i])) + rms) + (atol.empty() ? 0.0 : atol[i]) + 1e-30;
     if (!(err <= tol)) {  // also catches NaN
       if (!bad) first = i;
       ++bad;
