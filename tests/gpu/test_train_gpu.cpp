@@ -66,6 +66,14 @@ double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return worst;
 }
 
+// Euclidean norm of a - b.
+double l2_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double s = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) s += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+  return std::sqrt(s);
+}
+
 // One process, no backend.
 std::vector<float> train_single(TrainConfig c, const std::string& file) {
   c.save_params = file;
@@ -135,7 +143,14 @@ TEST(TrainGpu, AdamWOneRankMatchesCpu) {
   auto cpu = train_single(c, dir / "cpu.bin");
   c.device = dd::train::Device::Cuda;
   auto gpu = train_single(c, dir / "gpu.bin");
-  EXPECT_LT(max_rel_diff(gpu, cpu), 2e-3);
+  // Not element by element: AdamW moves each parameter by about lr per step whatever its gradient's size, so a
+  // parameter whose gradient is near zero can step either way on the two sides (rounding decides m's sign).
+  // Those are few: in norm, the two runs differ by a small part of how far the parameters moved.
+  auto init_c = c;
+  init_c.device = dd::train::Device::Cpu;
+  init_c.steps = 1;
+  auto init = train_single(init_c, dir / "init.bin");
+  EXPECT_LT(l2_diff(gpu, cpu) / l2_diff(cpu, init), 1e-2);
 }
 
 // An AdamW checkpoint resumes on the GPU: the device runs the host's optim::Optimizer, whose state and per-layer
