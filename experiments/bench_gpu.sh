@@ -2,7 +2,10 @@
 # experiments/bench_gpu.sh: GPU step time (forward + backward + SGD update, batch 64) of our GpuModel
 # (bench_gpu_step) against PyTorch on the same GPU (experiments/peer_gpu_step.py), for mlp and gpt-mini.
 #
-#   experiments/bench_gpu.sh [mlp gpt-mini cnn]     (default: mlp gpt-mini)
+#   experiments/bench_gpu.sh [--json FILE] [mlp gpt-mini cnn]     (default: mlp gpt-mini)
+#
+# --json FILE: also write the table as a results file (GPU, driver, both GEMM rates, command, machine, commit;
+# an existing FILE is refused).
 #
 # Both sides: one fixed synthetic batch, the loss returned to the host every step, CUDA-event timing,
 # WARMUP warm-up steps then the median of ITERS steps. Prints a table with ours/PyTorch (target <= 1.5)
@@ -14,8 +17,18 @@
 # ratio n/a, not a failure.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" bench_gpu
-case ${1-} in -h|--help) usage_from_header; exit 0 ;; esac
-models=("$@")
+prov_command BATCH WARMUP ITERS -- "$@"
+json=""
+models=()
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    -h|--help) usage_from_header; exit 0 ;;
+    --json) [[ -n ${2-} ]] || die "--json needs a file"; json=$2; shift 2 ;;
+    -*) die "unknown option '$1'" ;;
+    *) models+=("$1"); shift ;;
+  esac
+done
+[[ -z $json || ! -e $json ]] || die "--json $json exists (results are never overwritten)"
 [[ ${#models[@]} -gt 0 ]] || models=(mlp gpt-mini)
 for m in "${models[@]}"; do
   [[ $m == mlp || $m == cnn || $m == gpt-mini ]] ||
@@ -38,11 +51,14 @@ json_field() {  # json_field KEY LINE -> numeric value of "KEY": N in LINE
   sed -n "s/.*\"$1\": *\([0-9.eE+-]*\).*/\1/p" <<<"$2" | head -n1
 }
 
+[[ -z $json ]] || prov_start
 declare -A ours peer
+ours_gemm=""
 for m in "${models[@]}"; do
   out=$("$bin" --model "$m" --batch "$batch" --warmup "$warmup" --iters "$iters") || die "bench_gpu_step failed for $m"
   grep '^#' <<<"$out" || true
   ours[$m]=$(json_field median_ms "$(tail -n1 <<<"$out")")
+  ours_gemm=$(json_field gemm_gflops "$(tail -n1 <<<"$out")")
 done
 
 peer_note=""
@@ -80,5 +96,15 @@ joined=$(IFS=,; echo "${rows[*]}")
 peer_ok=$([[ -z $peer_note ]] && echo true || echo false)
 echo "{\"bench\": \"gpu_step\", \"batch\": $batch, \"target_ratio\": $target, \"peer_available\": $peer_ok," \
      "\"results\": [${joined//,\{/, \{}]}"
+if [[ -n $json ]]; then
+  gpu_info=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n1)
+  peer_line=$([[ -z $peer_note ]] && tail -n1 <<<"$peer_out" || echo "")
+  printf '{"bench": "gpu_step", "gpu": "%s", "batch": %s, "warmup": %s, "iters": %s, "target_ratio": %s, '\
+'"ours_gemm_gflops": %s, "peer_gemm_gflops": %s, "results": [%s]}\n' \
+    "$gpu_info" "$batch" "$warmup" "$iters" "$target" "${ours_gemm:-null}" \
+    "$(json_field gemm_gflops "$peer_line" | grep . || echo null)" "$joined" > "$json"
+  prov_stamp "$json" "$peer_line" experiments/peer_gpu_step.py
+  echo "results: $json"
+fi
 [[ ${BENCH_STRICT:-0} == 1 && $missed == 1 ]] && exit 1
 exit 0

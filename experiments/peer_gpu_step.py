@@ -16,6 +16,23 @@ import argparse, importlib.util, json, os, sys
 PARAMS = {'mlp': 2913290, 'cnn': 1701354, 'gpt-mini': 3323392}  # docs/cli.md reference models
 
 
+def gemm_gflops(torch, dev, n=4096):
+    """The peer's FP32 GEMM rate (torch.mm), timed as bench_gpu_step times ours: median of 10 after 3 warm-ups."""
+    a = torch.rand(n, n, device=dev) * 2 - 1
+    b = torch.rand(n, n, device=dev) * 2 - 1
+    t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ms = []
+    for i in range(13):
+        t0.record()
+        torch.mm(a, b)
+        t1.record()
+        t1.synchronize()
+        if i >= 3:
+            ms.append(t0.elapsed_time(t1))
+    ms.sort()
+    return 2.0 * n ** 3 / (ms[len(ms) // 2] * 1e-3) / 1e9
+
+
 def load_peer_module():
     here = os.path.dirname(os.path.abspath(__file__))
     cands = [os.environ.get('DREAMDDP_PEER', ''), os.environ.get('TORCH_PEER', ''),
@@ -98,6 +115,9 @@ def main():
     if peer is not None:
         models['mlp'], models['cnn'] = peer.mlp, peer.cnn
     dev = torch.device('cuda')
+    # Plain FP32 as ours (cuBLAS without TF32, cuDNN FMA math); PyTorch's own default lets cuDNN use TF32.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
     rows = []
     for name in a.models:
@@ -133,13 +153,19 @@ def main():
                      'min_ms': round(ms[0], 4), 'p90_ms': round(ms[min(len(ms) - 1, len(ms) * 9 // 10)], 4),
                      'final_loss': round(last, 4)})
     gpu = torch.cuda.get_device_name(0)
-    print('# peer_gpu_step: torch %s (CUDA %s) on %s, %d warm-up + %d timed steps, TF32 matmul %s; mlp/cnn from %s'
+    gflops = gemm_gflops(torch, dev)
+    print('# peer_gpu_step: torch %s (CUDA %s) on %s, %d warm-up + %d timed steps, TF32 matmul %s, cuDNN %s; '
+          'mlp/cnn from %s'
           % (torch.__version__, torch.version.cuda, gpu, a.warmup, a.iters,
-             'on' if torch.backends.cuda.matmul.allow_tf32 else 'off', peer_path or 'this file (peer not found)'))
+             'on' if torch.backends.cuda.matmul.allow_tf32 else 'off',
+             'on' if torch.backends.cudnn.allow_tf32 else 'off', peer_path or 'this file (peer not found)'))
     print('%-10s %6s %10s %10s %10s' % ('model', 'batch', 'median_ms', 'min_ms', 'p90_ms'))
     for r in rows:
         print('%-10s %6d %10.3f %10.3f %10.3f' % (r['model'], r['batch'], r['median_ms'], r['min_ms'], r['p90_ms']))
-    print(json.dumps({'peer': 'torch-%s' % torch.__version__, 'device': gpu, 'results': rows}))
+    print('# torch FP32 GEMM 4096^3 (TF32 %s): %.0f GFLOP/s' % (
+        'on' if torch.backends.cuda.matmul.allow_tf32 else 'off', gflops))
+    print(json.dumps({'peer': 'torch-%s' % torch.__version__, 'device': gpu, 'blas': 'cuBLAS (torch, CUDA %s)'
+                      % torch.version.cuda, 'gemm_gflops': round(gflops, 1), 'threads': None, 'results': rows}))
     return 0
 
 

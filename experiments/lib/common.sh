@@ -96,9 +96,12 @@ prov_command() {
   for a in "$@"; do PROV_COMMAND+=" $(printf '%q' "$a")"; done
   export PROV_COMMAND
 }
-prov_start() { PROV_START=$(/usr/bin/python3 "$PROV_LIB/provenance.py" start "$PROV_REPO"); export PROV_START; }
+# PROV_PYTHON: the interpreter for provenance.py (standard library only; default /usr/bin/python3).
+prov_start() {
+  PROV_START=$("${PROV_PYTHON:-/usr/bin/python3}" "$PROV_LIB/provenance.py" start "$PROV_REPO"); export PROV_START
+}
 prov_stamp() {
   [ -n "${PROV_START-}" ] || prov_start
-  /usr/bin/python3 "$PROV_LIB/provenance.py" stamp "$1" --start "$PROV_START" --command "${PROV_COMMAND:-?}" \
+  "${PROV_PYTHON:-/usr/bin/python3}" "$PROV_LIB/provenance.py" stamp "$1" --start "$PROV_START" --command "${PROV_COMMAND:-?}" \
     ${2:+--peer-json "$2"} ${3:+--peer-script "$3"}
 }

@@ -76,14 +76,22 @@ def _git(repo, *args):
 
 
 def commit(repo):
+    """HEAD's short hash. Outside a git tree (a copy of the repository on another machine), PROV_COMMIT, which
+    tests/gpu/device_check.sh --prebuilt sets to the commit the executables were built from."""
     out = _git(repo, "rev-parse", "--short", "HEAD") if repo else None
-    return out.strip() if out and out.strip() else "unknown"
+    if out and out.strip():
+        return out.strip()
+    return os.environ.get("PROV_COMMIT") or "unknown"
 
 
 def tree_clean(repo):
-    """True when `git status` lists no change (untracked files included); None outside a git tree."""
+    """True when `git status` lists no change (untracked files included). Outside a git tree: PROV_TREE_CLEAN
+    (1 or 0) where set, as for PROV_COMMIT, else None."""
     out = _git(repo, "status", "--porcelain") if repo else None
-    return None if out is None else out.strip() == ""
+    if out is None:
+        env = os.environ.get("PROV_TREE_CLEAN")
+        return None if env not in ("0", "1") else env == "1"
+    return out.strip() == ""
 
 
 def utc_now():

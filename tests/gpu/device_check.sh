@@ -9,6 +9,7 @@
 # --prebuilt is for a GPU machine whose image has the driver, CUDA, cuBLAS, cuDNN and NCCL but not the project's
 # build packages: the NVIDIA libraries are looked up there (ldconfig, /usr/local/cuda*, Python's nvidia packages).
 #
+# The bench stage writes its table as a results file too, <logs>/gpu_step.json (experiments/results/ takes it).
 # Every stage runs under `timeout`, and all of them together within DEVICE_CHECK_BUDGET_S (default 460 s, so the
 # whole check ends in under 8 minutes on one H200 with 16 cores). Logs go to <build>/device-check/ (and to $OUT/
 # device-check when $OUT is set, as on the device machine). Exit: 0 all passed, 1 a stage failed, 2 no GPU.
@@ -110,7 +111,7 @@ finish() {
   done
   if [[ -f $logs/bench.log ]]; then
     echo
-    grep -E '^(model|mlp|gpt-mini) ' "$logs/bench.log"
+    grep -E '^(model|mlp|gpt-mini|cnn) ' "$logs/bench.log"
     grep -m1 '^peer:' "$logs/bench.log"
   fi
   echo
@@ -125,6 +126,9 @@ if [[ -n $prebuilt ]]; then
   rm -rf "$build/bin" "$build/lib"
   stage unpack 60 tar -C "$build" -xJf "$prebuilt" || finish
   note[unpack]="built at $(cat "$build/COMMIT" 2>/dev/null)"
+  # A results file written here names the commit the executables were built from (this copy has no git).
+  PROV_COMMIT=$(cat "$build/COMMIT" 2>/dev/null) PROV_TREE_CLEAN=$(cat "$build/TREE_CLEAN" 2>/dev/null)
+  export PROV_COMMIT PROV_TREE_CLEAN
   # The NVIDIA libraries: wherever this machine's image keeps them (the archive holds none of them).
   nvlibs=$(
     { ldconfig -p 2>/dev/null | awk '/lib(cublas|cudnn|nccl|cudart)\./ {print $NF}'
@@ -155,10 +159,11 @@ run_gtest models "$exe_models" 150
 run_gtest train "$exe_train" 150
 # The new kernels and models (max-pool, the 7x7 stem conv, RMSNorm, RoPE, SwiGLU; resnet18/50, gpt2, llama) must
 # be among the tests that passed (a stale build or a filtered list would drop them).
-for t in kernels:CudaKernels.MaxPoolKMatchesCpuIncludingTiesAndPadding kernels:CudaKernels.Conv2dForwardBackwardMatchCpu \
+for t in kernels:CudaKernels.MaxPoolKMatchesCpuIncludingTiesAndPadding \
+         kernels:CudaKernels.Conv2dForwardBackwardMatchCpu \
          kernels:CudaKernels.RmsNormForwardBackwardMatchCpu kernels:CudaKernels.RopeForwardBackwardMatchCpu \
          kernels:CudaKernels.SwiGluForwardBackwardMatchCpu models:GpuModelTest.MatchesCpuStepAndUpdates/resnet18_sgd \
-         models:GpuModelTest.MatchesCpuStepAndUpdates/resnet50_image_16_sgd \
+         models:GpuModelTest.MatchesCpuStepAndUpdates/resnet50_image_32_sgd \
          models:GpuModelTest.MatchesCpuStepAndUpdates/gpt2 models:GpuModelTest.MatchesCpuStepAndUpdates/llama \
          train:TrainGpu.NcclOneRankMatchesCpu train:TrainGpu.DreamddpHybridRanksAgree; do
   s=${t%%:*} name=${t#*:}
@@ -167,7 +172,8 @@ for t in kernels:CudaKernels.MaxPoolKMatchesCpuIncludingTiesAndPadding kernels:C
 done
 
 # ---- NCCL one-rank smoke test (Nccl.SingleRankCollectivesOnDevice) ----
-run_gtest nccl "$exe_nccl" 60 --gtest_filter='Nccl.*'
+# Nccl.NoGpuIsAUsageError checks the refusal where no GPU exists, and skips here.
+run_gtest nccl "$exe_nccl" 60 --gtest_filter='Nccl.*:-Nccl.NoGpuIsAUsageError'
 grep -q '^\[       OK \] Nccl\.SingleRankCollectivesOnDevice' "$logs/nccl.log" 2>/dev/null ||
   { failed=1; result[nccl]=FAIL; note[nccl]+=" SingleRankCollectivesOnDevice did not pass"; }
 
@@ -176,6 +182,8 @@ peer_py=/usr/bin/python3
 for py in /usr/bin/python3 "$(command -v python3)"; do
   [[ -x $py ]] && "$py" -c 'import torch' 2>/dev/null && { peer_py=$py; break; }
 done
-stage bench 120 env BENCH_GPU_BIN="$exe_bench" PEER_PYTHON="$peer_py" bash "$root/experiments/bench_gpu.sh"
+rm -f "$logs/gpu_step.json"
+stage bench 150 env BENCH_GPU_BIN="$exe_bench" PEER_PYTHON="$peer_py" PROV_PYTHON="$peer_py" \
+  bash "$root/experiments/bench_gpu.sh" --json "$logs/gpu_step.json" mlp gpt-mini cnn
 
 finish

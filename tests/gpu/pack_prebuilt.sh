@@ -38,7 +38,9 @@ for e in "${exes[@]}"; do
 done
 
 # The runtimes and the NVIDIA libraries stay behind (see the header).
-skip='^(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libcudnn.*|libnccl|libnvrtc.*|libnvJitLink)\.so'
+runtimes='libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux-x86-64|libstdc\+\+|libgcc_s'
+nvidia='libcuda|libcudart|libcublas|libcublasLt|libcudnn.*|libnccl|libnvrtc.*|libnvJitLink'
+skip="^($runtimes|$nvidia)\\.so"
 missing=0
 while read -r lib path; do
   [[ $lib =~ $skip ]] && continue
@@ -47,7 +49,9 @@ while read -r lib path; do
 done < <(for f in "$stage"/bin/*; do ldd "$f"; done | awk '/=>/ {print $1, $3}' | sort -u)
 (( missing == 0 )) || exit 1
 
-git -C "$root" rev-parse HEAD > "$stage/COMMIT" 2>/dev/null || echo unknown > "$stage/COMMIT"
+# What the executables were built from (device_check.sh records it with the results it writes).
+git -C "$root" rev-parse --short HEAD > "$stage/COMMIT" 2>/dev/null || echo unknown > "$stage/COMMIT"
+if [[ -z $(git -C "$root" status --porcelain 2>/dev/null) ]]; then echo 1; else echo 0; fi > "$stage/TREE_CLEAN"
 tar -C "$stage" -cJf "$out" .
 echo "pack_prebuilt: $(ls "$stage/bin" | wc -l) executables, $(ls "$stage/lib" | wc -l) libraries," \
      "$(du -h "$out" | cut -f1) in $out"

@@ -44,6 +44,36 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
+// The GEMM rate our kernels get (cuops::gemm: cuBLAS, plain FP32): the median of 10 products of 4096 x 4096
+// matrices after 3 warm-ups, so a comparison can check that the peer's GEMM ran as fast (peer_gpu_step.py).
+double gemm_gflops() {
+  constexpr int64_t n = 4096;
+  ops::Device& table = cuops::device();
+  ops::DeviceFloats A(table, size_t(n * n)), B(table, size_t(n * n)), C(table, size_t(n * n));
+  std::vector<float> h(size_t(n * n));
+  Rng rng(3);
+  for (auto& v : h) v = rng.uniform(-1.f, 1.f);
+  table.copy_from_host(A.data(), h.data(), h.size() * 4);
+  table.copy_from_host(B.data(), h.data(), h.size() * 4);
+  cudaEvent_t t0, t1;
+  DD_CUDA_CHECK(cudaEventCreate(&t0));
+  DD_CUDA_CHECK(cudaEventCreate(&t1));
+  std::vector<float> ms;
+  for (int i = 0; i < 13; ++i) {
+    DD_CUDA_CHECK(cudaEventRecord(t0, cuops::stream()));
+    cuops::gemm(false, false, n, n, n, 1.f, A.data(), n, B.data(), n, 0.f, C.data(), n);
+    DD_CUDA_CHECK(cudaEventRecord(t1, cuops::stream()));
+    DD_CUDA_CHECK(cudaEventSynchronize(t1));
+    float e = 0;
+    DD_CUDA_CHECK(cudaEventElapsedTime(&e, t0, t1));
+    if (i >= 3) ms.push_back(e);
+  }
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  std::sort(ms.begin(), ms.end());
+  return 2.0 * double(n) * n * n / (double(ms[ms.size() / 2]) * 1e-3) / 1e9;
+}
+
 int run(const Args& a) {
   if (!models::gpu::gpu_available()) throw UsageError("no CUDA device visible");
   auto cpu = models::make_model(a.model, 1);
@@ -102,9 +132,11 @@ int run(const Args& a) {
               prop.name, a.model.c_str(), (long long)a.batch, a.warmup, a.iters, loss);
   std::printf("%-10s %6s %10s %10s %10s\n", "model", "batch", "median_ms", "min_ms", "p90_ms");
   std::printf("%-10s %6lld %10.3f %10.3f %10.3f\n", a.model.c_str(), (long long)a.batch, med, lo, p90);
+  const double gflops = gemm_gflops();
+  std::printf("# cuBLAS FP32 GEMM 4096^3 (no TF32): %.0f GFLOP/s\n", gflops);
   std::printf("{\"bench\": \"gpu_step\", \"model\": \"%s\", \"batch\": %lld, \"iters\": %d, \"median_ms\": %.4f, "
-              "\"min_ms\": %.4f, \"p90_ms\": %.4f, \"device\": \"%s\"}\n",
-              a.model.c_str(), (long long)a.batch, a.iters, med, lo, p90, prop.name);
+              "\"min_ms\": %.4f, \"p90_ms\": %.4f, \"device\": \"%s\", \"gemm_gflops\": %.1f}\n",
+              a.model.c_str(), (long long)a.batch, a.iters, med, lo, p90, prop.name, gflops);
   return 0;
 }
 
