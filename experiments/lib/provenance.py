@@ -76,22 +76,23 @@ def _git(repo, *args):
 
 
 def commit(repo):
-    """HEAD's short hash. Outside a git tree (a copy of the repository on another machine), PROV_COMMIT, which
-    tests/gpu/device_check.sh --prebuilt sets to the commit the executables were built from."""
+    """HEAD's short hash; PROV_COMMIT instead where set: tests/gpu/device_check.sh --prebuilt sets it to the
+    commit its executables were built from, which is what the results measure (a copy of the repository on
+    the GPU machine may carry some other git state)."""
+    if os.environ.get("PROV_COMMIT"):
+        return os.environ["PROV_COMMIT"]
     out = _git(repo, "rev-parse", "--short", "HEAD") if repo else None
-    if out and out.strip():
-        return out.strip()
-    return os.environ.get("PROV_COMMIT") or "unknown"
+    return out.strip() if out and out.strip() else "unknown"
 
 
 def tree_clean(repo):
-    """True when `git status` lists no change (untracked files included). Outside a git tree: PROV_TREE_CLEAN
-    (1 or 0) where set, as for PROV_COMMIT, else None."""
-    out = _git(repo, "status", "--porcelain") if repo else None
-    if out is None:
+    """True when `git status` lists no change (untracked files included), None outside a git tree; with
+    PROV_COMMIT set, PROV_TREE_CLEAN (1 or 0) instead, as recorded with the executables."""
+    if os.environ.get("PROV_COMMIT"):
         env = os.environ.get("PROV_TREE_CLEAN")
         return None if env not in ("0", "1") else env == "1"
-    return out.strip() == ""
+    out = _git(repo, "status", "--porcelain") if repo else None
+    return None if out is None else out.strip() == ""
 
 
 def utc_now():

@@ -126,7 +126,7 @@ if [[ -n $prebuilt ]]; then
   rm -rf "$build/bin" "$build/lib"
   stage unpack 60 tar -C "$build" -xJf "$prebuilt" || finish
   note[unpack]="built at $(cat "$build/COMMIT" 2>/dev/null)"
-  # A results file written here names the commit the executables were built from (this copy has no git).
+  # A results file written here names the commit the executables were built from (not this copy's git state).
   PROV_COMMIT=$(cat "$build/COMMIT" 2>/dev/null) PROV_TREE_CLEAN=$(cat "$build/TREE_CLEAN" 2>/dev/null)
   export PROV_COMMIT PROV_TREE_CLEAN
   # The NVIDIA libraries: wherever this machine's image keeps them (the archive holds none of them).
