@@ -138,6 +138,24 @@ def render_bench_step(results):
     return "\n".join(out)
 
 
+def render_gpu_step(results, name="gpu_step.json"):
+    d = _load(results, name)
+    if not d:
+        return _absent("a GPU step time", "run `tests/gpu/device_check.sh` on a machine with an NVIDIA GPU")
+    out = ["| model (batch %d) | ours ms | torch ms | ours / torch |" % d["batch"], "|---|---|---|---|"]
+    for r in d["results"]:
+        out.append("| %s | %.3f | %s | %s |" % (r["model"], r["ours_ms"], _f(r.get("pytorch_ms"), "%.3f"),
+                                               _f(r.get("ratio"), "%.2f")))
+    gemm = d.get("ours_gemm_gflops"), d.get("peer_gemm_gflops")
+    out += ["", "%s. FP32 GEMM (4096^3, no TF32): ours %s GFLOP/s, the peer's %s GFLOP/s (%s of ours). "
+                "Median of %d CUDA-event-timed steps after %d warm-ups, each side once, ours first: not the "
+                "alternating repeats the rules ask for. %s" % (
+                    d["gpu"], _f(gemm[0], "%.0f"), _f(gemm[1], "%.0f"),
+                    _f(gemm[1] / gemm[0] if gemm[0] and gemm[1] else None, "%.2fx"), d["iters"], d["warmup"],
+                    _prov(d)), ""]
+    return "\n".join(out)
+
+
 def render_backward_shares(results):
     d = _load(results, "backward_shares_gpt2.json")
     if not d:
@@ -1044,7 +1062,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_
              "throughput_gpt2": lambda r: render_regime(r, "throughput_gpt2.json"),
              "throughput_resnet50": lambda r: render_regime(r, "throughput_resnet50.json"),
              "paper_goal": render_goal,
-             "backward_shares": render_backward_shares, "peak_rss": render_peak_rss, "sim_own_gpt2": render_sim_own_gpt2,
+             "backward_shares": render_backward_shares, "gpu_step": render_gpu_step, "peak_rss": render_peak_rss, "sim_own_gpt2": render_sim_own_gpt2,
              "ops_vs_torch": render_ops, "beyond_convergence": render_beyond_convergence,
              "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput,
              "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule,
