@@ -1017,6 +1017,22 @@ def _finding_elastic(results):
     return text + " ([elastic](%s))" % _rel("elastic.md")
 
 
+def _finding_gpu(results):
+    d = _load(results, "gpu_step.json")
+    if not d:
+        return _absent_line("The GPU path", "gpu.md")
+    rows = [r for r in d["results"] if r.get("ratio") is not None]
+    if not rows:
+        return _absent_line("The GPU path", "gpu.md")
+    return ("**One GPU.** On an %s, our step took %s of PyTorch's on the same GPU (%s; batch %d, plain FP32, both "
+            "at the same GEMM rate). The smallest model's step is mostly launch and dispatch overhead, which "
+            "PyTorch pays in Python for every operation; each side ran once, not in alternating repeats. "
+            "([GPU](%s))" % (
+                d["gpu"].split(",")[0], "–".join("%.2fx" % x for x in sorted({min(r["ratio"] for r in rows),
+                                                                              max(r["ratio"] for r in rows)})),
+                ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), d["batch"], _rel("gpu.md")))
+
+
 def _absent_line(title, page):
     return ("**%s.** _No complete record yet: see [%s](%s) once one exists, and the earlier records on "
             "the [history page](%s)._" % (title, page[:-3], _rel(page), _rel(HISTORY)))
@@ -1027,7 +1043,7 @@ def render_findings(results):
     return "\n".join(textwrap.fill(f(results), 116, initial_indent="* ", subsequent_indent="  ",
                                    break_on_hyphens=False, break_long_words=False)
                      for f in (_finding_ties, _finding_wins, _finding_paper_models, _finding_delay, _finding_sim,
-                               _finding_paper, _finding_elastic)) + "\n"
+                               _finding_paper, _finding_elastic, _finding_gpu)) + "\n"
 
 
 # --- the history page ----------------------------------------------------------------------------------------------
