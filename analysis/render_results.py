@@ -138,6 +138,12 @@ def render_bench_step(results):
     return "\n".join(out)
 
 
+def _gpu_rounds(d):
+    r = d.get("repeats", 1)
+    return ("each side's median of %d alternating rounds (ours, then the peer)" % r if r > 1 else
+            "each side once, ours first: not the alternating repeats the rules ask for")
+
+
 def render_gpu_step(results, name="gpu_step.json"):
     d = _load(results, name)
     if not d:
@@ -148,11 +154,10 @@ def render_gpu_step(results, name="gpu_step.json"):
                                                _f(r.get("ratio"), "%.2f")))
     gemm = d.get("ours_gemm_gflops"), d.get("peer_gemm_gflops")
     out += ["", "%s. FP32 GEMM (4096^3, no TF32): ours %s GFLOP/s, the peer's %s GFLOP/s (%s of ours). "
-                "Median of %d CUDA-event-timed steps after %d warm-ups, each side once, ours first: not the "
-                "alternating repeats the rules ask for. %s" % (
+                "Median of %d CUDA-event-timed steps after %d warm-ups; %s. %s" % (
                     d["gpu"], _f(gemm[0], "%.0f"), _f(gemm[1], "%.0f"),
                     _f(gemm[1] / gemm[0] if gemm[0] and gemm[1] else None, "%.2fx"), d["iters"], d["warmup"],
-                    _prov(d)), ""]
+                    _gpu_rounds(d), _prov(d)), ""]
     return "\n".join(out)
 
 
@@ -1026,11 +1031,12 @@ def _finding_gpu(results):
         return _absent_line("The GPU path", "gpu.md")
     return ("**One GPU.** On an %s, our step took %s of PyTorch's on the same GPU (%s; batch %d, plain FP32, both "
             "at the same GEMM rate). The smallest model's step is mostly launch and dispatch overhead, which "
-            "PyTorch pays in Python for every operation; each side ran once, not in alternating repeats. "
-            "([GPU](%s))" % (
+            "PyTorch pays in Python for every operation; %s. ([GPU](%s))" % (
                 d["gpu"].split(",")[0], "–".join("%.2fx" % x for x in sorted({min(r["ratio"] for r in rows),
                                                                               max(r["ratio"] for r in rows)})),
-                ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), d["batch"], _rel("gpu.md")))
+                ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), d["batch"],
+                "each side ran once, not in alternating repeats" if d.get("repeats", 1) == 1 else
+                "the median of %d alternating rounds per side" % d["repeats"], _rel("gpu.md")))
 
 
 def _absent_line(title, page):
