@@ -121,7 +121,8 @@ finish() {
   exit 0
 }
 
-# ---- the executables: built here, or unpacked from --prebuilt's archive ----
+# ---- the executables (tests/gpu/executables.sh): built here, or unpacked from --prebuilt's archive ----
+. "$here/executables.sh"
 if [[ -n $prebuilt ]]; then
   rm -rf "$build/bin" "$build/lib"
   stage unpack 60 tar -C "$build" -xJf "$prebuilt" || finish
@@ -139,24 +140,19 @@ if [[ -n $prebuilt ]]; then
   export LD_LIBRARY_PATH=$build/lib${nvlibs:+:$nvlibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   stage libs 30 bash -c 'echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; bad=0
     for f in "$1"/bin/*; do if ldd "$f" | grep "not found"; then echo "  ^ $f"; bad=1; fi; done; exit $bad' _ "$build"
-  bin=$build/bin
-  exe_kernels=$bin/test_gpu_kernels exe_models=$bin/test_models_gpu exe_train=$bin/test_train_gpu
-  exe_nccl=$bin/test_backends_nccl exe_bench=$bin/bench_gpu_step
+  exe() { echo "$build/bin/$1"; }
 else
   stage configure 90 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ||
     finish
   grep -q 'nccl backend enabled' "$logs/configure.log" || note[configure]="nccl backend disabled"
-  stage build 300 cmake --build "$build" -j "$jobs" --target dreamddp bench_gpu_step test_gpu_kernels \
-        test_models_gpu test_train_gpu test_backends_nccl || finish
-  exe_kernels=$build/tests/gpu/test_gpu_kernels exe_models=$build/tests/gpu/test_models_gpu
-  exe_train=$build/tests/gpu/test_train_gpu exe_nccl=$build/tests/backends/test_backends_nccl
-  exe_bench=$build/core/models/cuda/bench_gpu_step
+  stage build 300 cmake --build "$build" -j "$jobs" --target "${!GPU_CHECK_EXES[@]}" || finish
+  exe() { echo "$build/${GPU_CHECK_EXES[$1]}"; }
 fi
 
 # ---- GPU tests: googletest executables, run directly (a built tree and an archive alike) ----
-run_gtest kernels "$exe_kernels" 120
-run_gtest models "$exe_models" 150
-run_gtest train "$exe_train" 150
+run_gtest kernels "$(exe test_gpu_kernels)" 120
+run_gtest models "$(exe test_models_gpu)" 150
+run_gtest train "$(exe test_train_gpu)" 150
 # The new kernels and models (max-pool, the 7x7 stem conv, RMSNorm, RoPE, SwiGLU; resnet18/50, gpt2, llama) must
 # be among the tests that passed (a stale build or a filtered list would drop them).
 for t in kernels:CudaKernels.MaxPoolKMatchesCpuIncludingTiesAndPadding \
@@ -173,7 +169,7 @@ done
 
 # ---- NCCL one-rank smoke test (Nccl.SingleRankCollectivesOnDevice) ----
 # Nccl.NoGpuIsAUsageError checks the refusal where no GPU exists, and skips here.
-run_gtest nccl "$exe_nccl" 60 --gtest_filter='Nccl.*:-Nccl.NoGpuIsAUsageError'
+run_gtest nccl "$(exe test_backends_nccl)" 60 --gtest_filter='Nccl.*:-Nccl.NoGpuIsAUsageError'
 grep -q '^\[       OK \] Nccl\.SingleRankCollectivesOnDevice' "$logs/nccl.log" 2>/dev/null ||
   { failed=1; result[nccl]=FAIL; note[nccl]+=" SingleRankCollectivesOnDevice did not pass"; }
 
@@ -183,7 +179,7 @@ for py in /usr/bin/python3 "$(command -v python3)"; do
   [[ -x $py ]] && "$py" -c 'import torch' 2>/dev/null && { peer_py=$py; break; }
 done
 rm -f "$logs/gpu_step.json"
-stage bench 150 env BENCH_GPU_BIN="$exe_bench" PEER_PYTHON="$peer_py" PROV_PYTHON="$peer_py" \
+stage bench 150 env BENCH_GPU_BIN="$(exe bench_gpu_step)" PEER_PYTHON="$peer_py" PROV_PYTHON="$peer_py" \
   bash "$root/experiments/bench_gpu.sh" --json "$logs/gpu_step.json" mlp gpt-mini cnn
 
 finish

@@ -9,7 +9,7 @@
 # Left out of the archive: the C and C++ runtimes (glibc, libstdc++, libgcc_s; the GPU machine's own are newer)
 # and the NVIDIA libraries (cudart, cuBLAS, cuDNN, NCCL; the GPU machine's must match its driver). The build must
 # have CUDA on (DREAMDDP_HAVE_CUDA); its CUDA code runs on newer GPUs through the PTX that nvcc embeds.
-# Exit: 0 packed, 1 a missing executable or library, 2 bad usage.
+# The executables are tests/gpu/executables.sh's. Exit: 0 packed, 1 a missing executable or library, 2 bad usage.
 set -euo pipefail
 case ${1-} in
   -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -20,19 +20,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${BUILD_DIR:-$root/build}
 
-# name:path-in-the-build-folder; the names are what device_check.sh runs.
-exes=(dreamddp:dreamddp
-      bench_gpu_step:core/models/cuda/bench_gpu_step
-      test_gpu_kernels:tests/gpu/test_gpu_kernels
-      test_models_gpu:tests/gpu/test_models_gpu
-      test_train_gpu:tests/gpu/test_train_gpu
-      test_backends_nccl:tests/backends/test_backends_nccl)
+. "$here/executables.sh"
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
-for e in "${exes[@]}"; do
-  name=${e%%:*} path=$build/${e#*:}
+for name in "${!GPU_CHECK_EXES[@]}"; do
+  path=$build/${GPU_CHECK_EXES[$name]}
   [[ -x $path ]] || { echo "pack_prebuilt: no executable $path (build it first)" >&2; exit 1; }
   cp "$path" "$stage/bin/$name"
 done
