@@ -96,12 +96,11 @@ prov_command() {
   for a in "$@"; do PROV_COMMAND+=" $(printf '%q' "$a")"; done
   export PROV_COMMAND
 }
-# PROV_PYTHON: the interpreter for provenance.py (standard library only; default /usr/bin/python3).
-prov_start() {
-  PROV_START=$("${PROV_PYTHON:-/usr/bin/python3}" "$PROV_LIB/provenance.py" start "$PROV_REPO"); export PROV_START
-}
+# provenance.py under PROV_PYTHON (it needs the standard library only; default /usr/bin/python3).
+provenance_py() { "${PROV_PYTHON:-/usr/bin/python3}" "$PROV_LIB/provenance.py" "$@"; }
+prov_start() { PROV_START=$(provenance_py start "$PROV_REPO"); export PROV_START; }
 prov_stamp() {
   [ -n "${PROV_START-}" ] || prov_start
-  "${PROV_PYTHON:-/usr/bin/python3}" "$PROV_LIB/provenance.py" stamp "$1" --start "$PROV_START" --command "${PROV_COMMAND:-?}" \
+  provenance_py stamp "$1" --start "$PROV_START" --command "${PROV_COMMAND:-?}" \
     ${2:+--peer-json "$2"} ${3:+--peer-script "$3"}
 }
