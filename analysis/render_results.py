@@ -1029,14 +1029,13 @@ def _finding_gpu(results):
     rows = [r for r in d["results"] if r.get("ratio") is not None]
     if not rows:
         return _absent_line("The GPU path", "gpu.md")
-    return ("**One GPU.** On an %s, our step took %s of PyTorch's on the same GPU (%s; batch %d, plain FP32, both "
-            "at the same GEMM rate). The smallest model's step is mostly launch and dispatch overhead, which "
+    ratios = [r["ratio"] for r in rows]
+    return ("**One GPU.** On an %s, our step took %.2f–%.2fx of PyTorch's on the same GPU (%s; batch %d, plain FP32, "
+            "both at the same GEMM rate). The smallest model's step is mostly launch and dispatch overhead, which "
             "PyTorch pays in Python for every operation; %s. ([GPU](%s))" % (
-                d["gpu"].split(",")[0], "–".join("%.2fx" % x for x in sorted({min(r["ratio"] for r in rows),
-                                                                              max(r["ratio"] for r in rows)})),
-                ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), d["batch"],
-                "each side ran once, not in alternating repeats" if d.get("repeats", 1) == 1 else
-                "the median of %d alternating rounds per side" % d["repeats"], _rel("gpu.md")))
+                d["gpu"].split(",")[0], min(ratios), max(ratios),
+                ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), d["batch"], _gpu_rounds(d),
+                _rel("gpu.md")))
 
 
 def _absent_line(title, page):
@@ -1084,7 +1083,8 @@ RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_
              "throughput_gpt2": lambda r: render_regime(r, "throughput_gpt2.json"),
              "throughput_resnet50": lambda r: render_regime(r, "throughput_resnet50.json"),
              "paper_goal": render_goal,
-             "backward_shares": render_backward_shares, "gpu_step": render_gpu_step, "peak_rss": render_peak_rss, "sim_own_gpt2": render_sim_own_gpt2,
+             "backward_shares": render_backward_shares, "gpu_step": render_gpu_step, "peak_rss": render_peak_rss,
+             "sim_own_gpt2": render_sim_own_gpt2,
              "ops_vs_torch": render_ops, "beyond_convergence": render_beyond_convergence,
              "beyond_gpt": render_beyond_gpt, "beyond_throughput": render_beyond_throughput,
              "compare_builds": render_compare_builds, "fillin_rule": render_fillin_rule,
