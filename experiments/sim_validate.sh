@@ -16,14 +16,14 @@
 #   forward and update time per step   the profile's step.json (written by `dreamddp profile`); for a profile
 #                                      without one, or with --step run, the run's /steps medians (steps after
 #                                      warm-up)
-# With --bp run --step run every compute time comes from the run itself, so what is left between simulated and
-# measured is the model of synchronization and the network alone, not how far the machine's speed drifted
-# between the profile and the run.
 #   the network                        c = alpha + bytes x per_byte from the profile's comm times over the
 #                                      layers' bytes (per_byte: the largest layers' rate; alpha: what the small
 #                                      layers take beyond it), turned into a WORLDx1 cluster with SimGrid's CM02
 #                                      model (no correction factors): link bandwidth 2(n-1)/n / per_byte, latency
 #                                      alpha / 2(n-1) per ring step (a ring all-reduce of S bytes then takes c(S))
+# With --bp run --step run every compute time comes from the run itself, so what is left between simulated and
+# measured is the model of synchronization and the network alone, not how far the machine's speed drifted
+# between the profile and the run.
 # --json FILE also writes the table as JSON. Exit 0 when every run was simulated (a ratio far from 1 is a
 # finding, not a failure).
 set -euo pipefail
