@@ -913,8 +913,8 @@ def main():
                 xfail.append(c)
             if tag != "ok  " or a.verbose:
                 print("%-5s %-10s %-48s %5.2fs rc=%s  %s" % (tag, c.reader, c.name[:48], secs, rc,
-                                                            "; ".join(problems) or "known bug fixed: remove it "
-                                                            "from KNOWN"))
+                                                            "; ".join(problems) or ("known bug fixed: remove it "
+                                                            "from KNOWN" if why else "")))
                 if why and not ok:
                     print("        known bug: %s" % why)
                 if tag == "FAIL":

@@ -139,7 +139,12 @@ if [[ -n $prebuilt ]]; then
     } | xargs -r -n1 dirname | awk '!seen[$0]++' | paste -sd:)
   export LD_LIBRARY_PATH=$build/lib${nvlibs:+:$nvlibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   stage libs 30 bash -c 'echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; bad=0
-    for f in "$1"/bin/*; do if ldd "$f" | grep "not found"; then echo "  ^ $f"; bad=1; fi; done; exit $bad' _ "$build"
+    for f in "$1"/bin/*; do if ldd "$f" | grep "not found"; then echo "  ^ $f"; bad=1; fi; done
+    # cuBLAS is loaded on first use (dlopen), so ldd does not list it: look for it on the same path.
+    IFS=: read -ra dirs <<< "$LD_LIBRARY_PATH"; found=0
+    for d in "${dirs[@]}"; do compgen -G "$d/libcublas.so.[0-9]*" > /dev/null && found=1; done
+    [ $found -eq 1 ] || { echo "libcublas.so.* is on no LD_LIBRARY_PATH folder"; bad=1; }
+    exit $bad' _ "$build"
   exe() { echo "$build/bin/$1"; }
 else
   stage configure 90 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ||

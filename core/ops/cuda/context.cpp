@@ -14,7 +14,7 @@ std::atomic<cudaStream_t> g_stream{nullptr};
 struct CublasHandle {
   cublasHandle_t h = nullptr;
   ~CublasHandle() {
-    if (h) cublasDestroy(h);
+    if (h) detail::cublas_api().destroy(h);
   }
 };
 }  // namespace
@@ -36,11 +36,11 @@ namespace detail {
 cublasHandle_t cublas() {
   thread_local CublasHandle th;
   if (!th.h) {
-    DD_CUBLAS_CHECK(cublasCreate(&th.h));
+    DD_CUBLAS_CHECK(cublas_api().create(&th.h));
     // Plain FP32 FMA math: TF32 tensor cores would drift ~1e-3 from the CPU reference.
-    DD_CUBLAS_CHECK(cublasSetMathMode(th.h, CUBLAS_DEFAULT_MATH));
+    DD_CUBLAS_CHECK(cublas_api().set_math_mode(th.h, CUBLAS_DEFAULT_MATH));
   }
-  DD_CUBLAS_CHECK(cublasSetStream(th.h, stream()));
+  DD_CUBLAS_CHECK(cublas_api().set_stream(th.h, stream()));
   return th.h;
 }
 
@@ -72,7 +72,7 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const 
           int64_t ldb, float beta, float* C, int64_t ldc) {
   using detail::to_int;
   if (M == 0 || N == 0) return;
-  DD_CUBLAS_CHECK(cublasSgemm(detail::cublas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+  DD_CUBLAS_CHECK(detail::cublas_api().sgemm(detail::cublas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                               to_int(N, "N"), to_int(M, "M"), to_int(K, "K"), &alpha, B, to_int(ldb, "ldb"), A,
                               to_int(lda, "lda"), &beta, C, to_int(ldc, "ldc")));
 }
@@ -82,7 +82,7 @@ void gemm_strided_batched(bool ta, bool tb, int64_t M, int64_t N, int64_t K, flo
                           int64_t sC, int64_t batch) {
   using detail::to_int;
   if (M == 0 || N == 0 || batch == 0) return;
-  DD_CUBLAS_CHECK(cublasSgemmStridedBatched(detail::cublas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+  DD_CUBLAS_CHECK(detail::cublas_api().sgemm_strided_batched(detail::cublas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                                             ta ? CUBLAS_OP_T : CUBLAS_OP_N, to_int(N, "N"), to_int(M, "M"),
                                             to_int(K, "K"), &alpha, B, to_int(ldb, "ldb"), sB, A, to_int(lda, "lda"),
                                             sA, &beta, C, to_int(ldc, "ldc"), sC, to_int(batch, "batch")));

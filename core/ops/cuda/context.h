@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/ops/cuda/cublas_api.h"
 #include "core/ops/cuda/cuda_check.h"
 #include "core/ops/cuda/ops_cuda.h"
 
@@ -14,7 +15,7 @@
     const cublasStatus_t dd_cublas_st_ = (expr);                                                            \
     if (dd_cublas_st_ != CUBLAS_STATUS_SUCCESS)                                                             \
       throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": cuBLAS error " + \
-                               cublasGetStatusString(dd_cublas_st_) + " in " #expr);                        \
+                               dd::cuops::detail::cublas_api().status_string(dd_cublas_st_) + " in " #expr);                        \
   } while (0)
 
 // A kernel launch reports bad configurations (and earlier asynchronous faults) through cudaGetLastError.
