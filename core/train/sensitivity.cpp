@@ -123,7 +123,8 @@ struct SensitivityProbe::Impl {
       const float* g = l->grads();
       const float* r = ref.data() + l->param_offset();
       double gr = 0, gg = 0, rr = 0;
-      for (int64_t i = 0; i < l->num_params(); ++i) {
+      const int64_t n = l->num_params();  // computed from the layer's specs: once, not per element
+      for (int64_t i = 0; i < n; ++i) {
         gr += double(g[i]) * r[i];
         gg += double(g[i]) * g[i];
         rr += double(r[i]) * r[i];
