@@ -1,4 +1,5 @@
-// mlp: 784-1024-1024-1024-10 with ReLU (docs/cli.md), layers fc1..fc4.
+// mlp: 784-W-W-W-10 with ReLU (docs/cli.md), layers fc1..fc4; W = 1024 unless `mlp:width=W`.
+#include "core/models/model_spec.h"
 #include "core/models/zoo.h"
 #include "core/nn/layers.h"
 
@@ -7,9 +8,9 @@ namespace {
 
 class Mlp : public Model {
  public:
-  Mlp(uint64_t seed, ops::Device& dev) : Model(dev) {
+  Mlp(int64_t width, uint64_t seed, ops::Device& dev) : Model(dev) {
     name_ = "mlp";
-    const int64_t dims[5] = {784, 1024, 1024, 1024, 10};
+    const int64_t dims[5] = {784, width, width, width, 10};
     for (int i = 0; i < 4; ++i)
       fc_[i] = add("fc" + std::to_string(i + 1), std::make_unique<nn::Linear>(dims[i], dims[i + 1]));
     finalize(seed);
@@ -58,6 +59,10 @@ class Mlp : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> make_mlp(uint64_t seed, ops::Device& dev) { return std::make_unique<Mlp>(seed, dev); }
+std::unique_ptr<Model> make_mlp(ModelSpec& spec, uint64_t seed, ops::Device& dev) {
+  // The same four layers at any width: tests and examples that need many ranks or steps, not a big model.
+  const int64_t width = spec.get("width", 1024, 1, 65536);
+  return std::make_unique<Mlp>(width, seed, dev);
+}
 
 }  // namespace dd::models

@@ -71,7 +71,7 @@ std::unique_ptr<Model> make_model(const std::string& name, uint64_t seed, ops::D
   ModelSpec spec = ModelSpec::parse(name);
   const std::string& f = spec.family();
   std::unique_ptr<Model> m;
-  if (f == "mlp") m = make_mlp(seed, dev);
+  if (f == "mlp") m = make_mlp(spec, seed, dev);
   else if (f == "cnn") m = make_cnn(seed, dev);
   else if (f == "resnet20") m = make_resnet20(seed, dev);
   else if (f == "gpt-mini") m = make_gpt_mini(seed, dev);
@@ -80,7 +80,7 @@ std::unique_ptr<Model> make_model(const std::string& name, uint64_t seed, ops::D
   else if (f == "resnet18" || f == "resnet50") m = make_resnet(spec, seed, dev);
   else
     throw UsageError("unknown model '" + f + "' (expected mlp, cnn, resnet20, gpt-mini, gpt2, llama, resnet18 or resnet50)");
-  spec.finish();  // the fixed models take no options
+  spec.finish();  // an option the model did not ask for is refused
   return m;
 }
 

@@ -32,6 +32,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/device_state.h"
 #include "core/train/elastic.h"
+#include "core/train/pause_points.h"
 #include "core/train/progress.h"
 #include "core/train/run_dir.h"
 #include "core/train/sensitivity.h"
@@ -418,6 +419,7 @@ nlohmann::json Trainer::run() {
   float loss = NAN;
   nlohmann::json last_eval;
   int64_t recorded = tp.start - 1;  // the last step with a /steps row (a step redone after a shrink has one)
+  const PausePoints pauses;  // fault tests only (pause_points.h)
   for (int64_t step = tp.start; step < cfg.steps; ++step) {
     if (step == tp.warm) tp.t_warm = now_s();
     const double t0 = now_s();
@@ -466,6 +468,7 @@ nlohmann::json Trainer::run() {
         rec.eval(step, last_eval);
         if (I.rank0()) progress.message(format_eval(step, last_eval));
       }
+      pauses.after_step(step);
     } catch (const PeerLost& e) {
       if (!I.shrink || dynamic_cast<const QuorumLost*>(&e)) throw;
       const int64_t next = I.shrink_world(step, t0, e.what(), rec, progress);

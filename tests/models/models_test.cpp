@@ -52,6 +52,8 @@ struct RandomBatch {
 
 TEST(Models, ParameterCountsMatchContract) {
   EXPECT_EQ(models::make_model("mlp", 0)->num_params(), 2913290);
+  EXPECT_EQ(models::make_model("mlp:width=1024", 0)->num_params(), 2913290);
+  EXPECT_EQ(models::make_model("mlp:width=64", 0)->num_params(), 784 * 64 + 64 + 2 * (64 * 64 + 64) + 64 * 10 + 10);
   EXPECT_EQ(models::make_model("cnn", 0)->num_params(), 1701354);
   EXPECT_EQ(models::make_model("resnet20", 0)->num_params(), 272186);
   EXPECT_EQ(models::make_model("gpt-mini", 0)->num_params(), 3323392);
@@ -258,7 +260,9 @@ TEST(ModelSpec, ParsesOptionsAndRefusesWhatNoFamilyAsked) {
     EXPECT_THROW(models::ModelSpec::parse(bad), dd::UsageError) << bad;
   auto x = models::ModelSpec::parse("gpt2:d=12x");
   EXPECT_THROW(x.get("d", 768, 8, 8192), dd::UsageError);
-  EXPECT_THROW(models::make_model("mlp:width=3", 0), dd::UsageError);  // fixed models take no options
+  EXPECT_THROW(models::make_model("cnn:width=3", 0), dd::UsageError);  // fixed models take no options
+  EXPECT_THROW(models::make_model("mlp:depth=3", 0), dd::UsageError);  // mlp takes width only
+  EXPECT_THROW(models::make_model("mlp:width=0", 0), dd::UsageError);
 }
 
 TEST(Models, SameSeedSameParameters) {

@@ -6,7 +6,7 @@
 set -euo pipefail
 BIN=$1
 POLICY=$2
-MODEL=${3:-mlp}
+MODEL=${3:-mlp:width=64}
 STEPS=40
 W=$(mktemp -d /tmp/dd_resume.XXXXXX)
 trap 'pkill -9 -f "$W" 2>/dev/null || true; rm -rf "$W"' EXIT
@@ -15,7 +15,7 @@ mkdir -p "$W/prof"
 /usr/bin/python3 - "$W/prof" "$BIN" "$MODEL" <<'PY'
 import json, subprocess, sys, os
 d, b, m = sys.argv[1:4]
-names = {"mlp": ["fc1", "fc2", "fc3", "fc4"], "cnn": ["conv1", "bn1", "conv2", "bn2", "conv3", "bn3", "fc1", "fc2"]}[m]
+names = {"mlp": ["fc1", "fc2", "fc3", "fc4"], "cnn": ["conv1", "bn1", "conv2", "bn2", "conv3", "bn3", "fc1", "fc2"]}[m.split(":")[0]]
 json.dump({n: 0.001 * (i + 1) for i, n in enumerate(names)}, open(os.path.join(d, "bp.json"), "w"))
 json.dump({n: 0.002 * (len(names) - i) for i, n in enumerate(names)}, open(os.path.join(d, "comm.json"), "w"))
 PY
@@ -33,21 +33,22 @@ ARGS=("${COMMON[@]}" --steps $STEPS --policy "$POLICY")
 
 "$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/ref" --save-params "$W/ref/p%r.bin" > /dev/null 2>&1
 
-# Interrupted run: kill -9 everything at a random step after the first checkpoint.
+# Interrupted run: every rank stops itself after a random step past the first checkpoint, and is killed there.
+source "$(dirname "$0")/../common/pause.sh"
 KILL_AT=$(( 12 + RANDOM % 20 ))
-"$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/run" --checkpoint-every 5 > /dev/null 2> "$W/run.log" &
+DREAMDDP_PAUSE_AFTER_STEPS=$KILL_AT "$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/run" --checkpoint-every 5 \
+  > /dev/null 2> "$W/run.log" &
 LPID=$!
-for _ in $(seq 1 600); do
-  if grep -q "^step $KILL_AT/" "$W/run.log" 2>/dev/null; then break; fi
-  if ! kill -0 $LPID 2>/dev/null; then echo "run ended before step $KILL_AT"; cat "$W/run.log"; exit 1; fi
-  sleep 0.1
-done
-pkill -9 -f -- "--out $W/run" || true
-kill -9 $LPID 2>/dev/null || true
+for _ in $(seq 1 3000); do [ "$(ranks_of $LPID | wc -l)" -eq 2 ] && break; sleep 0.02; done
+RANKS=$(ranks_of $LPID)
+# shellcheck disable=SC2086
+wait_stopped $RANKS || { cat "$W/run.log"; exit 1; }
+grep -q "^step $KILL_AT/" "$W/run.log" || { echo "paused, but not after step $KILL_AT:"; cat "$W/run.log"; exit 1; }
+# shellcheck disable=SC2086
+kill -9 $RANKS
 wait $LPID 2>/dev/null || true
-sleep 0.5
 ls "$W/run"/checkpoint.rank0.bin "$W/run"/checkpoint.rank1.bin > /dev/null
-echo "killed at step ~$KILL_AT; resuming"
+echo "killed after step $KILL_AT; resuming"
 "$BIN" launch -n 2 -- "${ARGS[@]}" --resume "$W/run" --save-params "$W/run/p%r.bin" > /dev/null 2> "$W/resume.log" || {
   cat "$W/resume.log"; exit 1; }
 for r in 0 1; do

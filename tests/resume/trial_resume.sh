@@ -15,23 +15,24 @@ mkdir -p "$W/prof"
 echo '{"fc1": 0.001, "fc2": 0.003, "fc3": 0.003, "fc4": 0.0001}' > "$W/prof/bp.json"
 echo '{"fc1": 0.004, "fc2": 0.005, "fc3": 0.005, "fc4": 0.001}' > "$W/prof/comm.json"
 echo '{"compute_slowdown": 0.6, "comm_slowdown": 1.0}' > "$W/prof/overlap.json"
-ARGS=(train --model mlp --data synthetic --batch 16 --steps $STEPS --threads 1 --log-every 1 --timeout 30)
+ARGS=(train --model mlp:width=64 --data synthetic --batch 16 --steps $STEPS --threads 1 --log-every 1 --timeout 30)
 
+source "$(dirname "$0")/../common/pause.sh"
 # run POLICY OUT: killed at a random step after the verdict's checkpoint (25), then resumed.
 killed_and_resumed() {
   local policy=$1 out=$2 kill_at=$(( 27 + RANDOM % 8 ))
-  "$BIN" launch -n 2 -- "${ARGS[@]}" --policy "$policy" --out "$out" --checkpoint-every 5 > /dev/null 2> "$out.log" &
-  local lpid=$!
-  for _ in $(seq 1 600); do
-    if grep -q "^step $kill_at/" "$out.log" 2>/dev/null; then break; fi
-    if ! kill -0 $lpid 2>/dev/null; then echo "run ended before step $kill_at"; cat "$out.log"; exit 1; fi
-    sleep 0.1
-  done
-  pkill -9 -f -- "--out $out" || true
-  kill -9 $lpid 2>/dev/null || true
+  DREAMDDP_PAUSE_AFTER_STEPS=$kill_at "$BIN" launch -n 2 -- "${ARGS[@]}" --policy "$policy" --out "$out" \
+    --checkpoint-every 5 > /dev/null 2> "$out.log" &
+  local lpid=$! ranks
+  for _ in $(seq 1 3000); do [ "$(ranks_of $lpid | wc -l)" -eq 2 ] && break; sleep 0.02; done
+  ranks=$(ranks_of $lpid)
+  # shellcheck disable=SC2086
+  wait_stopped $ranks || { cat "$out.log"; exit 1; }
+  grep -q "^step $kill_at/" "$out.log" || { echo "paused, but not after step $kill_at:"; cat "$out.log"; exit 1; }
+  # shellcheck disable=SC2086
+  kill -9 $ranks
   wait $lpid 2>/dev/null || true
-  sleep 0.5
-  echo "$policy: killed at step ~$kill_at; resuming"
+  echo "$policy: killed after step $kill_at; resuming"
   "$BIN" launch -n 2 -- "${ARGS[@]}" --policy "$policy" --resume "$out" --save-params "$out/p%r.bin" > /dev/null \
     2> "$out.resume.log" || { cat "$out.resume.log"; exit 1; }
 }
