@@ -12,7 +12,7 @@ trap 'rm -rf "$W"' EXIT
 mkdir -p "$W/prof"
 echo '{"fc1": 0.004, "fc2": 0.002, "fc3": 0.002, "fc4": 0.001}' > "$W/prof/bp.json"
 echo '{"fc1": 0.030, "fc2": 0.010, "fc3": 0.010, "fc4": 0.001}' > "$W/prof/comm.json"
-TINY=(--model mlp --data synthetic --batch 4 --steps 6 --threads 1 --eval-samples 8)
+TINY=(--model mlp:width=64 --data synthetic --batch 4 --steps 6 --threads 1 --eval-samples 8)
 n=0 fails=0
 # check NRANKS EXTRA... : the original run, its rerun from metrics.h5, parameters compared on every rank.
 check() {

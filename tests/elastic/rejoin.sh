@@ -13,19 +13,22 @@ MODE=$3
 STEPS=600
 W=$(mktemp -d /tmp/dd_rejoin.XXXXXX)
 source "$(dirname "$0")/shrink_lib.sh"
-ARGS=(train --model mlp --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3 --policy "$POLICY"
+ARGS=(train --model mlp:width=64 --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3 --policy "$POLICY"
       --eval-every 0 --eval-samples 64 --log-every 1 --on-peer-loss shrink --out "$W/run" --save-params "$W/p%r.bin")
 t0=$SECONDS
 if [ "$MODE" = hand ]; then
-  start_ranks rejoin 4 "${ARGS[@]}"
+  # Every rank stops itself after step 30 (rank 2 is lost there) and the survivors again after step 40, once
+  # shrunk, while the joiner starts: it is admitted at a join check with most of the run still ahead.
+  DREAMDDP_PAUSE_AFTER_STEPS=30,40 start_ranks rejoin 4 "${ARGS[@]}"
   LOG0=$W/rejoin.0.log
-  wait_for_line "$LOG0" "^step 30/$STEPS"
-  kill -9 "${PIDS[2]}"
+  kill_paused 2
   { wait "${PIDS[2]}"; } 2>/dev/null || true
-  wait_for_line "$LOG0" "^shrink: "
+  wait_stopped "${PIDS[0]}" "${PIDS[1]}" "${PIDS[3]}" || exit 1
+  grep -q "^shrink: " "$LOG0" || { echo "no shrink by step 40:"; cat "$LOG0"; exit 1; }
   RANK=2 WORLD_SIZE=4 LOCAL_RANK=2 LOCAL_WORLD_SIZE=4 \
     "$BIN" "${ARGS[@]}" --rejoin --rendezvous "${RDZV_URL:-file://$W/rdzv.rejoin}" > /dev/null 2> "$W/rejoin.2b.log" &
   PIDS[2]=$!
+  kill -CONT "${PIDS[0]}" "${PIDS[1]}" "${PIDS[3]}"
   for r in 0 1 2 3; do
     status_of $r
     [ "$RC" -eq 0 ] || { echo "rank $r exited $RC:"; cat "$W/rejoin.$r.log" "$W/rejoin.2b.log"; exit 1; }
@@ -34,15 +37,18 @@ if [ "$MODE" = hand ]; then
   grep -E "^train: rank 2 admitted after [0-9.]+ s as rank 3 of 4 \(generation 2\), at step [0-9]+$" "$W/rejoin.2b.log" ||
     { echo "joiner:"; cat "$W/rejoin.2b.log"; exit 1; }
 else
-  "$BIN" launch -n 4 --max-restarts 1 -- "${ARGS[@]}" > /dev/null 2> "$W/launch.log" &
+  # The launcher starts rank 2 again with the same environment: a pause at step 30 only, which the joiner, admitted
+  # later, never meets.
+  DREAMDDP_PAUSE_AFTER_STEPS=30 "$BIN" launch -n 4 --max-restarts 1 -- "${ARGS[@]}" > /dev/null 2> "$W/launch.log" &
   PIDS=($!)
   LOG0=$W/launch.log
-  wait_for_line "$LOG0" "^step 30/$STEPS"
-  killed=
-  for p in $(pgrep -P "${PIDS[0]}"); do
-    if tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx RANK=2; then kill -9 $p; killed=$p; fi
-  done
-  [ -n "$killed" ] || { echo "no rank 2 under the launcher"; exit 1; }
+  for _ in $(seq 1 3000); do [ "$(ranks_of "${PIDS[0]}" | wc -l)" -eq 4 ] && break; sleep 0.02; done
+  # shellcheck disable=SC2046
+  wait_stopped $(ranks_of "${PIDS[0]}") || exit 1
+  killed=$(rank_pid "${PIDS[0]}" 2) || { echo "no rank 2 under the launcher"; exit 1; }
+  kill -9 "$killed"
+  # shellcheck disable=SC2046
+  kill -CONT $(ranks_of "${PIDS[0]}" | grep -vx "$killed")
   status_of 0
   PIDS=()
   [ "$RC" -eq 0 ] || { echo "launcher exited $RC:"; cat "$LOG0"; exit 1; }

@@ -8,7 +8,7 @@ BIN=$1
 POLICY=$2
 W=$(mktemp -d /tmp/dd_elastic.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-ARGS=(train --model mlp --data synthetic --batch 8 --threads 1 --timeout 5 --policy "$POLICY" --eval-every 0
+ARGS=(train --model mlp:width=64 --data synthetic --batch 8 --threads 1 --timeout 5 --policy "$POLICY" --eval-every 0
       --eval-samples 64 --log-every 0 --checkpoint-every 5)
 "$BIN" launch -n 2 -- "${ARGS[@]}" --steps 10 --out "$W/two" > /dev/null 2> "$W/two.log" || { cat "$W/two.log"; exit 1; }
 for N in 3 1; do

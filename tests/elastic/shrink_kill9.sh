@@ -11,14 +11,13 @@ MODE=$3
 STEPS=300
 W=$(mktemp -d /tmp/dd_shrink.XXXXXX)
 source "$(dirname "$0")/shrink_lib.sh"
-ARGS=(train --model mlp --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3 --policy "$POLICY"
+ARGS=(train --model mlp:width=64 --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3 --policy "$POLICY"
       --eval-every 0 --eval-samples 64 --log-every 1 --on-peer-loss shrink --out "$W/run" --save-params "$W/p%r.bin")
 t0=$SECONDS
 if [ "$MODE" = hand ]; then
-  start_ranks kill9 4 "${ARGS[@]}"
+  DREAMDDP_PAUSE_AFTER_STEPS=30 start_ranks kill9 4 "${ARGS[@]}"
   LOG0=$W/kill9.0.log
-  wait_for_line "$LOG0" "^step 30/$STEPS"
-  kill -9 "${PIDS[2]}"
+  kill_paused 2
   for r in 0 1 3; do
     status_of $r
     [ "$RC" -eq 0 ] || { echo "survivor $r exited $RC:"; cat "$W/kill9.$r.log"; exit 1; }
@@ -26,15 +25,16 @@ if [ "$MODE" = hand ]; then
   { wait "${PIDS[2]}"; } 2>/dev/null || true
   PIDS=()
 else
-  "$BIN" launch -n 4 -- "${ARGS[@]}" > /dev/null 2> "$W/launch.log" &
+  DREAMDDP_PAUSE_AFTER_STEPS=30 "$BIN" launch -n 4 -- "${ARGS[@]}" > /dev/null 2> "$W/launch.log" &
   PIDS=($!)
   LOG0=$W/launch.log
-  wait_for_line "$LOG0" "^step 30/$STEPS"
-  killed=
-  for p in $(pgrep -P "${PIDS[0]}"); do
-    if tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx RANK=2; then kill -9 $p; killed=$p; fi
-  done
-  [ -n "$killed" ] || { echo "no rank 2 under the launcher"; exit 1; }
+  for _ in $(seq 1 3000); do [ "$(ranks_of "${PIDS[0]}" | wc -l)" -eq 4 ] && break; sleep 0.02; done
+  # shellcheck disable=SC2046
+  wait_stopped $(ranks_of "${PIDS[0]}") || exit 1
+  killed=$(rank_pid "${PIDS[0]}" 2) || { echo "no rank 2 under the launcher"; exit 1; }
+  kill -9 "$killed"
+  # shellcheck disable=SC2046
+  kill -CONT $(ranks_of "${PIDS[0]}" | grep -vx "$killed")
   status_of 0
   PIDS=()
   [ "$RC" -eq 0 ] || { echo "launcher exited $RC:"; cat "$LOG0"; exit 1; }

@@ -2,6 +2,7 @@
 # others down when one dies), each rank's pid in PIDS[r], its stderr in $W/<tag>.<r>.log. The EXIT trap SIGKILLs
 # whatever is left and removes the directory. Needs BIN and W. The rendezvous: $RDZV_URL when set (a redis://
 # one), else file://$W/rdzv.<tag>.
+source "$(dirname "${BASH_SOURCE[0]}")/../common/pause.sh"
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
@@ -43,4 +44,13 @@ for s, k, d in zip(ev["step"], ev["kind"], ev["detail"]):
     if dec(k) == sys.argv[2]:
         print("%d\t%s" % (int(s), dec(d)))
 PY
+}
+# With DREAMDDP_PAUSE_AFTER_STEPS set for the ranks: waits until every rank in PIDS has stopped itself, SIGKILLs
+# the ranks named (by index into PIDS) and lets the others continue. The loss happens at an exact step.
+kill_paused() {  # R...
+  wait_stopped "${PIDS[@]}" || exit 1
+  local r keep=()
+  for r in "$@"; do kill -9 "${PIDS[$r]}"; done
+  for r in "${!PIDS[@]}"; do [[ " $* " == *" $r "* ]] || keep+=("${PIDS[$r]}"); done
+  kill -CONT "${keep[@]}"
 }

@@ -11,13 +11,14 @@ BIN=$1
 STEPS=300
 W=$(mktemp -d /tmp/dd_shrink.XXXXXX)
 source "$(dirname "$0")/shrink_lib.sh"
-ARGS=(train --model mlp --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3 --policy localsgd:k=4
+ARGS=(train --model mlp:width=64 --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3 --policy localsgd:k=4
       --eval-every 0 --eval-samples 64 --log-every 1 --on-peer-loss shrink)
 
 # 1. {2} stopped vs {0, 1}.
-start_ranks stop 3 "${ARGS[@]}" --out "$W/stop" --save-params "$W/stop%r.bin"
-wait_for_line "$W/stop.0.log" "^step 30/$STEPS"
-kill -STOP "${PIDS[2]}"
+# Every rank stops itself after step 30; ranks 0 and 1 continue, rank 2 stays stopped (a partition).
+DREAMDDP_PAUSE_AFTER_STEPS=30 start_ranks stop 3 "${ARGS[@]}" --out "$W/stop" --save-params "$W/stop%r.bin"
+wait_stopped "${PIDS[@]}" || exit 1
+kill -CONT "${PIDS[0]}" "${PIDS[1]}"
 wait_for_line "$W/stop.0.log" "^shrink: 3 -> 2 ranks (generation 1: lost rank 2; ranks 0, 1 now 0..1)"
 kill -CONT "${PIDS[2]}"
 t0=$SECONDS
@@ -36,9 +37,8 @@ events_of "$W/stop/metrics.h5" shrink | grep -q "3 -> 2 ranks" || { echo "no shr
 echo "partition: the majority continued, the stopped rank exited 3"
 
 # 2. {0, 1} of 4: no quorum.
-start_ranks minority 4 "${ARGS[@]}" --out "$W/minority"
-wait_for_line "$W/minority.0.log" "^step 30/$STEPS"
-kill -9 "${PIDS[2]}" "${PIDS[3]}"
+DREAMDDP_PAUSE_AFTER_STEPS=30 start_ranks minority 4 "${ARGS[@]}" --out "$W/minority"
+kill_paused 2 3
 t0=$SECONDS
 for r in 0 1; do
   status_of $r

@@ -7,17 +7,16 @@ BIN=$1
 STEPS=300
 W=$(mktemp -d /tmp/dd_shrink.XXXXXX)
 source "$(dirname "$0")/shrink_lib.sh"
-ARGS=(train --model mlp --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3 --policy localsgd:k=4
+ARGS=(train --model mlp:width=64 --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3 --policy localsgd:k=4
       --eval-every 0 --eval-samples 64 --log-every 1 --on-peer-loss shrink --out "$W/run" --save-params "$W/p%r.bin")
-start_ranks twice 4 "${ARGS[@]}"
-wait_for_line "$W/twice.0.log" "^step 30/$STEPS"
-kill -9 "${PIDS[0]}"
-for _ in $(seq 1 1200); do grep -q "^shrink:" "$W/twice.1.log" && break; sleep 0.05; done
+# Every rank stops itself after steps 30 and 60: rank 0 is lost at the first, rank 3 at the second.
+DREAMDDP_PAUSE_AFTER_STEPS=30,60 start_ranks twice 4 "${ARGS[@]}"
+kill_paused 0
+wait_stopped "${PIDS[1]}" "${PIDS[2]}" "${PIDS[3]}" || exit 1
 grep -q "^shrink: 4 -> 3 ranks (generation 1: lost rank 0; ranks 1, 2, 3 now 0..2)" "$W/twice.1.log" ||
   { echo "no first shrink on start rank 1 (now rank 0):"; cat "$W/twice.1.log"; exit 1; }
-n=$(grep -c "^step " "$W/twice.1.log" || true)
-for _ in $(seq 1 1200); do [ "$(grep -c "^step " "$W/twice.1.log" || true)" -ge $((n + 20)) ] && break; sleep 0.05; done
 kill -9 "${PIDS[3]}"
+kill -CONT "${PIDS[1]}" "${PIDS[2]}"
 for r in 1 2; do
   status_of $r
   [ "$RC" -eq 0 ] || { echo "start rank $r exited $RC:"; cat "$W/twice.$r.log"; exit 1; }
