@@ -25,14 +25,17 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j$(JOBS)
 
+# The ten slowest tests are printed at the end of each run, pass or fail, so that drift in the suite's time shows.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
+	cd $(BUILD) && rc=0; ctest --output-on-failure -j$(JOBS) --timeout 600 --output-junit junit.xml || rc=$$?; \
+	  $(PY) $(CURDIR)/tests/slowest.py junit.xml 10; exit $$rc
 
 test-sanitize: deps
 	cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Debug -DDREAMDDP_SANITIZE=ON -DDREAMDDP_NO_CUDA=ON >/dev/null
 	cmake --build build-san -j$(JOBS)
-	cd build-san && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  ctest --output-on-failure -L 'unit|sanitize' -j$(JOBS) --timeout 900
+	cd build-san && rc=0; ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure -L 'unit|sanitize' -j$(JOBS) --timeout 900 --output-junit junit.xml || rc=$$?; \
+	  $(PY) $(CURDIR)/tests/slowest.py junit.xml 10; exit $$rc
 
 demo: build
 	bash experiments/demo.sh

@@ -23,7 +23,7 @@ if [ "$MODE" = hand ]; then
   LOG0=$W/rejoin.0.log
   kill_paused 2
   { wait "${PIDS[2]}"; } 2>/dev/null || true
-  wait_stopped "${PIDS[0]}" "${PIDS[1]}" "${PIDS[3]}" || exit 1
+  wait_stopped "${PIDS[0]}" "${PIDS[1]}" "${PIDS[3]}" || { dump_logs; exit 1; }
   grep -q "^shrink: " "$LOG0" || { echo "no shrink by step 40:"; cat "$LOG0"; exit 1; }
   RANK=2 WORLD_SIZE=4 LOCAL_RANK=2 LOCAL_WORLD_SIZE=4 \
     "$BIN" "${ARGS[@]}" --rejoin --rendezvous "${RDZV_URL:-file://$W/rdzv.rejoin}" > /dev/null 2> "$W/rejoin.2b.log" &
@@ -44,7 +44,7 @@ else
   LOG0=$W/launch.log
   for _ in $(seq 1 3000); do [ "$(ranks_of "${PIDS[0]}" | wc -l)" -eq 4 ] && break; sleep 0.02; done
   # shellcheck disable=SC2046
-  wait_stopped $(ranks_of "${PIDS[0]}") || exit 1
+  wait_stopped $(ranks_of "${PIDS[0]}") || { dump_logs; exit 1; }
   killed=$(rank_pid "${PIDS[0]}" 2) || { echo "no rank 2 under the launcher"; exit 1; }
   kill -9 "$killed"
   # shellcheck disable=SC2046

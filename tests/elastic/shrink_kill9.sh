@@ -30,7 +30,7 @@ else
   LOG0=$W/launch.log
   for _ in $(seq 1 3000); do [ "$(ranks_of "${PIDS[0]}" | wc -l)" -eq 4 ] && break; sleep 0.02; done
   # shellcheck disable=SC2046
-  wait_stopped $(ranks_of "${PIDS[0]}") || exit 1
+  wait_stopped $(ranks_of "${PIDS[0]}") || { dump_logs; exit 1; }
   killed=$(rank_pid "${PIDS[0]}" 2) || { echo "no rank 2 under the launcher"; exit 1; }
   kill -9 "$killed"
   # shellcheck disable=SC2046

@@ -48,9 +48,14 @@ PY
 # With DREAMDDP_PAUSE_AFTER_STEPS set for the ranks: waits until every rank in PIDS has stopped itself, SIGKILLs
 # the ranks named (by index into PIDS) and lets the others continue. The loss happens at an exact step.
 kill_paused() {  # R...
-  wait_stopped "${PIDS[@]}" || exit 1
+  wait_stopped "${PIDS[@]}" || { dump_logs; exit 1; }
   local r keep=()
   for r in "$@"; do kill -9 "${PIDS[$r]}"; done
   for r in "${!PIDS[@]}"; do [[ " $* " == *" $r "* ]] || keep+=("${PIDS[$r]}"); done
   kill -CONT "${keep[@]}"
+}
+# The last lines of every log of the test, for a failure's message.
+dump_logs() {
+  local f
+  for f in "$W"/*.log; do [ -e "$f" ] && { echo "== $f"; tail -n 12 "$f"; }; done
 }

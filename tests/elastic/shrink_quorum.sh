@@ -17,7 +17,7 @@ ARGS=(train --model mlp:width=64 --data synthetic --batch 8 --steps $STEPS --thr
 # 1. {2} stopped vs {0, 1}.
 # Every rank stops itself after step 30; ranks 0 and 1 continue, rank 2 stays stopped (a partition).
 DREAMDDP_PAUSE_AFTER_STEPS=30 start_ranks stop 3 "${ARGS[@]}" --out "$W/stop" --save-params "$W/stop%r.bin"
-wait_stopped "${PIDS[@]}" || exit 1
+wait_stopped "${PIDS[@]}" || { dump_logs; exit 1; }
 kill -CONT "${PIDS[0]}" "${PIDS[1]}"
 wait_for_line "$W/stop.0.log" "^shrink: 3 -> 2 ranks (generation 1: lost rank 2; ranks 0, 1 now 0..1)"
 kill -CONT "${PIDS[2]}"

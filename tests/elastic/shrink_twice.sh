@@ -12,7 +12,7 @@ ARGS=(train --model mlp:width=64 --data synthetic --batch 8 --steps $STEPS --thr
 # Every rank stops itself after steps 30 and 60: rank 0 is lost at the first, rank 3 at the second.
 DREAMDDP_PAUSE_AFTER_STEPS=30,60 start_ranks twice 4 "${ARGS[@]}"
 kill_paused 0
-wait_stopped "${PIDS[1]}" "${PIDS[2]}" "${PIDS[3]}" || exit 1
+wait_stopped "${PIDS[1]}" "${PIDS[2]}" "${PIDS[3]}" || { dump_logs; exit 1; }
 grep -q "^shrink: 4 -> 3 ranks (generation 1: lost rank 0; ranks 1, 2, 3 now 0..2)" "$W/twice.1.log" ||
   { echo "no first shrink on start rank 1 (now rank 0):"; cat "$W/twice.1.log"; exit 1; }
 kill -9 "${PIDS[3]}"

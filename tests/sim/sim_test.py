@@ -115,11 +115,15 @@ def events(path, rank=None):
              int(r["bytes"])) for r in e]
 
 
+# The sequence runs' mlp: the same four layers as the default one, narrow, so that 16 real runs take seconds.
+MLP = "mlp:width=64"
+
+
 def case_sequence(binary, tmp, _):
     steps = 12
     real_root = os.path.join(tmp, "real")
     profs = {}
-    for model in ("mlp", "cnn"):
+    for model in (MLP, "cnn"):
         # The profile only has to name the model's layers (dreamddp reads its schedule from it, in both runs).
         probe = os.path.join(tmp, "probe_" + model)
         rc, out, err = run(binary, ["train", "--model", model, "--data", "synthetic", "--steps", "1", "--batch",
@@ -130,28 +134,28 @@ def case_sequence(binary, tmp, _):
             names = [n.decode() if isinstance(n, bytes) else str(n) for n in f["layers"]["name"]]
         profs[model] = os.path.join(tmp, model + "_profile")
         write_profile(profs[model], names, [1e-3 * (i + 1) for i in range(len(names))], [2e-3] * len(names))
-    prof = profs["mlp"]
-    runs = [("mlp", p) for p in ["ddp", "localsgd:k=4", "plsgd:h=3", "dreamddp:h=3,profile=" + prof,
+    prof = profs[MLP]
+    runs = [(MLP, p) for p in ["ddp", "localsgd:k=4", "plsgd:h=3", "dreamddp:h=3,profile=" + prof,
                                  "dreamddp:h=4,fillin=0,profile=" + prof]]
     # BatchNorm layers: their buffers travel with parameter averages (bytes of the bucket), not with gradients.
     runs += [("cnn", "localsgd:k=4"), ("cnn", "plsgd:h=3"), ("cnn", "dreamddp:h=3,profile=" + profs["cnn"])]
     # hier with a tier assignment that does not depend on the gradient signals (all layers fast, or none): the
     # simulation feeds constant signals; profiling steps (lock-step), the control all-reduce, the group average.
-    runs += [("mlp", "hier:nodes=1x2,fast=1,intra=2,inter=4,profile_steps=3"),
-             ("mlp", "hier:nodes=1x2,fast=0,slow=3,profile_steps=3")]
+    runs += [(MLP, "hier:nodes=1x2,fast=1,intra=2,inter=4,profile_steps=3"),
+             (MLP, "hier:nodes=1x2,fast=0,slow=3,profile_steps=3")]
     # delay=T: averages merged T steps later (logged at the merge, the last ones at the end of training).
-    runs += [("mlp", "plsgd:h=4,delay=2"), ("mlp", "dreamddp:h=4,fillin=0,delay=2,profile=" + prof),
-             ("mlp", "localsgd:k=4,delay=2")]
+    runs += [(MLP, "plsgd:h=4,delay=2"), (MLP, "dreamddp:h=4,fillin=0,delay=2,profile=" + prof),
+             (MLP, "localsgd:k=4,delay=2")]
     # Transformed averages: the codec's bytes, the outer step's averages (the engine itself forms both).
-    runs += [("mlp", "plsgd:h=4,compress=int8"), ("mlp", "localsgd:k=4,outer=nesterov"),
-             ("mlp", "plsgd:h=3,compress=bf16,delay=2")]
+    runs += [(MLP, "plsgd:h=4,compress=int8"), (MLP, "localsgd:k=4,outer=nesterov"),
+             (MLP, "plsgd:h=3,compress=bf16,delay=2")]
     # Switches: into a policy at a step > 0 (the engine's one average, then the new schedule).
-    runs += [("mlp", "ddp --switch 5:plsgd:h=3"), ("mlp", "localsgd:k=4 --switch 6:dreamddp:h=3,profile=" + prof)]
+    runs += [(MLP, "ddp --switch 5:plsgd:h=3"), (MLP, "localsgd:k=4 --switch 6:dreamddp:h=3,profile=" + prof)]
     # The control file, read by rank 0 at step 0 and switched to once every rank has the vote.
     ctl = os.path.join(tmp, "control")
     with open(ctl, "w") as f:
         f.write("plsgd:h=3\n")
-    runs += [("mlp", "ddp --control-file " + ctl)]
+    runs += [(MLP, "ddp --control-file " + ctl)]
     for model, spec in runs:
         prof = profs[model]
         pol, *more = spec.split(" ")
