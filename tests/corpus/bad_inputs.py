@@ -224,6 +224,8 @@ def cli_cases(tmp):
     add("--inject-nan with gpt-mini", ["--model", "gpt-mini", "--inject-nan", "1"], "inject-nan")
     add("--checkpoint-every without --out", ["--checkpoint-every", "1"], "checkpoint-every")
     cases[-1].args = cases[-1].args[:-2]
+    add("--control-file in a missing directory", ["--control-file", "/nonexistent_dir/ctl.txt"], "nonexistent_dir")
+    add("--control-file is a directory", ["--control-file", tmp], "control-file")
     add("unknown option", ["--no-such-option", "1"], "no-such-option")
     add("unknown short option", ["-q"], "-q")
     add("positional argument", ["stray"], "stray")
@@ -739,7 +741,7 @@ def checkpoint_cases(binary, tmp):
         if as_out:
             fresh = os.path.join(tmp, "ck_out_%d" % len(cases))
             argv += ["--out", fresh]
-        c = Case("checkpoint", name, argv, must, keep=[d], expect=expect, empty_out=fresh)
+        c = Case("checkpoint", name, argv, must, keep=[d], expect=expect, fresh_out=fresh)
         cases.append(c)
 
     # Bit flips across the file: magic, fingerprint, step, parameters, optimizer state, layer steps, CRC.
