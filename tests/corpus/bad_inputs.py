@@ -775,6 +775,9 @@ def checkpoint_cases(binary, tmp):
     for step in [-1, -100, 2 ** 63 - 1, 8, 1000]:
         f2 = [(n, struct.pack("<q", step) if n == "step" else d) for n, d in fields]
         add("sealed step %d" % step, seal(build_body(f2)), "step")
+    # Refused once the run has started (the step is read with the rest of the file): the --out it made is removed.
+    f2 = [(n, struct.pack("<q", 8) if n == "step" else d) for n, d in fields]
+    add("sealed step 8, new --out", seal(build_body(f2)), "step", as_out=True)
     f2 = [(n, struct.pack("<q", -8) if n == "data_position" else d) for n, d in fields]
     add("sealed negative data position", seal(build_body(f2)), "data position")
     f2 = [(n, d.replace(b"model=mlp", b"model=cnn") if n == "fingerprint" else d) for n, d in fields]
