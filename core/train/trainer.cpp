@@ -23,8 +23,8 @@
 #include "core/ops/ops.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
-#include "core/sync/engine/sync_engine.h"
 #include "core/sync/control/control_file.h"
+#include "core/sync/engine/sync_engine.h"
 #include "core/sync/policy/layer_meta.h"
 #include "core/sync/policy/registry.h"
 #include "core/sync/policy/timed_window.h"
@@ -54,16 +54,16 @@ static void validate_cuda(const TrainConfig& c) {
   for (auto& spec : specs) sync::check_policy_fits_device(*sync::make_policy(sync::PolicySpec::parse(spec)), spec, true);
 }
 
-// Refuses --on-peer-loss shrink where it cannot work, with one line (dd::UsageError): the mpi and nccl backends
-// (no fault tolerance here: a lost peer ends the job with exit 3), --device cuda (the step's start state is kept on
-// the host), --sensitivity (its open probe is per rank) and policies whose state does not carry to a smaller world
-// (the rule of --resume on another world size), also as a --switch.
 // Why --on-peer-loss shrink refuses policy `spec` ("" when it does not).
 static std::string shrink_refusal(const std::string& spec) {
   const std::string why = unmappable_policy_state(spec);
   return why.empty() ? why : "--on-peer-loss shrink: " + why + ", so its state does not carry to a smaller world";
 }
 
+// Refuses --on-peer-loss shrink where it cannot work, with one line (dd::UsageError): the mpi and nccl backends
+// (no fault tolerance here: a lost peer ends the job with exit 3), --device cuda (the step's start state is kept on
+// the host), --sensitivity (its open probe is per rank) and policies whose state does not carry to a smaller world
+// (the rule of --resume on another world size), also as a --switch.
 static void check_shrink_fits(const TrainConfig& c) {
   const std::string head = "--on-peer-loss shrink: ";
   if (c.backend == BackendKind::Mpi)
@@ -88,6 +88,8 @@ std::string control_spec_refusal(const TrainConfig& c, const std::vector<nn::Lay
       if (p->merge().delay > 0 || p->merge().transforms())
         return "--policy " + spec + ": delay=, outer= and compress= keep host copies of the averaged layers; not on --device cuda";
     }
+    if (c.backend == BackendKind::Nccl && p->merge().compress != sync::Codec::None)
+      return "--policy " + spec + ": compress= needs the byte channel of gloo or mpi, not nccl";
     sync::check_policy_fits_model(spec, layers, c.world);
   } catch (const UsageError& e) {
     return e.what();
