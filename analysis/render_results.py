@@ -702,6 +702,26 @@ def render_sim_dominance(results):
     return "\n".join(out)
 
 
+def render_sim_copies_cost(results):
+    d = _load(results, "simulate_copies_cost.json")
+    if not d:
+        return _absent("the cost of averages on copies in the simulator",
+                       "run `experiments/sim_studies.sh --study copies_cost`")
+    plain = {(r["world"], r["steps"]): r for r in d["rows"] if r["policy"] == "localsgd:k=4"}
+    out = ["| ranks | steps | policy | wall s | peak RSS MiB | wall / plain | RSS / plain | simulated ms/step |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        b = plain.get((r["world"], r["steps"]))
+        out.append("| %d | %d | %s | %.2f | %.0f | %s | %s | %.1f |" % (
+            r["world"], r["steps"], r["policy"], r["wall_s"], r["peak_rss_mib"],
+            _f(r["wall_s"] / b["wall_s"] if b else None, "%.2fx"),
+            _f(r["peak_rss_mib"] / b["peak_rss_mib"] if b else None, "%.2fx"), r["step_ms"]))
+    out += ["", "Wall time and \"Maximum resident set size\" of `/usr/bin/time -v` around each `dreamddp simulate "
+            "--profile data/dreamddp-profiles/gpt2_16_1gbit --cluster Nx1,inter=1Gbps --comm-bw 1Gbps` run; "
+            "\"plain\" is localsgd:k=4 at the same size. %s" % _prov(d), ""]
+    return "\n".join(out)
+
+
 def render_sim_stragglers(results):
     d = _load(results, "simulate_stragglers.json")
     if not d:
@@ -1096,7 +1116,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_
              "sim_artifact": render_sim_artifact, "sim_scaling": render_sim_scaling,
              "sim_scaling_gptmini": lambda r: render_sim_scaling(r, "simulate_scaling_gptmini.json"),
              "sim_stragglers": render_sim_stragglers, "sim_hier": render_sim_hier,
-             "sim_dominance": render_sim_dominance,
+             "sim_dominance": render_sim_dominance, "sim_copies_cost": render_sim_copies_cost,
              "schedule_solver": render_schedule, "sensitivity_paper": render_sensitivity_paper,
              "chaos": render_chaos, "shrink_overhead": render_shrink_overhead,
              "findings": render_findings, "history_index": render_history_index}

@@ -30,8 +30,9 @@ class ByteChannel {
  public:
   virtual ~ByteChannel() = default;
   // `in`: size() blocks of n bytes, block r for rank r; `out`: size() blocks of n bytes, block r from rank r.
+  // Both null: sizes only, on a channel of a backend that moves no data (a simulation times the transfers).
   virtual void alltoall(const void* in, void* out, size_t n) = 0;
-  // `in`: n bytes; `out`: size() blocks of n bytes, block r from rank r.
+  // `in`: n bytes; `out`: size() blocks of n bytes, block r from rank r (both null: sizes only, as above).
   virtual void allgather(const void* in, void* out, size_t n) = 0;
 };
 

@@ -11,6 +11,8 @@ hier        16 nodes x 8 ranks, 800 Gbit/s inside a node, 1 Gbit/s between nodes
 stragglers  16 ranks, one rank's compute 1.5x slower: localsgd:k=10 vs dreamddp:h=10 (and ddp)
 dominance   every artifact profile, sizes from its comm times (--comm-bw) and from GPT-2 small's bytes, 4, 16 and 64
             ranks: the self-profiled dreamddp:h=10 against the better of plsgd:h=10 and localsgd:k=10, with its plan
+copies_cost what averages on copies (delay=, outer=, compress=) cost the simulator: wall time and peak RSS of
+            `/usr/bin/time -v` beside the same run without them, 4 ranks x 8 steps and 64 ranks x 100 steps
 """
 import argparse
 import json
@@ -244,7 +246,36 @@ def study_dominance(binary, quick):
     return rows
 
 
-STUDIES = {"dominance": study_dominance, "artifact": study_artifact, "scaling": study_scaling, "scaling_gptmini": study_scaling_gptmini,
+def study_copies_cost(binary, quick):
+    """Wall time and peak resident memory of the simulation process (`/usr/bin/time -v`), per run."""
+    prof = os.path.join(PROFILES, "gpt2_16_1gbit")
+    rows = []
+    big = (16, 20) if quick else (64, 100)
+    for n, steps, pols in ((4, 8, ["localsgd:k=4", "localsgd:k=4,outer=nesterov", "localsgd:k=4,compress=int8"]),
+                           (big[0], big[1], ["localsgd:k=4", "localsgd:k=4,compress=int8,outer=nesterov,delay=2"])):
+        for pol in pols:
+            args = ["--profile", prof, "--cluster", f"{n}x1,inter=1Gbps", "--comm-bw", "1Gbps", "--steps", str(steps),
+                    "--policy", pol]
+            cmd = ["/usr/bin/time", "-v", binary, "simulate"] + args
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-500:]}")
+            s = json.loads(p.stdout.strip().splitlines()[-1])
+            t = {}
+            for line in p.stderr.splitlines():
+                k, _, v = line.strip().partition(": ")
+                t[k] = v
+            m, sec = t["Elapsed (wall clock) time (h:mm:ss or m:ss)"].rsplit(":", 1)
+            wall = float(sec) + 60 * sum(float(x) * 60 ** i for i, x in enumerate(reversed(m.split(":"))))
+            rows.append({"world": n, "steps": steps, "policy": pol, "wall_s": wall,
+                         "peak_rss_mib": int(t["Maximum resident set size (kbytes)"]) / 1024.0,
+                         "step_ms": s["step_ms"], "comm_bytes": s["comm_bytes"],
+                         "command": "/usr/bin/time -v dreamddp simulate " + " ".join(a.replace(ROOT + "/", "") for a in args)})
+            log(f"copies_cost {n}x{steps} {pol}: {wall:.2f} s, {rows[-1]['peak_rss_mib']:.0f} MiB")
+    return rows
+
+
+STUDIES = {"dominance": study_dominance, "copies_cost": study_copies_cost, "artifact": study_artifact, "scaling": study_scaling, "scaling_gptmini": study_scaling_gptmini,
            "hier": study_hier, "stragglers": study_stragglers, "own_gpt2": study_own_gpt2}
 
 

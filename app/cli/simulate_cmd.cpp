@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/error.h"
+#include "core/sync/control/control_file.h"
 #include "core/telemetry/metrics_writer.h"
 #include "core/train/run_dir.h"
 #include "app/cli/parse_options.h"
@@ -97,7 +98,10 @@ int cmd_simulate(int argc, char** argv) {
   sim::SimOptions o;
   o.policy = vm["policy"].as<std::string>();
   o.switches = switches;
-  if (vm.count("control-file")) o.control_file = vm["control-file"].as<std::string>();
+  if (vm.count("control-file")) {
+    o.control_file = vm["control-file"].as<std::string>();
+    sync::check_control_file_path("simulate: --control-file", o.control_file);
+  }
   o.steps = vm["steps"].as<int64_t>();
   if (o.steps < 1 || o.steps > 10000000) throw UsageError("simulate: --steps must be in [1, 10000000]");
   o.batch = vm["batch"].as<int64_t>();

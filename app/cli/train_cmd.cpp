@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 
 #include "app/cli/connect.h"
 #include "app/cli/train_options.h"
@@ -49,33 +51,8 @@ std::unique_ptr<Backend> join_live_world(train::TrainConfig& cfg, train::Trainer
   return make_backend(o);
 }
 
-}  // namespace
-
-int cmd_train(int argc, char** argv) {
-  train::TrainConfig cfg;
-  if (!parse_train_options(argc, argv, cfg)) return 0;
-  place_rank(cfg);
-  // A joiner takes its state from the live world, not from a checkpoint (docs/elastic.md "Rejoin").
-  const bool joining = cfg.rejoin && cfg.world > 1;
-  if (joining) cfg.resume.clear();
-  // Resuming continues the run in its own directory unless --out says otherwise.
-  if (!cfg.resume.empty() && cfg.out.empty()) cfg.out = cfg.resume;
-  const data::InputSpec input = train::resolve_and_validate(cfg);
-  check_rendezvous_scheme(cfg.rendezvous);  // also where one process never opens the store
-  // This rank has an intact checkpoint, or one this world size can resume (decided from the files alone, so every
-  // rank refuses an impossible resume at once, before the rendezvous).
-  if (!cfg.resume.empty()) train::plan_resume(cfg.resume, cfg);
-  const bool continuing = !cfg.resume.empty() && cfg.out == cfg.resume;
-  // Every output target is checked before the run dir is made and before the first step: a run must not train
-  // to the end and then find its parameters unwritable.
-  if (!cfg.out.empty()) train::check_output_dir("--out", cfg.out);
-  if (!cfg.save_params.empty()) {
-    const std::string mine = train::save_params_path(cfg.save_params, cfg.rank);
-    if (!mine.empty()) train::check_output_file("--save-params", mine, cfg.out);
-  }
-  // The data is read before the run directory is made: a missing or corrupt dataset leaves nothing behind.
-  train::RunData data = train::load_run_data(cfg, input);
-  if (!cfg.out.empty()) train::prepare_run_dir(cfg.out, cfg.overwrite, cfg.rank == 0 && !continuing && !joining);
+// Connects, trains and prints the summary: everything after the run directory is prepared.
+int train_in_run_dir(train::TrainConfig& cfg, train::RunData& data, bool joining) {
   train::Trainer::ElasticStart start{cfg.rank, cfg.world, std::nullopt};
   std::unique_ptr<Backend> backend = joining ? join_live_world(cfg, &start) : connect(cfg);
   if (cfg.rank == 0)
@@ -115,6 +92,46 @@ int cmd_train(int argc, char** argv) {
   }
   if (cfg.rank == 0) std::printf("%s\n", summary.dump().c_str());
   return 0;
+}
+
+}  // namespace
+
+int cmd_train(int argc, char** argv) {
+  train::TrainConfig cfg;
+  if (!parse_train_options(argc, argv, cfg)) return 0;
+  place_rank(cfg);
+  // A joiner takes its state from the live world, not from a checkpoint (docs/elastic.md "Rejoin").
+  const bool joining = cfg.rejoin && cfg.world > 1;
+  if (joining) cfg.resume.clear();
+  // Resuming continues the run in its own directory unless --out says otherwise.
+  if (!cfg.resume.empty() && cfg.out.empty()) cfg.out = cfg.resume;
+  const data::InputSpec input = train::resolve_and_validate(cfg);
+  check_rendezvous_scheme(cfg.rendezvous);  // also where one process never opens the store
+  // This rank has an intact checkpoint, or one this world size can resume (decided from the files alone, so every
+  // rank refuses an impossible resume at once, before the rendezvous).
+  if (!cfg.resume.empty()) train::plan_resume(cfg.resume, cfg);
+  const bool continuing = !cfg.resume.empty() && cfg.out == cfg.resume;
+  // Every output target is checked before the run dir is made and before the first step: a run must not train
+  // to the end and then find its parameters unwritable.
+  if (!cfg.out.empty()) train::check_output_dir("--out", cfg.out);
+  if (!cfg.save_params.empty()) {
+    const std::string mine = train::save_params_path(cfg.save_params, cfg.rank);
+    if (!mine.empty()) train::check_output_file("--save-params", mine, cfg.out);
+  }
+  // The data is read before the run directory is made: a missing or corrupt dataset leaves nothing behind.
+  train::RunData data = train::load_run_data(cfg, input);
+  // A refusal found only once the run has started (the checkpoint the ranks agree on is past --steps, a peer's
+  // configuration differs) leaves no directory either: one this process made is removed again while it is still
+  // empty (std::filesystem::remove never removes a directory that holds anything).
+  const bool made_out = !cfg.out.empty() && !std::filesystem::exists(cfg.out);
+  if (!cfg.out.empty()) train::prepare_run_dir(cfg.out, cfg.overwrite, cfg.rank == 0 && !continuing && !joining);
+  try {
+    return train_in_run_dir(cfg, data, joining);
+  } catch (const UsageError&) {
+    std::error_code ec;
+    if (made_out) std::filesystem::remove(cfg.out, ec);
+    throw;
+  }
 }
 
 }  // namespace dd::cli

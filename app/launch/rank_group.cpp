@@ -24,6 +24,8 @@ double now_s() {
 int decode_status(int st) { return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st); }
 
 std::string describe_status(int st) {
+  // Exit 2 is the CLI's refusal of bad usage or input (docs/cli.md): the rank refused its set-up, no peer was lost.
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 2) return "exited with status 2 (its set-up was refused)";
   if (WIFEXITED(st)) return "exited with status " + std::to_string(WEXITSTATUS(st));
   const int sig = WTERMSIG(st);
   return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
@@ -123,6 +125,8 @@ void RankGroup::signal_all(int sig) {
 }
 
 void RankGroup::reap() {
+  // Every rank that has ended is reaped first, so the messages below count only the ranks still running.
+  std::vector<size_t> ended;
   for (size_t r = 0; r < children_.size(); ++r) {
     Child& c = children_[r];
     if (!c.running) continue;
@@ -132,7 +136,14 @@ void RankGroup::reap() {
     c.running = false;
     c.status = st;
     kill(-c.pid, SIGKILL);  // whatever the rank left running in its process group
-    if (keep_going_ && decode_status(st) != 0 && !stopping_) {
+    ended.push_back(r);
+  }
+  for (size_t r : ended) {
+    Child& c = children_[r];
+    const int st = c.status;
+    // Under shrink the others go on without a rank that was lost or left the world; one that refused its set-up
+    // (exit 2: bad usage or input, the same on every rank) ends the job as without shrink.
+    if (keep_going_ && decode_status(st) != 0 && decode_status(st) != 2 && !stopping_) {
       if (first_failure_ < 0) first_failure_ = static_cast<int>(r);
       int others = 0;
       for (const auto& o : children_) others += o.running ? 1 : 0;
@@ -146,9 +157,12 @@ void RankGroup::reap() {
     first_failure_ = static_cast<int>(r);
     int others = 0;
     for (const auto& o : children_) others += o.running ? 1 : 0;
-    if (launcher_signal_ == 0) {
+    if (launcher_signal_ == 0 && others > 0) {
       std::fprintf(stderr, "dreamddp launch: rank %zu (pid %d) %s; stopping the other %d rank(s)\n", r,
                    static_cast<int>(c.pid), describe_status(st).c_str(), others);
+    } else if (launcher_signal_ == 0) {
+      std::fprintf(stderr, "dreamddp launch: rank %zu (pid %d) %s; no other rank is running\n", r,
+                   static_cast<int>(c.pid), describe_status(st).c_str());
     }
     if (!stopping_) {
       stopping_ = true;

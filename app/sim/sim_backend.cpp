@@ -145,20 +145,21 @@ void ring_rounds(SimNet& net, SimGroup& g, int pos, int steps, double chunk, int
 }
 
 // The byte channel of run_bytes: each call is size-1 ring rounds of n bytes; `out` gets this rank's own block in
-// every slot (a simulation moves no data).
+// every slot (a simulation moves no data), or nothing when the engine passes no blocks (its sizes-only path).
 class SimByteChannel : public ByteChannel {
  public:
   SimByteChannel(SimNet& net, SimGroup& g, int pos, int64_t seq) : net_(net), g_(g), pos_(pos), seq_(seq) {}
   void alltoall(const void* in, void* out, size_t n) override {
     const size_t sz = g_.members.size();
     for (size_t r = 0; r < sz; ++r)
-      if (n) std::memmove(static_cast<char*>(out) + r * n, static_cast<const char*>(in) + size_t(pos_) * n, n);
+      if (n && in && out)
+        std::memmove(static_cast<char*>(out) + r * n, static_cast<const char*>(in) + size_t(pos_) * n, n);
     ring_rounds(net_, g_, pos_, int(sz) - 1, double(n), seq_ * 64 + sub_++, true);
   }
   void allgather(const void* in, void* out, size_t n) override {
     const size_t sz = g_.members.size();
     for (size_t r = 0; r < sz; ++r)
-      if (n && static_cast<char*>(out) + r * n != in) std::memmove(static_cast<char*>(out) + r * n, in, n);
+      if (n && in && out && static_cast<char*>(out) + r * n != in) std::memmove(static_cast<char*>(out) + r * n, in, n);
     ring_rounds(net_, g_, pos_, int(sz) - 1, double(n), seq_ * 64 + sub_++, true);
   }
 

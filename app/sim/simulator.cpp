@@ -74,7 +74,6 @@ void check_actor_budget(int ranks, const std::string& what) {
 SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const SimOptions& opt,
                    const std::function<void(int64_t)>& progress, telemetry::MetricsWriter* metrics) {
   // Refuse what the simulation cannot run faithfully, before SimGrid starts.
-  bool transforms = false;
   for (const std::string& spec : [&] {
          std::vector<std::string> all{opt.policy};
          for (auto& s : opt.switches) all.push_back(s.substr(s.find(':') + 1));
@@ -85,7 +84,6 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
       throw UsageError("--policy " + spec + ": decides from local gradient signals, which a simulation has "
                        "none of; add --signals constant (every layer cos = 1, norm = 1) or use ddp, localsgd, "
                        "plsgd, dreamddp, fixed, staleness");
-    transforms = transforms || p->merge().transforms();
   }
   static bool started = false;
   if (started) throw std::logic_error("simulate: SimGrid runs once per process");
@@ -139,13 +137,6 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
                        std::to_string(hosts.size()));
 
   const int n = int(hosts.size());
-  if (transforms) {  // outer= and compress= keep per-rank anchors and residuals: say so before starting
-    const double gb = 4.0 * double(layers.num_params) * n * 3 / 1e9;
-    if (gb > 16)
-      throw UsageError("--policy " + opt.policy + ": its averages on copies need about " + std::to_string(int(gb)) +
-                       " GB for " + std::to_string(n) + " simulated ranks of " + std::to_string(layers.num_params) +
-                       " parameters (at most 16): simulate fewer ranks");
-  }
   SimResult res;
   res.world = n;
   res.hosts = nodes;

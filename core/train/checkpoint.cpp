@@ -63,13 +63,34 @@ std::string choose_checkpoint(const std::string& dir, int rank, Backend* b) {
   return path;
 }
 
-std::string checkpoint_fingerprint(const TrainConfig& c, const models::Model& m) {
+namespace {
+
+std::string fingerprint_of(const TrainConfig& c, int64_t num_params) {
   std::ostringstream s;
-  s << "model=" << c.model << "\nparams=" << m.num_params() << "\nworld=" << c.world << "\nrank=" << c.rank
+  s << "model=" << c.model << "\nparams=" << num_params << "\nworld=" << c.world << "\nrank=" << c.rank
     << "\nbatch=" << c.batch << "\nseed=" << c.seed << "\npolicy=" << c.policy << "\noptimizer=" << name(c.optimizer)
     << "\ndata=" << c.data << "\n";
   for (auto& sw : c.switches) s << "switch=" << sw << "\n";
   return s.str();
+}
+
+// The fields in which fingerprint `got` (a checkpoint's) differs from `want` (this run's), as
+// "model (checkpoint: model=cnn, now: model=mlp), ..."; "" when they agree.
+std::string fingerprint_diff(const std::string& want, const std::string& got) {
+  if (want == got) return "";
+  std::istringstream a(want), b(got);
+  std::string la, lb, diff;
+  while (std::getline(a, la)) {
+    if (!std::getline(b, lb)) lb.clear();
+    if (la != lb) diff += (diff.empty() ? "" : ", ") + la.substr(0, la.find('=')) + " (checkpoint: " + lb + ", now: " + la + ")";
+  }
+  return diff.empty() ? "fields differ" : diff;
+}
+
+}  // namespace
+
+std::string checkpoint_fingerprint(const TrainConfig& c, const models::Model& m) {
+  return fingerprint_of(c, m.num_params());
 }
 
 namespace {
@@ -133,6 +154,14 @@ ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
   const int M = w.empty() ? 0 : std::atoi(w.c_str());
   if (M < 1) throw UsageError("--resume " + dir + ": checkpoint names no world size");
   if (M == cfg.world) {
+    // A checkpoint of another configuration (model, batch, policy, ...) is refused here, before anything is written;
+    // the parameter count follows from the model spec and is checked when the file is read.
+    TrainConfig writer = cfg;
+    writer.rank = zero.empty() ? cfg.rank : 0;
+    const std::string got_params = fingerprint_field(fp, "params");
+    const std::string diff = fingerprint_diff(fingerprint_of(writer, std::atoll(got_params.c_str())), fp);
+    if (!diff.empty())
+      throw UsageError("--resume " + dir + ": the checkpoint is from another run configuration: " + diff);
     if (plan.path.empty()) plan.path = choose_checkpoint(dir, cfg.rank, nullptr);  // this rank has an intact one
     plan.step = checkpoint_step(plan.path);
     return plan;
@@ -146,15 +175,8 @@ ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
   writer.world = M;
   writer.rank = 0;
   const std::string want = checkpoint_fingerprint(writer, *models::make_model(cfg.model, cfg.seed));
-  if (want != fp) {
-    std::istringstream a(want), b(fp);
-    std::string la, lb, diff;
-    while (std::getline(a, la)) {
-      if (!std::getline(b, lb)) lb.clear();
-      if (la != lb) diff += (diff.empty() ? "" : ", ") + la.substr(0, la.find('=')) + " (checkpoint: " + lb + ", now: " + la + ")";
-    }
-    throw UsageError(head + "it is from another run configuration: " + (diff.empty() ? "fields differ" : diff));
-  }
+  if (const std::string diff = fingerprint_diff(want, fp); !diff.empty())
+    throw UsageError(head + "it is from another run configuration: " + diff);
   std::vector<std::string> specs{cfg.policy};
   for (auto& sw : cfg.switches) specs.push_back(sw.substr(sw.find(':') + 1));
   for (auto& spec : specs)
@@ -317,15 +339,8 @@ int64_t read_checkpoint(const std::string& path, const TrainConfig& cfg, models:
     if (from_world > 0) writer.world = from_world;
     if (from_rank >= 0) writer.rank = from_rank;
     const std::string want = checkpoint_fingerprint(writer, m), got = r.get_str();
-    if (got != want) {
-      std::istringstream a(want), b(got);
-      std::string la, lb, diff;
-      while (std::getline(a, la)) {
-        std::getline(b, lb);
-        if (la != lb) diff += (diff.empty() ? "" : ", ") + la.substr(0, la.find('=')) + " (checkpoint: " + lb + ", now: " + la + ")";
-      }
-      throw UsageError("--resume: " + path + " is from another run configuration: " + (diff.empty() ? "fields differ" : diff));
-    }
+    if (const std::string diff = fingerprint_diff(want, got); !diff.empty())
+      throw UsageError("--resume: " + path + " is from another run configuration: " + diff);
     const int64_t step = r.get<int64_t>();
     if (step < 0 || step >= cfg.steps)
       throw UsageError("--resume: " + path + " was written after step " + std::to_string(step) +

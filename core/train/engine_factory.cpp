@@ -20,6 +20,7 @@ std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models
   eo.metrics = metrics;
   eo.anomaly_votes = cfg.anomaly != AnomalyMode::Off;
   eo.control_file = cfg.control_file;
+  eo.control_check = [cfg, layers = m.layers()](const std::string& spec) { return control_spec_refusal(cfg, layers, spec); };
   eo.verbose = cfg.rank == 0;
   eo.first_step = first_step;
   if (dev) return dev->make_engine(eo, m, b);

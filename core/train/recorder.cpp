@@ -69,6 +69,7 @@ static void write_config_attributes(telemetry::MetricsWriter& w, const TrainConf
   i64("anomaly_window", c.anomaly_window);
   i64("inject_nan", c.inject_nan);
   str("control_file", c.control_file);
+  str("on_peer_loss", c.shrink_on_peer_loss ? "shrink" : "exit");
   i64("bucket_cap_mb", c.bucket_cap_mb);
   f64("first_bucket_mb", c.first_bucket_mb);
   str("config_file", c.config_file);

@@ -23,6 +23,7 @@
 #include "core/ops/ops.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
+#include "core/sync/control/control_file.h"
 #include "core/sync/engine/sync_engine.h"
 #include "core/sync/policy/layer_meta.h"
 #include "core/sync/policy/registry.h"
@@ -54,6 +55,12 @@ static void validate_cuda(const TrainConfig& c) {
   for (auto& spec : specs) sync::check_policy_fits_device(*sync::make_policy(sync::PolicySpec::parse(spec)), spec, true);
 }
 
+// Why --on-peer-loss shrink refuses policy `spec` ("" when it does not).
+static std::string shrink_refusal(const std::string& spec) {
+  const std::string why = unmappable_policy_state(spec);
+  return why.empty() ? why : "--on-peer-loss shrink: " + why + ", so its state does not carry to a smaller world";
+}
+
 // Refuses --on-peer-loss shrink where it cannot work, with one line (dd::UsageError): the mpi and nccl backends
 // (no fault tolerance here: a lost peer ends the job with exit 3), --device cuda (the step's start state is kept on
 // the host), --sensitivity (its open probe is per rank) and policies whose state does not carry to a smaller world
@@ -71,8 +78,24 @@ static void check_shrink_fits(const TrainConfig& c) {
   std::vector<std::string> specs{c.policy};
   for (auto& sw : sync::parse_switches(c.switches)) specs.push_back(sw.spec);
   for (auto& spec : specs)
-    if (const std::string why = unmappable_policy_state(spec); !why.empty())
-      throw UsageError(head + why + ", so its state does not carry to a smaller world");
+    if (const std::string why = shrink_refusal(spec); !why.empty()) throw UsageError(why);
+}
+
+std::string control_spec_refusal(const TrainConfig& c, const std::vector<nn::Layer*>& layers, const std::string& spec) {
+  try {
+    const auto p = sync::make_policy(sync::PolicySpec::parse(spec));
+    if (c.device == Device::Cuda) {
+      sync::check_policy_fits_device(*p, spec, true);
+      if (p->merge().delay > 0 || p->merge().transforms())
+        return "--policy " + spec + ": delay=, outer= and compress= keep host copies of the averaged layers; not on --device cuda";
+    }
+    if (c.backend == BackendKind::Nccl && p->merge().compress != sync::Codec::None)
+      return "--policy " + spec + ": compress= needs the byte channel of gloo or mpi, not nccl";
+    sync::check_policy_fits_model(spec, layers, c.world);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return c.shrink_on_peer_loss ? shrink_refusal(spec) : std::string();
 }
 
 data::InputSpec input_spec_of(const models::Model& m, const std::string& spec) {
@@ -130,6 +153,7 @@ data::InputSpec resolve_and_validate(TrainConfig& c) {
   if (c.backend == BackendKind::Nccl && c.device != Device::Cuda && c.world > 1)
     throw UsageError("--backend nccl reduces GPU memory: it needs --device cuda (or use --backend gloo or mpi)");
   if (c.shrink_on_peer_loss) check_shrink_fits(c);
+  if (!c.control_file.empty()) sync::check_control_file_path("--control-file", c.control_file);
   if (c.bucket_cap_mb < 1 || c.bucket_cap_mb > 16384) throw UsageError("--bucket-cap-mb must be in [1, 16384]");
   if (!(c.first_bucket_mb > 0 && c.first_bucket_mb <= 16384)) throw UsageError("--first-bucket-mb must be in (0, 16384]");
   if (c.log_every < 0) throw UsageError("--log-every must be >= 0");

@@ -38,6 +38,10 @@ std::string format_eval(int64_t step, const nlohmann::json& ev);
 // then running mean and var). "%r" in path is replaced by the rank and every rank writes; otherwise rank 0.
 void save_params(models::Model& m, const std::string& path, int rank);
 
+// Why `spec`, read from --control-file while the run goes on, cannot be switched to ("" when it can): what --policy
+// and --switch are refused for beyond parsing (the device, the model, --on-peer-loss shrink), so the three agree.
+std::string control_spec_refusal(const TrainConfig& c, const std::vector<nn::Layer*>& layers, const std::string& spec);
+
 // `dev` (--device cuda): the engine runs on the device arenas; m and o then only supply the layer table.
 class DeviceState;
 std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,

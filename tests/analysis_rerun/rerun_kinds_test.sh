@@ -2,7 +2,9 @@
 # Every kind of run reruns from its metrics.h5: analysis/rerun_command.py's command for one-process runs (they
 # record backend "none", which train refuses as an option, and float32 options such as the default --lr 0.05,
 # which must print as 0.05) and for `launch -n 2` runs of every policy ends with bitwise equal parameters on every
-# rank. dreamddp reads a fixed profile (its self-profile is a timing, not a function of the run's inputs).
+# rank. dreamddp reads a fixed profile (its self-profile is a timing, not a function of the run's inputs), or
+# profiles itself and the rerun replays its recorded decisions (replay=); a shrink run reruns under shrink.
+# WANT=TEXT before `check`: the rerun command must also contain TEXT.
 # Usage: rerun_kinds_test.sh DREAMDDP_BIN RERUN_COMMAND_PY
 set -euo pipefail
 BIN=$1
@@ -27,6 +29,9 @@ check() {
   local cmd
   cmd=$(/usr/bin/python3 "$PY" "$a/metrics.h5" --bin "$BIN" --out "$b" --save-params "$b/p%r.bin")
   case $cmd in *" --backend none"*|*"0000000"*) echo "FAIL: $cmd"; fails=$((fails + 1)); return ;; esac
+  if [ -n "${WANT:-}" ] && [[ $cmd != *"$WANT"* ]]; then
+    echo "FAIL: the rerun command of ($ranks rank(s), $*) lacks '$WANT': $cmd"; fails=$((fails + 1)); return
+  fi
   if ! eval "$cmd" > "$b.log" 2>&1; then
     echo "FAIL: rerun of ($ranks rank(s), $*) exits non-zero: $cmd"; tail -3 "$b.log"; fails=$((fails + 1)); return
   fi
@@ -48,5 +53,9 @@ for p in ddp localsgd:k=2 plsgd:h=2 "dreamddp:h=2,profile=$W/prof,trial=0" fixed
   check 2 --policy "$p"
 done
 check 2 --policy ddp --switch 3:localsgd:k=2 --lr 0.1
+WANT="replay=$W/a$((n + 1))" check 2 --policy dreamddp:h=2,profile_steps=2,trial=0
+WANT="--switch 1:dreamddp:h=2,profile_steps=2,trial=0,replay=$W/a$((n + 1))" \
+  check 2 --switch 1:dreamddp:h=2,profile_steps=2,trial=0
+WANT="--on-peer-loss shrink" check 2 --policy localsgd:k=2 --on-peer-loss shrink
 echo "$n kinds of run, $fails failed"
 [ "$fails" -eq 0 ]

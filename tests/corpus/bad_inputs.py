@@ -224,6 +224,8 @@ def cli_cases(tmp):
     add("--inject-nan with gpt-mini", ["--model", "gpt-mini", "--inject-nan", "1"], "inject-nan")
     add("--checkpoint-every without --out", ["--checkpoint-every", "1"], "checkpoint-every")
     cases[-1].args = cases[-1].args[:-2]
+    add("--control-file in a missing directory", ["--control-file", "/nonexistent_dir/ctl.txt"], "nonexistent_dir")
+    add("--control-file is a directory", ["--control-file", tmp], "control-file")
     add("unknown option", ["--no-such-option", "1"], "no-such-option")
     add("unknown short option", ["-q"], "-q")
     add("positional argument", ["stray"], "stray")
@@ -739,7 +741,7 @@ def checkpoint_cases(binary, tmp):
         if as_out:
             fresh = os.path.join(tmp, "ck_out_%d" % len(cases))
             argv += ["--out", fresh]
-        c = Case("checkpoint", name, argv, must, keep=[d], expect=expect, empty_out=fresh)
+        c = Case("checkpoint", name, argv, must, keep=[d], expect=expect, fresh_out=fresh)
         cases.append(c)
 
     # Bit flips across the file: magic, fingerprint, step, parameters, optimizer state, layer steps, CRC.
@@ -773,6 +775,9 @@ def checkpoint_cases(binary, tmp):
     for step in [-1, -100, 2 ** 63 - 1, 8, 1000]:
         f2 = [(n, struct.pack("<q", step) if n == "step" else d) for n, d in fields]
         add("sealed step %d" % step, seal(build_body(f2)), "step")
+    # Refused once the run has started (the step is read with the rest of the file): the --out it made is removed.
+    f2 = [(n, struct.pack("<q", 8) if n == "step" else d) for n, d in fields]
+    add("sealed step 8, new --out", seal(build_body(f2)), "step", as_out=True)
     f2 = [(n, struct.pack("<q", -8) if n == "data_position" else d) for n, d in fields]
     add("sealed negative data position", seal(build_body(f2)), "data position")
     f2 = [(n, d.replace(b"model=mlp", b"model=cnn") if n == "fingerprint" else d) for n, d in fields]

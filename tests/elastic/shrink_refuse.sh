@@ -35,4 +35,20 @@ RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 timeout 60 "$BIN" "${ARGS[@]}" --on-peer-loss s
   --rendezvous "file://$W/rdzv" > /dev/null 2> "$W/over.log" || rc=$?
 [ $rc -eq 3 ] && grep -q "rejoin: the run ended before rank 1 could join it" "$W/over.log" ||
   { echo "rejoin after the end: exited $rc:"; cat "$W/over.log"; exit 1; }
+# Under launch, ranks that all refuse their set-up are a refused set-up (exit 2), not peers lost under shrink.
+rc=0
+timeout 60 "$BIN" launch -n 2 -- "${ARGS[@]}" --on-peer-loss shrink --policy threshold > /dev/null 2> "$W/launch.log" || rc=$?
+[ $rc -eq 2 ] || { echo "launch of refused ranks: exited $rc, not 2:"; cat "$W/launch.log"; exit 1; }
+grep -q "dreamddp launch: rank [01] (pid [0-9]*) exited with status 2 (its set-up was refused)" "$W/launch.log" &&
+  ! grep -q "continue without it" "$W/launch.log" || { echo "launch of refused ranks:"; cat "$W/launch.log"; exit 1; }
+# A spec written to --control-file meets the same refusal as --policy and --switch: ignored, with the same reason,
+# while the run goes on (a running job is never ended by its control file).
+echo "localsgd:k=4,compress=int8" > "$W/ctl.txt"
+rc=0
+timeout 120 "$BIN" launch -n 2 -- "${ARGS[@]}" --policy localsgd:k=4 --on-peer-loss shrink \
+  --control-file "$W/ctl.txt" --timeout 30 > /dev/null 2> "$W/ctl.log" || rc=$?
+[ $rc -eq 0 ] || { echo "control file under shrink: exited $rc:"; cat "$W/ctl.log"; exit 1; }
+grep -qF "sync: ignoring control file $W/ctl.txt: --on-peer-loss shrink: policy localsgd:k=4,compress=int8 keeps error-feedback residuals per rank and per shard of the old world, so its state does not carry to a smaller world" "$W/ctl.log" &&
+  ! grep -q "sync: policy localsgd:k=4,compress=int8" "$W/ctl.log" || {
+  echo "control file under shrink: the refused spec was not ignored:"; cat "$W/ctl.log"; exit 1; }
 echo "OK: --on-peer-loss shrink refused where it cannot work"

@@ -10,6 +10,8 @@ sequence  per rank, the simulated collectives (step, layers, action, group, byte
           2-rank `dreamddp launch -n 2 -- train` run launches, for several policies
 bad       bad platform specs, profiles and options: exit 2 with one error line, nothing on stdout
 speed     100 simulated steps of 64 ranks on the 125-layer GPT-2 profile take well under a minute
+transforms  the averages on copies (compress=, outer=, delay=) run on sizes alone: on the GPT-2 profile they cost at
+          most 2x the peak memory and 3x the CPU time of the same run without them (ratios, measured in one test)
 """
 import argparse
 import json
@@ -267,6 +269,34 @@ def case_speed(binary, tmp, profiles):
         check(dt < 30, f"100 steps x 64 ranks x 125 layers, {pol}: {dt:.1f} s wall ({s['flows']} flows; bound 30 s)")
 
 
+def simulate_measured(binary, args):
+    """Runs simulate; returns (summary, CPU seconds of the process, peak RSS in MB) from the process's own rusage."""
+    with open(os.devnull, "w") as null, tempfile.TemporaryFile("w+") as out:
+        p = subprocess.Popen([binary, "simulate"] + args, stdout=out, stderr=null)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read()
+    if p.returncode != 0:
+        raise SystemExit(f"simulate {' '.join(args)} failed ({p.returncode})")
+    return json.loads(text.strip().splitlines()[-1]), ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
+
+
+def case_transforms(binary, tmp, profiles):
+    # Before they ran on sizes alone, the transformed run held anchors and residuals of the parameters per rank and
+    # encoded them: 46x the memory and 90x the time of the plain run at 4 ranks. CPU time, not wall time: the bound
+    # does not depend on what else the machine runs.
+    P = os.path.join(profiles, "gpt2_16_1gbit")
+    common = ["--profile", P, "--cluster", "16x1,inter=1Gbps", "--comm-bw", "1Gbps", "--steps", "24"]
+    plain, cpu0, rss0 = simulate_measured(binary, common + ["--policy", "localsgd:k=4"])
+    spec = "localsgd:k=4,compress=int8,outer=nesterov,delay=2"
+    moved, cpu1, rss1 = simulate_measured(binary, common + ["--policy", spec])
+    check(moved["comm_bytes"] < plain["comm_bytes"] / 3,
+          f"{spec} sends the int8 codec's bytes ({moved['comm_bytes']} vs {plain['comm_bytes']})")
+    check(rss1 <= 2 * rss0, f"{spec}: peak RSS {rss1:.0f} MB, the plain run's {rss0:.0f} MB (bound 2x)")
+    check(cpu1 <= 3 * max(cpu0, 0.2), f"{spec}: {cpu1:.2f} s CPU, the plain run's {cpu0:.2f} s (bound 3x)")
+
+
 def case_own_profile(binary, tmp, _):
     """A profile written by `dreamddp profile` records its model and layer sizes: simulate needs no --model, and
     runs exactly what it runs with --model (the same layout, so the same buckets, bytes and times)."""
@@ -370,7 +400,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--case", required=True, choices=["ring", "model", "sequence", "agree", "bad", "speed",
-                                                      "own_profile", "paced", "contention"])
+                                                      "transforms", "own_profile", "paced", "contention"])
     ap.add_argument("--profiles", default=os.environ.get("DREAMDDP_PROFILES", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "dreamddp-profiles")))
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="dd_sim_test_") as tmp:

@@ -150,6 +150,21 @@ TEST(MergeSpec, BadMergeKeysAreUsageErrors) {
     EXPECT_THROW(make_policy(PolicySpec::parse(bad)), dd::UsageError) << bad;
 }
 
+// Where collectives move no data (a simulation) the spec still transforms, but nothing of the parameters' size is
+// kept: no anchors, momentum or residuals, and the parameters are never read.
+TEST(ParamMerge, SizesOnlyKeepsNothing) {
+  ParamMerge pm(int64_t(1) << 40);  // far more than this machine holds, were anything allocated
+  MergeSpec m;
+  m.compress = Codec::Int8;
+  m.nesterov = true;
+  pm.configure(m, nullptr, /*sizes_only=*/true);
+  EXPECT_TRUE(pm.active());
+  EXPECT_EQ(pm.codec(), Codec::Int8);
+  EXPECT_EQ(pm.residual_send(0), nullptr);
+  EXPECT_EQ(pm.residual_owner(0), nullptr);
+  pm.anchor(nullptr, 0, int64_t(1) << 40);  // a no-op: no anchors to set
+}
+
 TEST(ParamMerge, AnchorsAverageAndOuterStep) {
   const int64_t n = 6;
   std::vector<float> theta = {1, 2, 3, 4, 5, 6};

@@ -22,7 +22,7 @@ LayerTable layer_table(const models::Model& m) {
 LayerSync::LayerSync(const EngineOptions& o, const LayerTable& layers, const Arenas& a, std::unique_ptr<DataPath> dp,
                      Backend& b)
     : dp_(std::move(dp)), o_(o), a_(a), b_(b), meta_(layers.meta), ranges_(layers.ranges),
-      switches_(parse_switches(o.switches)), control_file_(o.control_file), profile_(layers.size()),
+      switches_(parse_switches(o.switches)), control_file_(o.control_file, o.control_check), profile_(layers.size()),
       telemetry_(o.metrics, b.rank()), pm_(a.num_params), coll_(*dp_, b, o.check_collectives),
       copies_(coll_, a_, ranges_, pm_, auto_.codecs(), o.average_optimizer_state ? a.state_slots : 0) {
   const int L = num_layers();

@@ -36,7 +36,7 @@ void LayerSync::set_policy(const std::string& spec) {
     throw UsageError("--policy " + spec + ": delay=, outer= and compress= keep host copies of the averaged layers; not on --device cuda");
   if (merge_.compress != Codec::None && b_.name() == "nccl")
     throw UsageError("--policy " + spec + ": compress= needs the byte channel of gloo or mpi, not nccl");
-  pm_.configure(merge_, a_.params);
+  pm_.configure(merge_, a_.params, !dp_->moves_data());
   signals_.configure(wants_signals_ || merge_.compress_auto, L, a_.num_params, !dp_->moves_data());
   auto_.reset(merge_, L, step_);
   // Control vector: the policy's votes, then [control-file switch request, anomaly flag] when those are on, then

@@ -26,6 +26,7 @@ std::string LayerSync::save_state() {
   pm_.save(w);
   auto_.save(w);
   w.put<int64_t>(policy_->first_step());
+  control_file_.save(w);
   return w.bytes();
 }
 
@@ -53,6 +54,8 @@ void LayerSync::load_state(const std::string& blob) {
   auto_.load(r);
   // The step the policy came into force (absent in checkpoints written before it was kept: 0, as they assumed).
   policy_->start_at(r.done() ? 0 : r.get<int64_t>());
+  // What the control file last held (absent before it was kept: the file is read afresh, as those runs did).
+  if (!r.done()) control_file_.load(r);
   plan_version_ = policy_plan_version();
   record_decisions();  // as restored (a resumed metrics.h5 keeps only what was decided by the checkpoint)
   if (!r.done()) throw UsageError("checkpoint: engine state has trailing bytes");

@@ -8,6 +8,7 @@
 
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
+#include "core/sync/control/control_file.h"
 #include "core/sync/engine/bucket_plan.h"
 #include "core/sync/engine/data_path.h"
 #include "core/sync/engine/sync_engine.h"
@@ -34,6 +35,7 @@ struct EngineOptions {
   telemetry::MetricsWriter* metrics = nullptr;  // rank 0: timeline rows
   bool anomaly_votes = false;                // carry the anomaly flag in the control all-reduce
   std::string control_file;                  // rank 0 watches it: a policy spec written there is switched to
+  SpecCheck control_check;                   // why a spec read there cannot be switched to in this run ("": it can)
   bool verbose = true;                       // rank 0 prints the plan
   int64_t first_step = 0;                    // the first step: 0, or where a world rebuilt after a lost peer goes on
   std::string host_name;                     // this rank's host as hier nodes=auto groups it ("": gethostname)

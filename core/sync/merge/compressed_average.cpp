@@ -56,4 +56,14 @@ WorkPtr compressed_average(Backend& g, Codec c, const float* x, size_t n, float*
       "compressed average", size_t(N) * B);
 }
 
+WorkPtr compressed_average_sizes(Backend& g, Codec c, size_t n) {
+  const size_t N = size_t(g.size()), B = encoded_bytes(c, compressed_shard(n, int(N)));
+  return g.run_bytes(
+      [B](ByteChannel& ch) {
+        ch.alltoall(nullptr, nullptr, B);
+        ch.allgather(nullptr, nullptr, B);
+      },
+      "compressed average", N * B);
+}
+
 }  // namespace dd::sync

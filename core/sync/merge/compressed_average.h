@@ -30,4 +30,8 @@ int64_t compressed_bytes(Codec c, size_t n, int world);
 // out must stay untouched until the Work completes.
 WorkPtr compressed_average(Backend& g, Codec c, const float* x, size_t n, float* e1, float* e2, float* out);
 
+// The same operation where collectives move no data (a simulation): the same run_bytes of the same size, the same
+// all-to-all and all-gather of the same block size, with no payload, no encoding and no residuals.
+WorkPtr compressed_average_sizes(Backend& g, Codec c, size_t n);
+
 }  // namespace dd::sync

@@ -40,17 +40,18 @@ CopyAverage CopyAverages::launch(Backend& g, const Bucket& bk, int64_t step, int
   int64_t bytes = 0;
   bool compressed_any = false;
   // theta(t) is kept only for a delayed merge (the correction needs it); an in-step average replaces the layers.
-  // Where collectives move no data (a simulation), only a transformed payload is formed (its codec sizes the bytes).
+  // Where collectives move no data (a simulation), nothing is copied or computed: the collectives run on the arena
+  // (never read) with the sizes they would have, a transformed payload's codec sizing its bytes.
   const bool delayed = merge_step > step, data = c_.data_path().moves_data();
   for (auto& part : d.parts) {
     float* x = arena_ptr(a_, part);
     const bool payload = d.transformed && part.arena == Arena::Params;
     d.orig.emplace_back(delayed && data ? std::vector<float>(x, x + part.n) : std::vector<float>());
-    d.avg.emplace_back(payload ? std::vector<float>(size_t(part.n))
-                               : data ? std::vector<float>(x, x + part.n) : std::vector<float>());
-    float* buf = payload || data ? d.avg.back().data() : x;
+    d.avg.emplace_back(!data ? std::vector<float>()
+                             : payload ? std::vector<float>(size_t(part.n)) : std::vector<float>(x, x + part.n));
+    float* buf = data ? d.avg.back().data() : x;
     if (payload) {
-      pm_.payload(x, part.off, part.n, buf);
+      if (data) pm_.payload(x, part.off, part.n, buf);
       if (pm_.codec() != Codec::None) {
         // One compressed average per run of adjacent layers with the same codec (compress=auto mixes them).
         for (int l = bk.lo; l <= bk.hi;) {

@@ -14,10 +14,11 @@ void outer_nesterov(float* anchor, float* mom, const float* avg, int64_t n, floa
   }
 }
 
-void ParamMerge::configure(const MergeSpec& m, const float* params) {
+void ParamMerge::configure(const MergeSpec& m, const float* params, bool sizes_only) {
   const bool had_anchor = !anchor_.empty();
   m_ = m;
   auto size = [&](std::vector<float>& v, bool want) {
+    want = want && !sizes_only;
     if (!want) std::vector<float>().swap(v);
     else if (v.empty()) v.assign(size_t(n_), 0.0f);
   };

@@ -21,8 +21,10 @@ class ParamMerge {
  public:
   explicit ParamMerge(int64_t num_params) : n_(num_params) {}
   // For a (new) policy's merge spec: allocates what it needs (fresh anchors are copies of `params`, which must be
-  // identical on every rank when the spec starts transforming), frees what it does not.
-  void configure(const MergeSpec& m, const float* params);
+  // identical on every rank when the spec starts transforming), frees what it does not. `sizes_only`: collectives
+  // move no data (a simulation): the spec still decides which averages are transformed and how many bytes they
+  // send, but nothing is allocated and anchor() is a no-op (payload() and finish() are never called).
+  void configure(const MergeSpec& m, const float* params, bool sizes_only = false);
   bool active() const { return m_.transforms(); }
   Codec codec() const { return m_.compress; }
   // Parameters [off, off + n) are identical on every rank now: they become the anchors.
@@ -30,8 +32,8 @@ class ParamMerge {
   void payload(const float* orig, int64_t off, int64_t n, float* buf) const;
   void finish(int64_t off, int64_t n, float* buf);
   // Residuals of error feedback at parameter `off` (compress only; see compressed_average).
-  float* residual_send(int64_t off) { return e1_.data() + off; }
-  float* residual_owner(int64_t off) { return e2_.data() + off; }
+  float* residual_send(int64_t off) { return e1_.empty() ? nullptr : e1_.data() + off; }
+  float* residual_owner(int64_t off) { return e2_.empty() ? nullptr : e2_.data() + off; }
 
   void save(ByteWriter& w) const;
   void load(ByteReader& r);  // after configure() with the saved spec
