@@ -13,7 +13,7 @@ echo '{"fc1": 0.001, "fc2": 0.002, "fc3": 0.003, "fc4": 0.004}' > "$W/prof/bp.js
 echo '{"fc1": 0.008, "fc2": 0.006, "fc3": 0.004, "fc4": 0.002}' > "$W/prof/comm.json"
 # Read at step 0 (the file is polled every 10th step), switched to at step 1; read again at 10, 20.
 echo "dreamddp:h=4,delay=2,profile=$W/prof" > "$W/ctl.txt"
-ARGS=(train --model mlp --data synthetic --batch 8 --threads 1 --eval-samples 16 --log-every 1 --timeout 30
+ARGS=(train --model mlp:width=64 --data synthetic --batch 8 --threads 1 --eval-samples 16 --log-every 1 --timeout 30
       --steps $STEPS --policy plsgd:h=4 --control-file "$W/ctl.txt")
 
 "$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/ref" --save-params "$W/ref/p%r.bin" > /dev/null 2> "$W/ref.log" || {
@@ -21,19 +21,19 @@ ARGS=(train --model mlp --data synthetic --batch 8 --threads 1 --eval-samples 16
 [ "$(grep -c "sync: policy dreamddp" "$W/ref.log")" -eq 1 ] || { echo "the reference run did not switch once:"; cat "$W/ref.log"; exit 1; }
 
 # Killed after the checkpoint of step 14 (or 19): the resumed run polls the unchanged file at step 20 (or 20).
+source "$(dirname "$0")/../common/pause.sh"
 KILL_AT=$(( 16 + RANDOM % 4 ))
-"$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/run" --checkpoint-every 5 > /dev/null 2> "$W/run.log" &
+DREAMDDP_PAUSE_AFTER_STEPS=$KILL_AT "$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/run" --checkpoint-every 5 \
+  > /dev/null 2> "$W/run.log" &
 LPID=$!
-for _ in $(seq 1 600); do
-  if grep -q "^step $KILL_AT/" "$W/run.log" 2>/dev/null; then break; fi
-  if ! kill -0 $LPID 2>/dev/null; then echo "run ended before step $KILL_AT"; cat "$W/run.log"; exit 1; fi
-  sleep 0.1
-done
-pkill -9 -f -- "--out $W/run" || true
-kill -9 $LPID 2>/dev/null || true
+for _ in $(seq 1 3000); do [ "$(ranks_of $LPID | wc -l)" -eq 2 ] && break; sleep 0.02; done
+RANKS=$(ranks_of $LPID)
+# shellcheck disable=SC2086
+wait_stopped $RANKS || { cat "$W/run.log"; exit 1; }
+# shellcheck disable=SC2086
+kill -9 $RANKS
 wait $LPID 2>/dev/null || true
-sleep 0.5
-echo "killed at step ~$KILL_AT; resuming"
+echo "killed after step $KILL_AT; resuming"
 "$BIN" launch -n 2 -- "${ARGS[@]}" --resume "$W/run" --save-params "$W/run/p%r.bin" > /dev/null 2> "$W/resume.log" || {
   cat "$W/resume.log"; exit 1; }
 grep -q "resumed from" "$W/resume.log" || { echo "no resume:"; cat "$W/resume.log"; exit 1; }
