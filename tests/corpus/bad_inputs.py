@@ -630,7 +630,7 @@ def profile_cases(tmp):
 # params, buffers, optimizer state, layer steps, engine blob, sensitivity probe blob (core/common/bytes.h: u64
 # length prefixes), data position (int64; absent in files of earlier versions). The source run probes at steps 0 and 4, so its last checkpoint (after step 5) holds an open probe.
 
-CK_ARGS = ["--model", "mlp", "--data", "synthetic", "--batch", "8", "--threads", "1",
+CK_ARGS = ["--model", "mlp:width=64", "--data", "synthetic", "--batch", "8", "--threads", "1",
            "--sensitivity", "delays=1/3,every=4,batch=8"]
 MAGIC = b"DDCKPT1\n"
 
