@@ -29,3 +29,20 @@ rank_pid() {
   done
   return 1
 }
+# launch_killed_after N STEP LOG CMD...: runs CMD (a `dreamddp launch -n N -- ...` command line) with every rank
+# pausing after STEP, its stderr in LOG; once all N ranks have stopped, SIGKILLs them (a kill -9 of the whole job at
+# an exact step). Fails, printing LOG, when the ranks do not all reach the pause.
+launch_killed_after() {
+  local n=$1 step=$2 log=$3 lpid ranks
+  shift 3
+  DREAMDDP_PAUSE_AFTER_STEPS=$step "$@" > /dev/null 2> "$log" &
+  lpid=$!
+  for _ in $(seq 1 3000); do [ "$(ranks_of $lpid | wc -l)" -eq "$n" ] && break; sleep 0.02; done
+  ranks=$(ranks_of $lpid)
+  # shellcheck disable=SC2086
+  wait_stopped $ranks || { cat "$log"; return 1; }
+  grep -q "^step $step/" "$log" || { echo "paused, but not after step $step:"; cat "$log"; return 1; }
+  # shellcheck disable=SC2086
+  kill -9 $ranks
+  wait $lpid 2>/dev/null || true
+}

@@ -23,16 +23,8 @@ ARGS=(train --model mlp:width=64 --data synthetic --batch 8 --threads 1 --eval-s
 # Killed after the checkpoint of step 14 (or 19): the resumed run polls the unchanged file at step 20 (or 20).
 source "$(dirname "$0")/../common/pause.sh"
 KILL_AT=$(( 16 + RANDOM % 4 ))
-DREAMDDP_PAUSE_AFTER_STEPS=$KILL_AT "$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/run" --checkpoint-every 5 \
-  > /dev/null 2> "$W/run.log" &
-LPID=$!
-for _ in $(seq 1 3000); do [ "$(ranks_of $LPID | wc -l)" -eq 2 ] && break; sleep 0.02; done
-RANKS=$(ranks_of $LPID)
-# shellcheck disable=SC2086
-wait_stopped $RANKS || { cat "$W/run.log"; exit 1; }
-# shellcheck disable=SC2086
-kill -9 $RANKS
-wait $LPID 2>/dev/null || true
+launch_killed_after 2 $KILL_AT "$W/run.log" "$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/run" --checkpoint-every 5 ||
+  exit 1
 echo "killed after step $KILL_AT; resuming"
 "$BIN" launch -n 2 -- "${ARGS[@]}" --resume "$W/run" --save-params "$W/run/p%r.bin" > /dev/null 2> "$W/resume.log" || {
   cat "$W/resume.log"; exit 1; }

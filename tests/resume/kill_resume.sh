@@ -36,17 +36,8 @@ ARGS=("${COMMON[@]}" --steps $STEPS --policy "$POLICY")
 # Interrupted run: every rank stops itself after a random step past the first checkpoint, and is killed there.
 source "$(dirname "$0")/../common/pause.sh"
 KILL_AT=$(( 12 + RANDOM % 20 ))
-DREAMDDP_PAUSE_AFTER_STEPS=$KILL_AT "$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/run" --checkpoint-every 5 \
-  > /dev/null 2> "$W/run.log" &
-LPID=$!
-for _ in $(seq 1 3000); do [ "$(ranks_of $LPID | wc -l)" -eq 2 ] && break; sleep 0.02; done
-RANKS=$(ranks_of $LPID)
-# shellcheck disable=SC2086
-wait_stopped $RANKS || { cat "$W/run.log"; exit 1; }
-grep -q "^step $KILL_AT/" "$W/run.log" || { echo "paused, but not after step $KILL_AT:"; cat "$W/run.log"; exit 1; }
-# shellcheck disable=SC2086
-kill -9 $RANKS
-wait $LPID 2>/dev/null || true
+launch_killed_after 2 $KILL_AT "$W/run.log" "$BIN" launch -n 2 -- "${ARGS[@]}" --out "$W/run" --checkpoint-every 5 ||
+  exit 1
 ls "$W/run"/checkpoint.rank0.bin "$W/run"/checkpoint.rank1.bin > /dev/null
 echo "killed after step $KILL_AT; resuming"
 "$BIN" launch -n 2 -- "${ARGS[@]}" --resume "$W/run" --save-params "$W/run/p%r.bin" > /dev/null 2> "$W/resume.log" || {

@@ -21,17 +21,8 @@ source "$(dirname "$0")/../common/pause.sh"
 # run POLICY OUT: killed at a random step after the verdict's checkpoint (25), then resumed.
 killed_and_resumed() {
   local policy=$1 out=$2 kill_at=$(( 27 + RANDOM % 8 ))
-  DREAMDDP_PAUSE_AFTER_STEPS=$kill_at "$BIN" launch -n 2 -- "${ARGS[@]}" --policy "$policy" --out "$out" \
-    --checkpoint-every 5 > /dev/null 2> "$out.log" &
-  local lpid=$! ranks
-  for _ in $(seq 1 3000); do [ "$(ranks_of $lpid | wc -l)" -eq 2 ] && break; sleep 0.02; done
-  ranks=$(ranks_of $lpid)
-  # shellcheck disable=SC2086
-  wait_stopped $ranks || { cat "$out.log"; exit 1; }
-  grep -q "^step $kill_at/" "$out.log" || { echo "paused, but not after step $kill_at:"; cat "$out.log"; exit 1; }
-  # shellcheck disable=SC2086
-  kill -9 $ranks
-  wait $lpid 2>/dev/null || true
+  launch_killed_after 2 $kill_at "$out.log" "$BIN" launch -n 2 -- "${ARGS[@]}" --policy "$policy" --out "$out" \
+    --checkpoint-every 5 || exit 1
   echo "$policy: killed after step $kill_at; resuming"
   "$BIN" launch -n 2 -- "${ARGS[@]}" --policy "$policy" --resume "$out" --save-params "$out/p%r.bin" > /dev/null \
     2> "$out.resume.log" || { cat "$out.resume.log"; exit 1; }
