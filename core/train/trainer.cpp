@@ -261,6 +261,8 @@ class GuardWatch final : public StepWatch {
 struct Throughput {
   int64_t start = 0, warm = 0;
   int64_t end = -1;          // periodic policies: timed steps are [warm, end), whole periods; -1: to the last step
+  int64_t period = 0, periods = 0;  // periodic policies: H and the whole periods timed
+  std::string note;          // set when the timed window is too short for a steady figure (timed_window_note)
   double t_start = 0, t_warm = 0;
   double t_end = 0, eval_end_s = 0;  // the end of step end - 1, and the evaluation time inside [warm, end)
   double eval_s = 0, exposed_s = 0, step_s = 0;
@@ -304,6 +306,8 @@ nlohmann::json run_summary(const TrainConfig& cfg, const std::string& backend, i
   s["step_ms"] = timed_steps > 0 ? (t_end - tp.t_warm) / double(timed_steps) * 1e3
                                  : (t_end - tp.t_start) / double(std::max<int64_t>(1, cfg.steps - tp.start)) * 1e3;
   s["timed_steps"] = nlohmann::json::array({tp.warm, window ? tp.end : cfg.steps});  // [first, end)
+  if (tp.period > 0) s["timed_periods"] = tp.periods;
+  if (!tp.note.empty()) s["timed_note"] = tp.note;
   s["wall_s"] = (window ? now_s() - tp.eval_s : t_end) - tp.t_start;
   s["final_loss"] = loss;
   for (auto& [k, v] : last_eval.items()) s[k] = v;
@@ -436,6 +440,10 @@ nlohmann::json Trainer::run() {
   const sync::TimedWindow timed = sync::timed_window(*timing_policy, tp.start, cfg.steps);
   tp.warm = timed.warm;
   tp.end = timed.end;
+  tp.period = timed.period;
+  tp.periods = timed.periods;
+  tp.note = sync::timed_window_note(timed, cfg.steps);
+  if (!tp.note.empty() && I.rank0()) progress.message("train: " + tp.note);
   if (I.shrink) {  // joiners are looked for once a period (or every 10 steps), never at the first step
     I.shrink->join_check = JoinCheck(timing_policy->period() > 0 ? timing_policy->period() : 10, tp.start);
   }

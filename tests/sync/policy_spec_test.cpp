@@ -6,6 +6,7 @@
 #include "core/common/error.h"
 #include "core/sync/policies/staleness.h"
 #include "core/sync/policy/registry.h"
+#include "core/sync/policy/timed_window.h"
 #include "core/sync/profile/profile_io.h"
 #include "core/sync/schedule/schedule_model.h"
 #include "core/sync/schedule/schedule_solver.h"
@@ -152,4 +153,30 @@ TEST(PolicyCapabilities, EachPolicyTakesOnOnlyWhatItNeeds) {
   EXPECT_EQ(make("plsgd:h=4,delay=2")->merge().delay, 2);
   EXPECT_EQ(make("plsgd:h=4,delay=2")->period(), 4);
   EXPECT_EQ(make("localsgd:k=6,outer=nesterov")->merge().nesterov, true);
+}
+
+// The timed window of a throughput figure: whole periods from a period boundary, and a note when it holds fewer than
+// kSteadyPeriods of them (the figure then rests on too few periods to be a steady one).
+TEST(TimedWindow, CountsWholePeriodsAndNotesTooFew) {
+  std::vector<LayerMeta> layers{{"fc1", "linear", 10, 40}, {"fc2", "linear", 10, 40}};
+  auto p = make_policy(PolicySpec::parse("localsgd:k=10"));
+  p->setup(layers, 2);
+  const TimedWindow many = timed_window(*p, 0, 200);  // warm-up 5 steps, then periods from step 10
+  EXPECT_EQ(many.period, 10);
+  EXPECT_EQ(many.warm, 10);
+  EXPECT_EQ(many.end, 200);
+  EXPECT_EQ(many.periods, 19);
+  EXPECT_EQ(timed_window_note(many, 200), "");
+  const TimedWindow two = timed_window(*p, 0, 35);  // warm-up 3 steps: periods [10, 30)
+  EXPECT_EQ(two.periods, 2);
+  EXPECT_EQ(timed_window_note(two, 35),
+            "samples/s rests on 2 periods of 10 steps (steps 10-30), fewer than 3: not a steady figure; run more steps");
+  const TimedWindow none = timed_window(*p, 0, 12);  // warm-up 1 step; no whole period fits after it
+  EXPECT_EQ(none.periods, 0);
+  EXPECT_NE(timed_window_note(none, 12).find("less than one period of 10 steps"), std::string::npos);
+  auto ddp = make_policy(PolicySpec::parse("ddp"));
+  ddp->setup(layers, 2);
+  const TimedWindow flat = timed_window(*ddp, 0, 12);
+  EXPECT_EQ(flat.period, 0);
+  EXPECT_EQ(timed_window_note(flat, 12), "");  // not periodic: every step is a whole one
 }
