@@ -1161,6 +1161,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_
              "schedule_solver": render_schedule, "sensitivity_paper": render_sensitivity_paper,
              "sensitivity_e2e": render_sensitivity_e2e, "sensitivity_seeds": render_sensitivity_seeds,
              "sensitivity_e2e_lr05": lambda r: render_sensitivity_e2e(r, "sensitivity_e2e_lr05.json"),
+             "sensitivity_e2e_cnn": lambda r: render_sensitivity_e2e(r, "sensitivity_e2e_cnn.json"),
              "sensitivity_seeds32": lambda r: render_sensitivity_seeds(r, "sensitivity_seeds32.json"),
              "chaos": render_chaos, "shrink_overhead": render_shrink_overhead,
              "findings": render_findings, "history_index": render_history_index}
