@@ -814,16 +814,23 @@ def render_sensitivity_e2e(results, name="sensitivity_e2e.json"):
     out = ["`%s`, %d steps x batch %d, probes at steps %s, probe batch %d; PyTorch from our theta(0) on the same "
            "batches with the same SGD and probe rule (float32; the bounds from its float64 twin, K = %g):" % (
                d["model"], d["steps"], d["batch"], ", ".join(str(p) for p in d["probes"]), d["probe_batch"], d["K"]),
-           "", "| delay | ours | PyTorch | PyTorch float64 | mean abs difference | max abs difference | largest bound "
-               "| decided (bound below 0.1) | worst layer (its mean abs difference) | outside the bound |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "", "| delay | ours | PyTorch | PyTorch float64 | ours against PyTorch: mean abs difference | PyTorch float32 against float64: mean "
+               "abs difference | max abs difference | largest bound | decided (bound below 0.1) | worst layer (its mean "
+               "abs difference) | outside the bound |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     entries = len(d["probes"]) * len(d["layers"])
-    for r in d["per_delay"]:
+
+    def precisions(j):   # mean |cos32 - cos64| over probes and layers at delay index j
+        pairs = [(x[j], y[j]) for a, b in zip(d.get("torch32") or [], d.get("torch64") or []) for x, y in zip(a, b)
+                 if x[j] is not None and y[j] is not None and x[j] == x[j] and y[j] == y[j]]
+        return sum(abs(x - y) for x, y in pairs) / len(pairs) if pairs else None
+    for j, r in enumerate(d["per_delay"]):
         decided = r.get("decided")
         if decided is None:   # a file from before the count: none decided when even the smallest bound is too wide
             decided = 0 if r.get("min_bound", 0) >= 0.1 else None
-        out.append("| %d | %.4f | %.4f | %s | %.2g | %.2g | %.2g | %s | %s (%.2g) | %d |" % (
-            r["delay"], r["ours"], r["torch"], _f(r.get("torch64"), "%.4f"), r["mean_abs_diff"], r["max_abs_diff"],
+        out.append("| %d | %.4f | %.4f | %s | %.2g | %s | %.2g | %.2g | %s | %s (%.2g) | %d |" % (
+            r["delay"], r["ours"], r["torch"], _f(r.get("torch64"), "%.4f"), r["mean_abs_diff"],
+            _f(precisions(j), "%.2g"), r["max_abs_diff"],
             r["max_bound"], "-" if decided is None else "%d of %d" % (decided, r.get("entries", entries)),
             r["worst_layer"], r["worst_layer_mean_abs_diff"], r["outside"]))
     verdict = "every cosine, loss and running statistic within its bound" if d["ok"] else (
