@@ -825,6 +825,74 @@ def render_sensitivity_paper(results):
     return "\n".join(out)
 
 
+def render_sensitivity_e2e(results, name="sensitivity_e2e.json"):
+    """experiments/sensitivity_e2e.sh --save: the probe end to end against PyTorch (analysis/probe_e2e.py), per delay."""
+    d = _load(results, name)
+    if not d:
+        return _absent("the end-to-end check of the probe", "run `experiments/sensitivity_e2e.sh --save "
+                       "experiments/results/%s`" % name)
+    out = ["`%s`, %d steps x batch %d, probes at steps %s, probe batch %d; PyTorch from our theta(0) on the same "
+           "batches with the same SGD and probe rule (float32; the bounds from its float64 twin, K = %g):" % (
+               d["model"], d["steps"], d["batch"], ", ".join(str(p) for p in d["probes"]), d["probe_batch"], d["K"]),
+           "", "| delay | ours | PyTorch | PyTorch float64 | ours against PyTorch: mean abs difference | PyTorch float32 against float64: mean "
+               "abs difference | max abs difference | largest bound | decided (bound below 0.1) | worst layer (its mean "
+               "abs difference) | outside the bound |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    entries = len(d["probes"]) * len(d["layers"])
+
+    def precisions(j):   # mean |cos32 - cos64| over probes and layers at delay index j
+        pairs = [(x[j], y[j]) for a, b in zip(d.get("torch32") or [], d.get("torch64") or []) for x, y in zip(a, b)
+                 if x[j] is not None and y[j] is not None and x[j] == x[j] and y[j] == y[j]]
+        return sum(abs(x - y) for x, y in pairs) / len(pairs) if pairs else None
+    for j, r in enumerate(d["per_delay"]):
+        decided = r.get("decided")
+        if decided is None:   # a file from before the count: none decided when even the smallest bound is too wide
+            decided = 0 if r.get("min_bound", 0) >= 0.1 else None
+        out.append("| %d | %.4f | %.4f | %s | %.2g | %s | %.2g | %.2g | %s | %s (%.2g) | %d |" % (
+            r["delay"], r["ours"], r["torch"], _f(r.get("torch64"), "%.4f"), r["mean_abs_diff"],
+            _f(precisions(j), "%.2g"), r["max_abs_diff"],
+            r["max_bound"], "-" if decided is None else "%d of %d" % (decided, r.get("entries", entries)),
+            r["worst_layer"], r["worst_layer_mean_abs_diff"], r["outside"]))
+    verdict = "every cosine, loss and running statistic within its bound" if d["ok"] else (
+        "**%d cosine(s), %d loss(es), %d running-statistics layer(s) outside their bound**" % (
+            d["cos_outside"] + d["nan_mismatch"], d["loss_outside"], d["buffers_outside"]))
+    out += ["", "ours and PyTorch: mean over probes and the %d layers of cos(g_l(t0), g_l(t0+d)); differences per "
+                "probe and layer. Training loss: max abs difference %.2g over the %d steps; final BatchNorm running "
+                "statistics: max relative difference %.2g; %s. %s" % (
+                    len(d["layers"]), d["loss_max_abs_diff"], d["steps"], d["buffers_max_rel_diff"], verdict, _prov(d)),
+            ""]
+    return "\n".join(out)
+
+
+def render_sensitivity_seeds(results, name="sensitivity_seeds.json"):
+    """experiments/sensitivity_seeds.sh --save: the probe's mean cosine per delay over seeds, and its spread."""
+    d = _load(results, name)
+    if not d:
+        return _absent("the probe's spread over seeds", "run `experiments/sensitivity_seeds.sh --save "
+                       "experiments/results/%s`" % name)
+    seeds = d["seeds"]
+    rep = {int(k): v for k, v in (d.get("reported") or {}).items()}
+    out = ["`%s`, %d steps x batch %d, constant learning rate %g, %d probes at steps %d to %d, %d layers; one run "
+           "per seed (its own initialization, data order and probe batch):" % (
+               d["model"], d["steps"], d["batch"], d["lr"], len(d["probes"]), d["probes"][0], d["probes"][-1],
+               d["layers"]), "",
+           "| delay | " + " | ".join("seed %s" % s for s in seeds) + " | mean | sd | max - min | widest pair: layers "
+           "higher in the higher run |" + (" reported pair (two runs) |" if rep else ""),
+           "|---|" + "---|" * (len(seeds) + 4 + (1 if rep else 0))]
+    for r in d["per_delay"]:
+        a, b = r["widest_pair"]
+        row = "| %d | %s | %.3f | %.3f | %.3f | seeds %s, %s: %d of %d |" % (
+            r["delay"], " | ".join("%.3f" % r["per_seed"][s] for s in seeds), r["mean"], r["sd"], r["range"], a, b,
+            int(round(r["share_of_layers_higher_in_first"] * d["layers"])), d["layers"])
+        if rep:
+            x = rep.get(r["delay"])
+            row += " %s |" % ("%.3f vs %.3f: %.3f apart" % (x[0], x[1], abs(x[1] - x[0])) if x else "-")
+        out.append(row)
+    out += ["", "Per seed: the mean over probes and layers of cos(g_l(t0), g_l(t0+d)); sd over the seeds' means.%s %s"
+            % (" Reported pair: " + d["reported_what"] + "." if rep and d.get("reported_what") else "", _prov(d)), ""]
+    return "\n".join(out)
+
+
 # --- what the studies found (README) -------------------------------------------------------------------------------
 
 PAPER_SPEEDUP = "1.49–3.91x"   # the DreamDDP paper's reported speed-up over its baselines (GPT-2 profiles)
@@ -1118,6 +1186,10 @@ RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_
              "sim_stragglers": render_sim_stragglers, "sim_hier": render_sim_hier,
              "sim_dominance": render_sim_dominance, "sim_copies_cost": render_sim_copies_cost,
              "schedule_solver": render_schedule, "sensitivity_paper": render_sensitivity_paper,
+             "sensitivity_e2e": render_sensitivity_e2e, "sensitivity_seeds": render_sensitivity_seeds,
+             "sensitivity_e2e_lr05": lambda r: render_sensitivity_e2e(r, "sensitivity_e2e_lr05.json"),
+             "sensitivity_e2e_cnn": lambda r: render_sensitivity_e2e(r, "sensitivity_e2e_cnn.json"),
+             "sensitivity_seeds32": lambda r: render_sensitivity_seeds(r, "sensitivity_seeds32.json"),
              "chaos": render_chaos, "shrink_overhead": render_shrink_overhead,
              "findings": render_findings, "history_index": render_history_index}
 
