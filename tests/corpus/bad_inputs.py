@@ -121,6 +121,8 @@ def run_case(binary, c, bound):
     for m in CRASH_MARKS:
         if m in out + err:
             problems.append("output holds %r" % m)
+    if c.expect == 0 and c.must and c.must not in err:
+        problems.append("stderr does not hold %r" % c.must)
     if c.expect == 2:
         lines = [l for l in err.split("\n") if l.strip()]
         diag = [l for l in lines if DIAG.match(l)]
@@ -610,7 +612,16 @@ def profile_cases(tmp):
     # every model built on the profile, so each is refused naming the layer.
     three = '{"fc1": 0.004, "fc2": 0.004, "fc3": 0.004}'
     for via in ("schedule", "train"):
-        add("bp NaN time", '{"fc1": NaN, "fc2": 0.1, "fc3": 0.1, "fc4": 0.1}', good_comm, '"fc1" has no time', via=via)
+        add("bp NaN time with NaN comm", '{"fc1": NaN, "fc2": 0.1, "fc3": 0.1, "fc4": 0.1}',
+            '{"fc1": NaN, "fc2": 0.004, "fc3": 0.004, "fc4": 0.0001}', '"fc1" has no time', via=via)
+        add("bp NaN time, comm Infinity", '{"fc1": NaN, "fc2": 0.1, "fc3": 0.1, "fc4": 0.1}',
+            '{"fc1": Infinity, "fc2": 0.004, "fc3": 0.004, "fc4": 0.0001}', "not valid JSON", via=via)
+        add("bp NaN time, comm negative", '{"fc1": NaN, "fc2": 0.1, "fc3": 0.1, "fc4": 0.1}',
+            '{"fc1": -0.004, "fc2": 0.004, "fc3": 0.004, "fc4": 0.0001}', '"fc1"', via=via)
+        # The artifact's Llama-2 profiles give NaN as the backward time of modules without parameters: read as 0 s,
+        # and said in one line naming the layers.
+        add("control: bp NaN time reads as 0 s", '{"fc1": 0.1, "fc2": NaN, "fc3": 0.1, "fc4": -NaN}', good_comm,
+            '"fc2", "fc4" (modules without parameters): read as 0 s', via=via, expect=0)
         add("comm -NaN time", good_bp, '{"fc1": 0.2, "fc2": -NaN, "fc3": 0.1, "fc4": 0.1}', '"fc2" has no time', via=via)
         add("bp null time", '{"fc1": 0.1, "fc2": 0.1, "fc3": null, "fc4": 0.1}', good_comm, '"fc3" has no time', via=via)
         add("comm names 3 of 4 layers", good_bp, three, '"fc4"', via=via)
