@@ -870,6 +870,11 @@ def policy_cases(tmp):
              "plsgd:h=4,outer=nesterov:lr=0", "plsgd:h=4,outer=nesterov:lr=0.7,lr=1", "plsgd:h=4,outer=nesterov:beta=1",
              "plsgd:h=4,outer=nesterov:momentum=1", "plsgd:h=4,lr=0.7", "hier:outer=nesterov", "ddp:compress=int8",
              "plsgd:h=4,outer=nesterov:", "plsgd:h=4,outer=:lr=1",
+             "plsgd:h=4,compress=topk", "plsgd:h=4,compress=topk:1", "plsgd:h=4,compress=topk:p=0",
+             "plsgd:h=4,compress=topk:p=50.01", "plsgd:h=4,compress=topk:p=-1", "plsgd:h=4,compress=topk:p=nan",
+             "plsgd:h=4,compress=topk:p=1e-400x", "plsgd:h=4,compress=topk:p=1,values=bf16",
+             "plsgd:h=4,compress=topk:p=1,p=2", "plsgd:h=4,compress=int8:p=1", "plsgd:h=4,compress=bf16,values=int8",
+             "ddp:compress=topk:p=1",
              "ddp+staleness:t=0", "ddp+", "+staleness:t=8", "ddp+ddp", "localsgd:k=4+bogus:t=1",
              "ddp\x01", "dd\u2603p", "\u202eddp", "dreamddp:h=\u0668", "ddp:k=1\tx",
              "a" * 100000, "localsgd:" + ",".join("k%d=1" % i for i in range(10000)),
@@ -889,7 +894,8 @@ def policy_cases(tmp):
               "delays=99999999999", "delays=-1", "probe=bad", "first=-1", ",", "=", "delays=1/2/4,every=", "x"]:
         add("--sensitivity %r" % s, "--sensitivity", s, "sensitivity")
     # Controls: well-formed specs are accepted.
-    for s in ["ddp", "localsgd:k=2", "hybrid", "localsgd:k=2,delay=1,outer=nesterov:lr=0.7,momentum=0.9,compress=int8"]:
+    for s in ["ddp", "localsgd:k=2", "hybrid", "localsgd:k=2,delay=1,outer=nesterov:lr=0.7,momentum=0.9,compress=int8",
+              "localsgd:k=2,delay=1,outer=nesterov:lr=0.7,momentum=0.9,compress=topk:p=1,values=int8"]:
         cases.append(Case("policy", "control: --policy " + s, ["train", "--policy", s] + QUICK, expect=0))
     return cases
 
