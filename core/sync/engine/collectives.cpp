@@ -32,7 +32,10 @@ WorkPtr Collectives::average(Backend& g, float* p, int64_t n, const char* what, 
 
 WorkPtr Collectives::compressed(Backend& g, Codec c, float* buf, int64_t n, float* e1, float* e2, int64_t* bytes,
                                 const TopK& topk) {
-  fingerprint(c == Codec::Int8 ? "average-params-int8" : c == Codec::TopK ? "average-params-topk" : "average-params-bf16", n);
+  fingerprint(c == Codec::Int8   ? "average-params-int8"
+              : c == Codec::TopK ? "average-params-topk"
+                                 : "average-params-bf16",
+              n);
   if (c == Codec::TopK) {
     const int64_t sent = sparse_bytes(topk, size_t(n), g.size());
     stats_.bytes += sent;

@@ -47,7 +47,8 @@ DreamDdpPolicy::DreamDdpPolicy(const PolicySpec& s)
                      "averages of one layer would be in flight); drop fillin=1 (fill-in is off by default with a delay)");
   if (!profile_dir_.empty()) {
     file_profile_ = read_profile(profile_dir_);
-    if (!file_profile_.bp_nan.empty()) std::fprintf(stderr, "%s\n", bp_nan_note(file_profile_, profile_dir_).c_str());
+    if (!file_profile_.bp_nan.empty())
+      std::fprintf(stderr, "%s\n", bp_nan_note(file_profile_, profile_dir_).c_str());
   }
   if (!replay_dir_.empty()) load_replay();
 }

@@ -19,9 +19,8 @@ const char* codec_name(Codec c) {
 }
 
 const std::vector<std::string>& merge_keys() {
-  static const std::vector<std::string> keys = {"delay",    "outer",      "outer.lr",
-                                                   "outer.momentum", "compress", "compress.p",
-                                                   "compress.values"};
+  static const std::vector<std::string> keys = {"delay",    "outer",      "outer.lr",        "outer.momentum",
+                                                "compress", "compress.p", "compress.values"};
   return keys;
 }
 
@@ -50,14 +49,18 @@ MergeSpec parse_merge(const PolicySpec& s, const std::string& policy, int64_t h)
   else if (c == "int8") m.compress = Codec::Int8;
   else if (c == "auto") m.compress = Codec::Bf16, m.compress_auto = true;
   else if (c == "topk") m.compress = Codec::TopK;
-  else throw UsageError("--policy " + policy + ": compress=" + c + " is not one of none, bf16, int8, auto, topk:p=P");
+  else
+    throw UsageError("--policy " + policy + ": compress=" + c + " is not one of none, bf16, int8, auto, topk:p=P");
   const bool p = s.kv.count("compress.p"), values = s.kv.count("compress.values");
   if (m.compress != Codec::TopK) {
     if (p || values)
-      throw UsageError("--policy " + policy + ": compress=" + c + " takes no p or values (did you mean compress=topk:p=1?)");
+      throw UsageError("--policy " + policy + ": compress=" + c +
+                       " takes no p or values (did you mean compress=topk:p=1?)");
     return m;
   }
-  if (!p) throw UsageError("--policy " + policy + ": compress=topk needs the percent of entries it sends, e.g. compress=topk:p=1");
+  if (!p)
+    throw UsageError("--policy " + policy +
+                     ": compress=topk needs the percent of entries it sends, e.g. compress=topk:p=1");
   const std::string pv = s.get_str("compress.p", "");
   char* end = nullptr;
   const double pct = std::strtod(pv.c_str(), &end);

@@ -79,7 +79,8 @@ std::function<double(const char*)> object_of_numbers(const std::string& file, co
 
 }  // namespace
 
-std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file, std::vector<std::string>* nan_zero) {
+std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file,
+                                                             std::vector<std::string>* nan_zero) {
   std::ifstream in(file);
   if (!in) throw UsageError("cannot read profile file " + file + " (missing or unreadable)");
   std::stringstream ss;
