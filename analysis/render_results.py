@@ -348,6 +348,15 @@ def render_json_table(results, name):
     return md.rstrip() + "\n"
 
 
+def render_topk_compression(results, name="topk_compression.json"):
+    """experiments/topk_compression.py: its table and verdict lines, then the provenance."""
+    d = _load(results, name)
+    if not d:
+        return _absent("compress=topk against int8", "run `experiments/topk_compression.py --results " +
+                       "experiments/results/%s`" % name)
+    return d["markdown"].rstrip() + "\n\n" + _prov(d) + "\n"
+
+
 def _render_beyond_convergence(results, name, what):
     d = _load(results, name + ".json")
     if not d:
@@ -1191,7 +1200,8 @@ RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_
              "sensitivity_e2e_cnn": lambda r: render_sensitivity_e2e(r, "sensitivity_e2e_cnn.json"),
              "sensitivity_seeds32": lambda r: render_sensitivity_seeds(r, "sensitivity_seeds32.json"),
              "chaos": render_chaos, "shrink_overhead": render_shrink_overhead,
-             "findings": render_findings, "history_index": render_history_index}
+             "findings": render_findings, "history_index": render_history_index,
+             "topk_compression": render_topk_compression}
 
 
 def render_section(name, results):

@@ -147,6 +147,7 @@ bool parse_schedule_args(int argc, char** argv, ScheduleArgs& a) {
 ScheduleReport compute_schedule(const ScheduleArgs& a) {
   ScheduleReport r;
   r.prof = sync::read_profile(a.dir);
+  if (!r.prof.bp_nan.empty()) std::fprintf(stderr, "%s\n", sync::bp_nan_note(r.prof, a.dir).c_str());
   const auto& b = r.prof.bp;
   const auto& c = r.prof.comm;
   const int H = a.H;

@@ -2,6 +2,7 @@
 #include "app/sim/sim_layers.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -40,6 +41,7 @@ SimLayers load_layers(const std::string& dir, const LayerSizeSource& given_src) 
   // A profile written by `dreamddp profile` names its model: its exact layout, unless another source is given.
   if (src.model.empty() && src.bytes.empty() && !(src.comm_Bps > 0)) src.model = profiled_model(dir);
   const auto prof = sync::read_profile(dir);
+  if (!prof.bp_nan.empty()) std::fprintf(stderr, "%s\n", sync::bp_nan_note(prof, dir).c_str());
   if (prof.names.empty()) throw UsageError("profile " + dir + ": bp.json has no layers");
   int given = !src.model.empty() + !src.bytes.empty() + (src.comm_Bps > 0);
   if (given > 1) throw UsageError("simulate: give only one of --model, --bytes, --comm-bw");

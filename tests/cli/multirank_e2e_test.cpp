@@ -178,6 +178,7 @@ TEST(MultiRankE2E, DelayedMergeZeroIsTodayAndDelayedRanksAgree) {
 }
 
 // Transformed merges end to end (--check-collectives on): compress=int8 sends at most 30% of the plain run's bytes
+// and compress=topk:p=1 at most 3%
 // (summary comm_bytes is what the ranks contributed), the ranks end with the same model, and each transform changes
 // the trajectory; localsgd with a delay, an outer optimizer and bf16 together too.
 TEST(MultiRankE2E, CompressedAndOuterMergesAgreeAcrossRanksAndShrinkBytes) {
@@ -191,6 +192,7 @@ TEST(MultiRankE2E, CompressedAndOuterMergesAgreeAcrossRanksAndShrinkBytes) {
   const auto [plain0, plain1, plain_bytes] = run("plain", "plsgd:h=3");
   const auto [int8_0, int8_1, int8_bytes] = run("int8", "plsgd:h=3,compress=int8");
   const auto [dl0, dl1, dl_bytes] = run("diloco", "localsgd:k=3,delay=1,outer=nesterov,compress=bf16");
+  const auto [tk0, tk1, tk_bytes] = run("topk", "plsgd:h=3,compress=topk:p=1");
   const auto [au0, au1, au_bytes] = run("auto", "plsgd:h=3,compress=auto");
   EXPECT_TRUE(au0 == au1) << "ranks differ at the end of compress=auto";
   // bf16 for the first 10 steps, then int8 for the stale-tolerant layers: between int8's and bf16's bytes.
@@ -204,6 +206,12 @@ TEST(MultiRankE2E, CompressedAndOuterMergesAgreeAcrossRanksAndShrinkBytes) {
   EXPECT_GT(plain_bytes, 0);
   EXPECT_LE(int8_bytes, 0.30 * plain_bytes) << "int8 bytes " << int8_bytes << " vs plain " << plain_bytes;
   EXPECT_GT(int8_bytes, 0.2 * plain_bytes) << "int8 payloads are about a quarter of float32";
+  // topk:p=1 at 2 ranks: one payload of about 5.07 bytes per kept entry, 1% of each layer kept (at least one entry
+  // of a small layer): above 1.27% and at most 3% of float32's bytes.
+  EXPECT_TRUE(tk0 == tk1) << "ranks differ at the end of compress=topk:p=1";
+  EXPECT_FALSE(tk0 == plain0) << "compress=topk trained exactly as the plain average: was anything sparsified?";
+  EXPECT_LE(tk_bytes, 0.03 * plain_bytes) << "topk bytes " << tk_bytes << " vs plain " << plain_bytes;
+  EXPECT_GT(tk_bytes, 0.0125 * plain_bytes) << "topk bytes " << tk_bytes << " vs plain " << plain_bytes;
 }
 
 // Without --rendezvous, Gloo ranks meet in OUT/.rendezvous/JOB: a rerun into the same --out under the same job id

@@ -121,6 +121,8 @@ def run_case(binary, c, bound):
     for m in CRASH_MARKS:
         if m in out + err:
             problems.append("output holds %r" % m)
+    if c.expect == 0 and c.must and c.must not in err:
+        problems.append("stderr does not hold %r" % c.must)
     if c.expect == 2:
         lines = [l for l in err.split("\n") if l.strip()]
         diag = [l for l in lines if DIAG.match(l)]
@@ -610,7 +612,16 @@ def profile_cases(tmp):
     # every model built on the profile, so each is refused naming the layer.
     three = '{"fc1": 0.004, "fc2": 0.004, "fc3": 0.004}'
     for via in ("schedule", "train"):
-        add("bp NaN time", '{"fc1": NaN, "fc2": 0.1, "fc3": 0.1, "fc4": 0.1}', good_comm, '"fc1" has no time', via=via)
+        add("bp NaN time with NaN comm", '{"fc1": NaN, "fc2": 0.1, "fc3": 0.1, "fc4": 0.1}',
+            '{"fc1": NaN, "fc2": 0.004, "fc3": 0.004, "fc4": 0.0001}', '"fc1" has no time', via=via)
+        add("bp NaN time, comm Infinity", '{"fc1": NaN, "fc2": 0.1, "fc3": 0.1, "fc4": 0.1}',
+            '{"fc1": Infinity, "fc2": 0.004, "fc3": 0.004, "fc4": 0.0001}', "not valid JSON", via=via)
+        add("bp NaN time, comm negative", '{"fc1": NaN, "fc2": 0.1, "fc3": 0.1, "fc4": 0.1}',
+            '{"fc1": -0.004, "fc2": 0.004, "fc3": 0.004, "fc4": 0.0001}', '"fc1"', via=via)
+        # The artifact's Llama-2 profiles give NaN as the backward time of modules without parameters: read as 0 s,
+        # and said in one line naming the layers.
+        add("control: bp NaN time reads as 0 s", '{"fc1": 0.1, "fc2": NaN, "fc3": 0.1, "fc4": -NaN}', good_comm,
+            '"fc2", "fc4" (modules without parameters): read as 0 s', via=via, expect=0)
         add("comm -NaN time", good_bp, '{"fc1": 0.2, "fc2": -NaN, "fc3": 0.1, "fc4": 0.1}', '"fc2" has no time', via=via)
         add("bp null time", '{"fc1": 0.1, "fc2": 0.1, "fc3": null, "fc4": 0.1}', good_comm, '"fc3" has no time', via=via)
         add("comm names 3 of 4 layers", good_bp, three, '"fc4"', via=via)
@@ -859,6 +870,11 @@ def policy_cases(tmp):
              "plsgd:h=4,outer=nesterov:lr=0", "plsgd:h=4,outer=nesterov:lr=0.7,lr=1", "plsgd:h=4,outer=nesterov:beta=1",
              "plsgd:h=4,outer=nesterov:momentum=1", "plsgd:h=4,lr=0.7", "hier:outer=nesterov", "ddp:compress=int8",
              "plsgd:h=4,outer=nesterov:", "plsgd:h=4,outer=:lr=1",
+             "plsgd:h=4,compress=topk", "plsgd:h=4,compress=topk:1", "plsgd:h=4,compress=topk:p=0",
+             "plsgd:h=4,compress=topk:p=50.01", "plsgd:h=4,compress=topk:p=-1", "plsgd:h=4,compress=topk:p=nan",
+             "plsgd:h=4,compress=topk:p=1e-400x", "plsgd:h=4,compress=topk:p=1,values=bf16",
+             "plsgd:h=4,compress=topk:p=1,p=2", "plsgd:h=4,compress=int8:p=1", "plsgd:h=4,compress=bf16,values=int8",
+             "ddp:compress=topk:p=1",
              "ddp+staleness:t=0", "ddp+", "+staleness:t=8", "ddp+ddp", "localsgd:k=4+bogus:t=1",
              "ddp\x01", "dd\u2603p", "\u202eddp", "dreamddp:h=\u0668", "ddp:k=1\tx",
              "a" * 100000, "localsgd:" + ",".join("k%d=1" % i for i in range(10000)),
@@ -878,7 +894,8 @@ def policy_cases(tmp):
               "delays=99999999999", "delays=-1", "probe=bad", "first=-1", ",", "=", "delays=1/2/4,every=", "x"]:
         add("--sensitivity %r" % s, "--sensitivity", s, "sensitivity")
     # Controls: well-formed specs are accepted.
-    for s in ["ddp", "localsgd:k=2", "hybrid", "localsgd:k=2,delay=1,outer=nesterov:lr=0.7,momentum=0.9,compress=int8"]:
+    for s in ["ddp", "localsgd:k=2", "hybrid", "localsgd:k=2,delay=1,outer=nesterov:lr=0.7,momentum=0.9,compress=int8",
+              "localsgd:k=2,delay=1,outer=nesterov:lr=0.7,momentum=0.9,compress=topk:p=1,values=int8"]:
         cases.append(Case("policy", "control: --policy " + s, ["train", "--policy", s] + QUICK, expect=0))
     return cases
 

@@ -49,15 +49,17 @@ TEST(ProfileIo, KeepsBpOrderAndTakesCommByName) {
   fs::remove_all(d);
 }
 
-// A layer without a time (null, NaN, or absent from one of the two files) would cost 0 in every model: refused,
-// naming the file and the layer.
+// A layer without a time (null, a NaN communication time, or absent from one of the two files) would cost 0 in
+// every model: refused, naming the file and the layer. Infinite and negative times stay refused in either file.
 TEST(ProfileIo, RefusesLayersWithoutATime) {
   auto d = fresh_dir("missing");
   const std::string bp = (d / "bp.json").string(), comm = (d / "comm.json").string();
   const std::pair<const char*, const char*> cases[] = {
-      {R"({"a": 1, "mid": NaN})", R"({"a": 1, "mid": 1})"}, {R"({"a": 1, "mid": -NaN})", R"({"a": 1, "mid": 1})"},
+      {R"({"a": 1, "mid": 1})", R"({"a": 1, "mid": NaN})"}, {R"({"a": 1, "mid": 1})", R"({"a": 1, "mid": -NaN})"},
       {R"({"a": 1, "mid": null})", R"({"a": 1, "mid": 1})"}, {R"({"a": 1, "mid": 2})", R"({"a": 1})"},
-      {R"({"a": 1})", R"({"a": 1, "mid": 2})"}};
+      {R"({"a": 1})", R"({"a": 1, "mid": 2})"}, {R"({"a": 1, "mid": -1})", R"({"a": 1, "mid": 1})"},
+      {R"({"a": 1, "mid": NaN})", R"({"a": 1, "mid": -0.5})"}, {R"({"a": 1, "mid": NaN})", R"({"a": 1, "mid": NaN})"},
+      {R"({"a": 1, "mid": "NaN"})", R"({"a": 1, "mid": 1})"}};
   for (const auto& [b, c] : cases) {
     put(bp, b);
     put(comm, c);
@@ -70,6 +72,26 @@ TEST(ProfileIo, RefusesLayersWithoutATime) {
       EXPECT_TRUE(what.find("bp.json") != std::string::npos || what.find("comm.json") != std::string::npos) << what;
     }
   }
+  fs::remove_all(d);
+}
+
+// The DreamDDP artifact's Llama-2 profiles give NaN as the backward time of modules without parameters (the rotary
+// embeddings): read as 0 s, and the note names those layers (and only those).
+TEST(ProfileIo, NanBackwardTimeReadsAsZeroAndIsNamed) {
+  auto d = fresh_dir("nanbp");
+  put(d / "bp.json", R"({"embed": 0.5, "rotary_emb": NaN, "attn": 0.25, "rope2": -NaN})");
+  put(d / "comm.json", R"({"embed": 2, "rotary_emb": 0, "attn": 1, "rope2": 0})");
+  const auto p = read_profile(d.string());
+  EXPECT_EQ(p.names, (std::vector<std::string>{"embed", "rotary_emb", "attn", "rope2"}));
+  EXPECT_EQ(p.bp, (std::vector<double>{0.5, 0.0, 0.25, 0.0}));
+  EXPECT_EQ(p.bp_nan, (std::vector<std::string>{"rotary_emb", "rope2"}));
+  const std::string note = bp_nan_note(p, d.string());
+  EXPECT_NE(note.find("\"rotary_emb\", \"rope2\""), std::string::npos) << note;
+  EXPECT_NE(note.find("0 s"), std::string::npos) << note;
+  EXPECT_EQ(note.find("embed\""), std::string::npos) << note;
+  EXPECT_EQ(note.find('\n'), std::string::npos) << note;
+  put(d / "bp.json", R"({"embed": 0.5, "rotary_emb": 0, "attn": 0.25, "rope2": 0})");
+  EXPECT_EQ(bp_nan_note(read_profile(d.string()), d.string()), "");
   fs::remove_all(d);
 }
 

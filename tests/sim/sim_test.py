@@ -150,7 +150,7 @@ def case_sequence(binary, tmp, _):
              (MLP, "localsgd:k=4,delay=2")]
     # Transformed averages: the codec's bytes, the outer step's averages (the engine itself forms both).
     runs += [(MLP, "plsgd:h=4,compress=int8"), (MLP, "localsgd:k=4,outer=nesterov"),
-             (MLP, "plsgd:h=3,compress=bf16,delay=2")]
+             (MLP, "plsgd:h=3,compress=bf16,delay=2"), (MLP, "localsgd:k=4,compress=topk:p=1,values=int8,delay=1")]
     # Switches: into a policy at a step > 0 (the engine's one average, then the new schedule).
     runs += [(MLP, "ddp --switch 5:plsgd:h=3"), (MLP, "localsgd:k=4 --switch 6:dreamddp:h=3,profile=" + prof)]
     # The control file, read by rank 0 at step 0 and switched to once every rank has the vote.

@@ -272,7 +272,10 @@ INSTANTIATE_TEST_SUITE_P(Policies, EveryPolicy,
                          ::testing::Values("ddp", "localsgd:k=2", "plsgd:h=2", "dreamddp:h=2,profile_steps=2",
                                            "dreamddp:h=3,profile_steps=2,fillin=1", "plsgd:h=2,compress=int8",
                                            "localsgd:k=2,outer=nesterov", "localsgd:k=3,delay=1,compress=bf16",
-                                           "dreamddp:h=2,profile_steps=2,delay=1,compress=int8,outer=nesterov:lr=0.7,momentum=0.9"),
+                                           "dreamddp:h=2,profile_steps=2,delay=1,compress=int8,outer=nesterov:lr=0.7,momentum=0.9",
+                                           "localsgd:k=2,compress=topk:p=1",
+                                           "plsgd:h=3,delay=1,compress=topk:p=2,values=int8,outer=nesterov",
+                                           "dreamddp:h=2,profile_steps=2,delay=1,compress=topk:p=1,outer=nesterov"),
                          [](const auto& i) {
                            std::string s;
                            for (char c : i.param) s += std::isalnum(uint8_t(c)) ? c : '_';

@@ -16,6 +16,8 @@
 #include "core/sync/engine/make_layer_sync.h"
 #include "core/sync/merge/codec.h"
 #include "core/sync/merge/compressed_average.h"
+#include "core/sync/merge/sparse_average.h"
+#include "core/sync/merge/topk.h"
 #include "core/sync/policy/registry.h"
 #include "core/tensor/rng.h"
 #include "tests/sync/ranks_harness.h"
@@ -103,6 +105,48 @@ TEST(CompressedAverage, ErrorFeedbackKeepsTheAccumulatedErrorBounded) {
   EXPECT_EQ(with_fb[0], with_fb[1]);
 }
 
+// compress=topk: every rank ends with the same bits, and those are exactly the rank-order sum of each rank's own
+// top-K entries over the world (recomputed here from the payloads, independently of the all-gather); the bytes are
+// one payload per rank pair (N/2 payloads, see sparse_average.h).
+TEST(SparseAverage, EqualOnEveryRankAndExactlyTheSumOfTheTopSets) {
+  for (bool int8 : {false, true}) {
+    for (int world : {2, 3}) {
+      const size_t n = 5000;
+      sync::TopK t;
+      t.percent = 1;
+      t.int8 = int8;
+      std::vector<std::vector<float>> out(world), sent(world), e1s(world);
+      run_ranks(world, [&](int r, Backend& be) {
+        auto x = rank_values(n, r);
+        std::vector<float> e1(n, 0), y(n);
+        sync::sparse_average(be, t, x.data(), n, e1.data(), y.data())->wait();
+        out[r] = y;
+        e1s[r] = e1;
+        // What this rank's payload holds, encoded again outside the collective (a pure function of x).
+        std::vector<uint8_t> enc(sync::topk_bytes(n, t));
+        sent[r].resize(n);
+        sync::topk_encode(x.data(), n, t, enc.data(), sent[r].data());
+      });
+      for (int r = 1; r < world; ++r) EXPECT_EQ(0, std::memcmp(out[0].data(), out[r].data(), 4 * n)) << "rank " << r;
+      size_t nonzero = 0;
+      std::vector<std::vector<float>> xs;
+      for (int r = 0; r < world; ++r) xs.push_back(rank_values(n, r));
+      for (size_t i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int r = 0; r < world; ++r) sum += double(sent[r][i]);
+        EXPECT_EQ(out[0][i], float(sum / world)) << i;
+        nonzero += out[0][i] != 0;
+        for (int r = 0; r < world; ++r) EXPECT_EQ(e1s[r][i], xs[size_t(r)][i] - sent[r][i]) << i;
+      }
+      EXPECT_GE(nonzero, sync::topk_count(n, t));
+      EXPECT_LE(nonzero, size_t(world) * sync::topk_count(n, t));
+      const int64_t b = int64_t(sync::topk_bytes(n, t));
+      EXPECT_EQ(sync::sparse_bytes(t, n, world), (world * b + 1) / 2);
+      EXPECT_LT(sync::sparse_bytes(t, n, 2), int64_t(0.03 * 4 * n));
+    }
+  }
+}
+
 namespace {
 
 struct Run {
@@ -170,11 +214,19 @@ TEST(TransformedMerge, DefaultsAreTodayBitwiseAndOuterLrOneIsAveraging) {
     EXPECT_EQ(0, std::memcmp(r->final[0].data(), r->final[1].data(), 4 * r->final[0].size()));
 }
 
+void synced_layers_equal(const std::string& spec);
+
 // Right after the sync of a layer its parameters (compressed delta, outer step) and BatchNorm buffers are bitwise
 // equal on all ranks; the other layers differ.
 TEST(TransformedMerge, SyncedLayersAreBitwiseEqualRightAfterTheirSync) {
+  for (const std::string spec : {"plsgd:h=3,compress=int8,outer=nesterov", "plsgd:h=3,compress=topk:p=1,outer=nesterov",
+                                 "plsgd:h=3,compress=topk:p=5,values=int8"})
+    synced_layers_equal(spec);
+}
+
+void synced_layers_equal(const std::string& spec) {
+  SCOPED_TRACE(spec);
   const int world = 3, H = 3;
-  const std::string spec = "plsgd:h=3,compress=int8,outer=nesterov";
   std::vector<std::vector<std::vector<float>>> after(world);
   train_ranks(spec, world, 2 * H, "cnn", &after);
   auto proto = models::make_model("cnn", 5);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/sync/merge/compressed_average.h"
+#include "core/sync/merge/sparse_average.h"
 
 namespace dd::sync {
 
@@ -29,8 +30,20 @@ WorkPtr Collectives::average(Backend& g, float* p, int64_t n, const char* what, 
   return dp_.allreduce(g, p, size_t(n), ReduceOp::Avg, ready_layer);
 }
 
-WorkPtr Collectives::compressed(Backend& g, Codec c, float* buf, int64_t n, float* e1, float* e2, int64_t* bytes) {
-  fingerprint(c == Codec::Int8 ? "average-params-int8" : "average-params-bf16", n);
+WorkPtr Collectives::compressed(Backend& g, Codec c, float* buf, int64_t n, float* e1, float* e2, int64_t* bytes,
+                                const TopK& topk) {
+  fingerprint(c == Codec::Int8   ? "average-params-int8"
+              : c == Codec::TopK ? "average-params-topk"
+                                 : "average-params-bf16",
+              n);
+  if (c == Codec::TopK) {
+    const int64_t sent = sparse_bytes(topk, size_t(n), g.size());
+    stats_.bytes += sent;
+    *bytes += sent;
+    ++stats_.collectives;
+    if (!dp_.moves_data()) return sparse_average_sizes(g, topk, size_t(n));
+    return sparse_average(g, topk, buf, size_t(n), e1, buf);
+  }
   const int64_t sent = compressed_bytes(c, size_t(n), g.size());
   stats_.bytes += sent;
   *bytes += sent;

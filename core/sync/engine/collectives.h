@@ -23,9 +23,11 @@ class Collectives {
   void fingerprint(const char* what, int64_t n);
   // In-place average of n floats of an arena over g; `ready_layer` as DataPath::allreduce (>= 0 from the hook).
   WorkPtr average(Backend& g, float* p, int64_t n, const char* what, int ready_layer = -1);
-  // The compressed average of n floats in place (compressed_average.h) with residuals e1, e2; adds the encoded
-  // bytes this rank contributes to *bytes and to the stats.
-  WorkPtr compressed(Backend& g, Codec c, float* buf, int64_t n, float* e1, float* e2, int64_t* bytes);
+  // The compressed average of n floats in place (compressed_average.h) with residuals e1, e2, or with
+  // c == Codec::TopK the sparse average of `topk` (sparse_average.h, residual e1); adds the encoded bytes this rank
+  // contributes to *bytes and to the stats.
+  WorkPtr compressed(Backend& g, Codec c, float* buf, int64_t n, float* e1, float* e2, int64_t* bytes,
+                     const TopK& topk = TopK());
 
  private:
   DataPath& dp_;

@@ -61,7 +61,7 @@ void AutoCodecs::load(ByteReader& r) {
   const auto codecs = r.get_vec<int8_t>();
   if (codecs.size() != codec_.size()) throw UsageError("checkpoint: engine state is for another model");
   for (size_t l = 0; l < codecs.size(); ++l) {
-    if (codecs[l] < 0 || codecs[l] > int8_t(Codec::Int8)) throw UsageError("checkpoint: engine state holds an unknown codec");
+    if (codecs[l] < 0 || codecs[l] > int8_t(Codec::TopK)) throw UsageError("checkpoint: engine state holds an unknown codec");
     codec_[l] = Codec(codecs[l]);
   }
   decided_ = r.get<uint8_t>() != 0;

@@ -53,15 +53,16 @@ CopyAverage CopyAverages::launch(Backend& g, const Bucket& bk, int64_t step, int
     if (payload) {
       if (data) pm_.payload(x, part.off, part.n, buf);
       if (pm_.codec() != Codec::None) {
-        // One compressed average per run of adjacent layers with the same codec (compress=auto mixes them).
+        // One compressed average per run of adjacent layers with the same codec (compress=auto mixes them); one per
+        // layer for topk (each layer sends its own top entries).
         for (int l = bk.lo; l <= bk.hi;) {
           int e = l;
-          while (e < bk.hi && codec_[size_t(e + 1)] == codec_[size_t(l)]) ++e;
+          while (e < bk.hi && codec_[size_t(l)] != Codec::TopK && codec_[size_t(e + 1)] == codec_[size_t(l)]) ++e;
           const int64_t off = ranges_[size_t(l)].param_off;
           const int64_t n = ranges_[size_t(e)].param_off + ranges_[size_t(e)].param_n - off;
           if (n > 0)
             d.works.push_back(c_.compressed(g, codec_[size_t(l)], buf + (off - part.off), n, pm_.residual_send(off),
-                                            pm_.residual_owner(off), &bytes));
+                                            pm_.residual_owner(off), &bytes, pm_.topk()));
           l = e + 1;
         }
         compressed_any = true;

@@ -25,7 +25,7 @@ void ParamMerge::configure(const MergeSpec& m, const float* params, bool sizes_o
   size(anchor_, m.transforms());
   size(mom_, m.nesterov);
   size(e1_, m.compress != Codec::None);
-  size(e2_, m.compress != Codec::None);
+  size(e2_, m.owner_residual());
   if (!had_anchor && !anchor_.empty()) anchor(params, 0, n_);
 }
 

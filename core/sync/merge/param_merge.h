@@ -1,5 +1,5 @@
 // ParamMerge: how a local layer's average becomes its new parameters when the policy transforms it (outer=nesterov,
-// compress=bf16|int8; docs/design.md "Delayed merge, outer optimizer, compression"). It owns the per-parameter state that needs: the anchors
+// compress=bf16|int8|topk; docs/design.md "Delayed merge, outer optimizer, compression"). It owns the per-parameter state that needs: the anchors
 // (each layer's value at its previous sync, identical on every rank), the outer momentum and the two residuals of
 // error feedback, and their checkpoint. LayerSync decides when a layer syncs; ParamMerge only what the sync computes.
 //
@@ -27,11 +27,13 @@ class ParamMerge {
   void configure(const MergeSpec& m, const float* params, bool sizes_only = false);
   bool active() const { return m_.transforms(); }
   Codec codec() const { return m_.compress; }
+  const TopK& topk() const { return m_.topk; }
   // Parameters [off, off + n) are identical on every rank now: they become the anchors.
   void anchor(const float* params, int64_t off, int64_t n);
   void payload(const float* orig, int64_t off, int64_t n, float* buf) const;
   void finish(int64_t off, int64_t n, float* buf);
-  // Residuals of error feedback at parameter `off` (compress only; see compressed_average).
+  // Residuals of error feedback at parameter `off` (compress only; see compressed_average; compress=topk has no
+  // owner residual: sparse_average).
   float* residual_send(int64_t off) { return e1_.empty() ? nullptr : e1_.data() + off; }
   float* residual_owner(int64_t off) { return e2_.empty() ? nullptr : e2_.data() + off; }
 

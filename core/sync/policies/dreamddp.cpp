@@ -13,6 +13,7 @@
 // then runs bitwise the same (its lock-step profiling window and its trial's windows included).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
 
@@ -44,7 +45,11 @@ DreamDdpPolicy::DreamDdpPolicy(const PolicySpec& s)
   if (delay_ > 0 && fillin_)
     throw UsageError("--policy dreamddp: delay=" + std::to_string(delay_) + " and fill-in cannot be combined (two "
                      "averages of one layer would be in flight); drop fillin=1 (fill-in is off by default with a delay)");
-  if (!profile_dir_.empty()) file_profile_ = read_profile(profile_dir_);
+  if (!profile_dir_.empty()) {
+    file_profile_ = read_profile(profile_dir_);
+    if (!file_profile_.bp_nan.empty())
+      std::fprintf(stderr, "%s\n", bp_nan_note(file_profile_, profile_dir_).c_str());
+  }
   if (!replay_dir_.empty()) load_replay();
 }
 

@@ -1,5 +1,7 @@
 // The merge keys of the local policies (merge_spec.h): parsed, checked against the policy's period, described.
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/common/error.h"
 #include "core/sync/policy/merge_spec.h"
@@ -11,12 +13,14 @@ const char* codec_name(Codec c) {
     case Codec::None: return "none";
     case Codec::Bf16: return "bf16";
     case Codec::Int8: return "int8";
+    case Codec::TopK: return "topk";
   }
   return "?";
 }
 
 const std::vector<std::string>& merge_keys() {
-  static const std::vector<std::string> keys = {"delay", "outer", "outer.lr", "outer.momentum", "compress"};
+  static const std::vector<std::string> keys = {"delay",    "outer",      "outer.lr",        "outer.momentum",
+                                                "compress", "compress.p", "compress.values"};
   return keys;
 }
 
@@ -44,7 +48,30 @@ MergeSpec parse_merge(const PolicySpec& s, const std::string& policy, int64_t h)
   else if (c == "bf16") m.compress = Codec::Bf16;
   else if (c == "int8") m.compress = Codec::Int8;
   else if (c == "auto") m.compress = Codec::Bf16, m.compress_auto = true;
-  else throw UsageError("--policy " + policy + ": compress=" + c + " is not one of none, bf16, int8, auto");
+  else if (c == "topk") m.compress = Codec::TopK;
+  else
+    throw UsageError("--policy " + policy + ": compress=" + c + " is not one of none, bf16, int8, auto, topk:p=P");
+  const bool p = s.kv.count("compress.p"), values = s.kv.count("compress.values");
+  if (m.compress != Codec::TopK) {
+    if (p || values)
+      throw UsageError("--policy " + policy + ": compress=" + c +
+                       " takes no p or values (did you mean compress=topk:p=1?)");
+    return m;
+  }
+  if (!p)
+    throw UsageError("--policy " + policy +
+                     ": compress=topk needs the percent of entries it sends, e.g. compress=topk:p=1");
+  const std::string pv = s.get_str("compress.p", "");
+  char* end = nullptr;
+  const double pct = std::strtod(pv.c_str(), &end);
+  if (pv.empty() || !end || *end || !std::isfinite(pct) || !(pct > 0) || pct > 50)
+    throw UsageError("--policy " + policy + ": compress=topk:p=" + pv +
+                     " must be a percent in (0, 50] (of each layer's entries sent per sync)");
+  m.topk.percent = pct;
+  const std::string v = s.get_str("compress.values", "fp32");
+  if (v == "int8") m.topk.int8 = true;
+  else if (v != "fp32")
+    throw UsageError("--policy " + policy + ": compress=topk values=" + v + " is not one of fp32, int8");
   return m;
 }
 
@@ -57,8 +84,16 @@ std::string MergeSpec::describe() const {
   };
   if (delay) o += ",delay=" + std::to_string(delay);
   if (nesterov) o += ",outer=nesterov:lr=" + num(outer_lr) + ",momentum=" + num(outer_momentum);
-  if (compress != Codec::None) o += std::string(",compress=") + (compress_auto ? "auto" : codec_name(compress));
+  if (compress == Codec::TopK) o += ",compress=" + topk.describe();
+  else if (compress != Codec::None) o += std::string(",compress=") + (compress_auto ? "auto" : codec_name(compress));
   return o;
+}
+
+std::string TopK::describe() const {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", percent);
+  if (std::strtod(b, nullptr) != percent) std::snprintf(b, sizeof b, "%.17g", percent);  // reads back the same
+  return std::string("topk:p=") + b + (int8 ? ",values=int8" : "");
 }
 
 }  // namespace dd::sync

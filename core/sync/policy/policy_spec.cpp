@@ -11,7 +11,8 @@ namespace dd::sync {
 
 namespace {
 // Keys whose value may carry its own keys, and those keys.
-const std::map<std::string, std::vector<std::string>> kNestedKeys = {{"outer", {"lr", "momentum"}}};
+const std::map<std::string, std::vector<std::string>> kNestedKeys = {{"outer", {"lr", "momentum"}},
+                                                                     {"compress", {"p", "values"}}};
 
 bool nested_key_of(const std::string& parent, const std::string& key) {
   auto it = kNestedKeys.find(parent);

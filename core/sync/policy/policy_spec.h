@@ -8,8 +8,9 @@
 namespace dd::sync {
 
 // "name:key=value,key=value" parsed; unknown keys are refused by the policy that reads them. A value may carry its
-// own keys, "outer=nesterov:lr=0.7,momentum=0.9": they are stored as "outer.lr", "outer.momentum" (the items after
-// it whose key is one of that value's keys belong to it; see kNestedKeys in policy_spec.cpp).
+// own keys, "outer=nesterov:lr=0.7,momentum=0.9" or "compress=topk:p=1,values=int8": they are stored as "outer.lr",
+// "outer.momentum", "compress.p", ... (the items after it whose key is one of that value's keys belong to it; see
+// kNestedKeys in policy_spec.cpp).
 struct PolicySpec {
   std::string name;
   std::map<std::string, std::string> kv;

@@ -18,9 +18,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Python's json module writes NaN as a bare token, which strict JSON parsers reject; it becomes null before
-// parsing, so that the file is refused for the layer that has no measurement rather than for its syntax.
-std::string nan_to_null(const std::string& text) {
+// Python's json module writes NaN as a bare token, which strict JSON parsers reject; it becomes the string kNanMark
+// before parsing, so that the reader sees which layer has no measurement rather than refusing the syntax.
+const std::string kNanMark("\0NaN", 4);
+const std::string kNanMarkJson = "\"\\u0000NaN\"";
+
+std::string nan_to_mark(const std::string& text) {
   std::string out;
   out.reserve(text.size());
   bool in_string = false;
@@ -36,10 +39,10 @@ std::string nan_to_null(const std::string& text) {
       in_string = true;
       out += ch;
     } else if (text.compare(i, 4, "-NaN") == 0) {
-      out += "null";
+      out += kNanMarkJson;
       i += 3;
     } else if (text.compare(i, 3, "NaN") == 0) {
-      out += "null";
+      out += kNanMarkJson;
       i += 2;
     } else {
       out += ch;
@@ -76,14 +79,15 @@ std::function<double(const char*)> object_of_numbers(const std::string& file, co
 
 }  // namespace
 
-std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file) {
+std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file,
+                                                             std::vector<std::string>* nan_zero) {
   std::ifstream in(file);
   if (!in) throw UsageError("cannot read profile file " + file + " (missing or unreadable)");
   std::stringstream ss;
   ss << in.rdbuf();
   nlohmann::ordered_json j;
   try {
-    j = nlohmann::ordered_json::parse(nan_to_null(ss.str()));
+    j = nlohmann::ordered_json::parse(nan_to_mark(ss.str()));
   } catch (const nlohmann::json::exception& e) {
     throw UsageError("profile file " + file + " is not valid JSON: " + e.what());
   }
@@ -92,10 +96,12 @@ std::vector<std::pair<std::string, double>> read_layer_times(const std::string& 
   std::vector<std::pair<std::string, double>> out;
   for (auto it = j.begin(); it != j.end(); ++it) {
     double v = 0.0;
-    if (it.value().is_null()) {
+    if (it.value().is_string() && it.value().get<std::string>() == kNanMark && nan_zero) {
+      nan_zero->push_back(it.key());  // a module without parameters has no backward of its own: 0 s
+    } else if (it.value().is_null() || (it.value().is_string() && it.value().get<std::string>() == kNanMark)) {
       // A layer without a time would cost nothing in every model built on the profile: a wrong figure.
-      throw UsageError("profile file " + file + ": layer " + quoted(it.key()) +
-                       " has no time (null or NaN; need a finite number of seconds >= 0)");
+      throw UsageError("profile file " + file + ": layer " + quoted(it.key()) + " has no time (" +
+                       (it.value().is_null() ? "null" : "NaN") + "; need a finite number of seconds >= 0)");
     } else if (it.value().is_number()) {
       v = it.value().get<double>();
       if (!std::isfinite(v) || v < 0.0)
@@ -109,6 +115,15 @@ std::vector<std::pair<std::string, double>> read_layer_times(const std::string& 
     out.emplace_back(it.key(), v);
   }
   return out;
+}
+
+std::string bp_nan_note(const LayerProfile& p, const std::string& dir) {
+  if (p.bp_nan.empty()) return "";
+  std::string names;
+  for (size_t i = 0; i < p.bp_nan.size() && i < 8; ++i) names += (i ? ", " : "") + quoted(p.bp_nan[i]);
+  if (p.bp_nan.size() > 8) names += ", ... (" + std::to_string(p.bp_nan.size()) + " in all)";
+  return "profile " + dir + ": bp.json gives NaN as the backward time of " + names +
+         " (modules without parameters): read as 0 s";
 }
 
 std::vector<double> read_layer_bytes(const std::string& file, const std::vector<std::string>& names) {
@@ -126,7 +141,8 @@ std::vector<double> read_layer_bytes(const std::string& file, const std::vector<
 
 LayerProfile read_profile(const std::string& dir) {
   if (!fs::is_directory(dir)) throw UsageError("profile directory " + dir + " does not exist");
-  auto bp = read_layer_times((fs::path(dir) / "bp.json").string());
+  std::vector<std::string> bp_nan;
+  auto bp = read_layer_times((fs::path(dir) / "bp.json").string(), &bp_nan);
   auto comm = read_layer_times((fs::path(dir) / "comm.json").string());
 
   if (bp.empty() && comm.empty())
@@ -157,6 +173,7 @@ LayerProfile read_profile(const std::string& dir) {
   if (!comm_only.empty()) refuse_missing(comm_only, comm_file, bp_file, bp.size());
 
   LayerProfile p;
+  p.bp_nan = std::move(bp_nan);
   std::unordered_map<std::string, size_t> index;
   for (auto& [name, t] : bp) {
     if (index.count(name)) continue;  // ordered_json keeps the last duplicate only; guard anyway

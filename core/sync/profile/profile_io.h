@@ -23,15 +23,23 @@ struct LayerProfile {
   // measure_profile only (not stored): each rank's median whole pass, in rank order; the times above are paced
   // to the slowest of them.
   std::vector<double> rank_pass_s;
+  // The layers whose backward time bp.json gives as NaN (the artifact writes it for modules without parameters,
+  // e.g. rotary embeddings): read as 0 s, named by bp_nan_note().
+  std::vector<std::string> bp_nan;
 };
 
 // Reads DIR/bp.json, DIR/comm.json and, if present, DIR/overlap.json and DIR/step.json. Layer order is bp.json's key order. Throws
-// dd::UsageError naming the file for a missing directory/file, invalid JSON, a non-object, a null/NaN,
-// non-numeric, infinite or negative value, and naming the layers when the two files do not time the same layers.
+// dd::UsageError naming the file for a missing directory/file, invalid JSON, a non-object, a null, non-numeric,
+// infinite or negative value, a NaN in comm.json, and naming the layers when the two files do not time the same
+// layers. A NaN backward time in bp.json is read as 0 s (LayerProfile::bp_nan; callers print bp_nan_note()).
 LayerProfile read_profile(const std::string& dir);
+// One line naming the layers whose NaN backward time was read as 0 s; "" when there are none.
+std::string bp_nan_note(const LayerProfile& p, const std::string& dir);
 
-// Reads one layer -> seconds JSON object (same value rules as read_profile); names keep the file's key order.
-std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file);
+// Reads one layer -> seconds JSON object (same value rules as read_profile); names keep the file's key order. A
+// NaN value is refused, unless `nan_zero` is given: then it is read as 0 and its layer appended there.
+std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file,
+                                                             std::vector<std::string>* nan_zero = nullptr);
 
 // A layer -> bytes JSON file (a profile's bytes.json, `simulate --bytes`), as the sizes of `names` in their order.
 // Throws dd::UsageError naming the file and the layer that has no size or one above 4 TB.
