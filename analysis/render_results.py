@@ -523,8 +523,11 @@ def render_chaos(results, name="chaos.json"):
         if r["mode"] == "restart":
             per = "%d restarts" % r["restarts"]
         handling = how[r["mode"]] + (" (did not finish)" if r["rc"] != 0 and r["mode"] != "exit" else "")
+        share = 100.0 * r["samples"] / (r["steps"] * u["ranks"] * u["batch"])
         if r["mode"] == "exit":  # the job is over: what its last checkpoint holds, of what was asked
-            good = "ended; %.0f%% of the samples" % (100.0 * r["samples"] / (r["steps"] * u["ranks"] * u["batch"]))
+            good = "ended; %.0f%% of the samples" % share
+        elif r["rc"] != 0:  # a run that did not finish the requested steps has earned no goodput
+            good = "did not finish; %.0f%% of the samples" % share
         else:
             good = _f(r.get("goodput"))
         out.append("| %s | %s | %s | %s | %d | %d | %.0f s | %d | **%s** | %s | %s | %s |" % (
@@ -534,7 +537,8 @@ def render_chaos(results, name="chaos.json"):
     out += ["", ("%s, %d ranks, batch %d per rank, `launch --netem %s`, `--timeout %g`; a fault every "
                  "%g s from the launch, on a rank drawn from 1..%d (seed %d); SIGSTOP for twice the timeout. "
                  "Goodput: samples in the final model per second of wall time (launch to exit), over the "
-                 "fault-free run's. %s") % (u["data"], u["ranks"], u["batch"], u["netem"],
+                 "fault-free run's, for runs that finished every requested step; a run that ended short shows the "
+                 "share of the requested samples it delivered instead. %s") % (u["data"], u["ranks"], u["batch"], u["netem"],
                                            u["timeout"], u["every"], u["ranks"] - 1, u["seed"], _prov(d)), ""]
     return "\n".join(out)
 
@@ -1085,7 +1089,8 @@ def _finding_elastic(results):
     if not d:
         return _absent_line("A lost rank", "elastic.md")
     kill = [r for r in d["runs"] if r.get("fault") == "kill" and r.get("goodput") is not None]
-    by = {m: [r["goodput"] for r in kill if r["mode"] == m] for m in ("rejoin", "restart")}
+    # Goodput only for runs that finished every requested step (an unfinished one is counted apart, below).
+    by = {m: [r["goodput"] for r in kill if r["mode"] == m and r["rc"] == 0] for m in ("rejoin", "restart")}
     ended = [r["samples"] / float(r["steps"] * d["set_up"]["ranks"] * d["set_up"]["batch"])
              for r in kill if r["mode"] == "exit"]
     unfinished = [r for r in kill if r["mode"] == "restart" and r["rc"] != 0]
@@ -1104,8 +1109,8 @@ def _finding_elastic(results):
     if by["restart"]:
         text += ", restarting every rank from its checkpoint %s" % rng(by["restart"])
         if unfinished:
-            text += " (%d of %d such runs never finished: every restart was killed before the end)" % (
-                len(unfinished), len(by["restart"]))
+            text += (" where it finished (%d of %d such runs never did: every restart was killed before the end, "
+                     "so they earn no goodput)" % (len(unfinished), len(unfinished) + len(by["restart"])))
     if ended:
         text += (", and the default ends the job at the first loss with %.0f–%.0f%% of the requested samples in its "
                  "last checkpoint" % (100 * min(ended), 100 * max(ended)))

@@ -272,9 +272,15 @@ def main():
     for i, (model, policy, mode, fault) in enumerate(plan):
         runs.append(run_one(a, model, steps[model], policy, mode, fault, a.seed + i))
     for r in runs:
+        # Every run: the share of the requested samples in its final model. Goodput only for a run that finished
+        # every requested step: one that ended short has not earned a ratio of rates.
+        r["delivered"] = round(r["samples"] / float(r["steps"] * a.ranks * a.batch), 3)
         ref = [x for x in runs if x["model"] == r["model"] and x["policy"] == r["policy"] and x["mode"] == "none"]
-        if ref and ref[0]["samples"] and ref[0]["wall_s"]:
+        finished = r["rc"] == 0 and not r["timed_out"]
+        if finished and ref and ref[0]["samples"] and ref[0]["wall_s"]:
             r["goodput"] = round((r["samples"] / r["wall_s"]) / (ref[0]["samples"] / ref[0]["wall_s"]), 3)
+        else:
+            r["goodput"] = None
     doc = {"study": "chaos", "set_up": {k: getattr(a, k) for k in (
         "models", "data", "batch", "ranks", "netem", "timeout", "every", "partition_s", "checkpoint_every",
         "seed")}, "runs": runs}
