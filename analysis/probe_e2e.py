@@ -428,11 +428,7 @@ def check(opts, ta, train_argv):
 
 
 def main(argv):
-    if "--" in argv:
-        cut = argv.index("--")
-        mine, train_argv = argv[:cut], argv[cut + 1:]
-    else:
-        mine, train_argv = argv, []
+    mine, train_argv = ts.split_argv(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Everything after -- is passed to `dreamddp train`.")
     p.add_argument("--bin", required=True, help="the dreamddp binary")

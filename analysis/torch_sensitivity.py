@@ -582,12 +582,16 @@ def stat(opts, ta, ours, xs, ys):
             "ours_mean": m_o.tolist(), "torch_mean": m_t.tolist(), "layers": [l[0] for l in LAYERS], "ok": True}
 
 
-def main(argv):
+def split_argv(argv):
+    """(this script's arguments, the `dreamddp train` arguments after `--`)."""
     if "--" in argv:
         cut = argv.index("--")
-        mine, train_argv = argv[:cut], argv[cut + 1:]
-    else:
-        mine, train_argv = argv, []
+        return argv[:cut], argv[cut + 1:]
+    return argv, []
+
+
+def main(argv):
+    mine, train_argv = split_argv(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Everything after -- is passed to `dreamddp train`.")
     p.add_argument("mode", choices=["exact", "stat", "both"])

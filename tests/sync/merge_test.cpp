@@ -13,17 +13,9 @@
 #include "core/sync/merge/param_merge.h"
 #include "core/sync/policy/registry.h"
 #include "core/tensor/rng.h"
+#include "tests/sync/random_values.h"
 
 using namespace dd::sync;
-
-namespace {
-std::vector<float> random_values(size_t n, uint64_t seed, float scale) {
-  dd::Rng r(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = scale * (2 * r.uniform() - 1);
-  return v;
-}
-}  // namespace
 
 TEST(Codec, RoundTripWithinItsBound) {
   for (Codec c : {Codec::Int8, Codec::Bf16}) {

@@ -15,17 +15,11 @@
 #include "core/sync/merge/topk.h"
 #include "core/sync/policy/registry.h"
 #include "core/tensor/rng.h"
+#include "tests/sync/random_values.h"
 
 using namespace dd::sync;
 
 namespace {
-
-std::vector<float> random_values(size_t n, uint64_t seed, float scale) {
-  dd::Rng r(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = scale * (2 * r.uniform() - 1);
-  return v;
-}
 
 TopK topk(double p, bool int8 = false) {
   TopK t;
