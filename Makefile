@@ -16,10 +16,27 @@ deps:
 	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all Debian packages present"; fi
 
-# The peer with OpenBLAS (what PyTorch's CPU matmul uses on Debian when it is installed), not netlib's reference BLAS.
+# The peer (peers/README.md): a pinned current PyTorch, torchvision and torchft from PyPI in the project's virtual
+# environment .venv-peer, which the experiment scripts prefer; Debian's python3-torch with OpenBLAS (not netlib's
+# reference BLAS) stays the fallback, and is what the cross-check tests use. A no-op when the pins are installed.
+# Prints the install time and size; where PyPI cannot be reached it says so and installs only the Debian peer.
+PEER_VENV := .venv-peer
 deps-peer:
-	@missing=$$(for p in $(PEER_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
-	if [ -n "$$missing" ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi
+	@missing=$$(for p in $(PEER_PACKAGES) python3-venv; do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi
+	@if cmp -s peers/requirements.txt $(PEER_VENV)/.installed; then \
+	  echo "deps-peer: $(PEER_VENV) has peers/requirements.txt ($$($(PEER_VENV)/bin/python -c 'import torch; print("torch", torch.__version__)'))"; exit 0; fi; \
+	rm -rf $(PEER_VENV).tmp; t0=$$(date +%s); \
+	if $(PY) -m venv $(PEER_VENV).tmp && $(PEER_VENV).tmp/bin/pip install -q --disable-pip-version-check --progress-bar off \
+	     -r peers/requirements.txt; then \
+	  rm -rf $(PEER_VENV) && mv $(PEER_VENV).tmp $(PEER_VENV) && cp peers/requirements.txt $(PEER_VENV)/.installed; \
+	  echo "deps-peer: installed $(PEER_VENV) in $$(( $$(date +%s) - t0 )) s, $$(du -sh $(PEER_VENV) | cut -f1):" \
+	    "$$($(PEER_VENV)/bin/python -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)')"; \
+	else \
+	  rm -rf $(PEER_VENV).tmp; \
+	  echo "deps-peer: PyPI could not be reached or refused the pins: no $(PEER_VENV); the peer runs on Debian's torch" \
+	    "$$($(PY) -c 'import torch; print(torch.__version__)'), and every results file says so" >&2; \
+	fi
 
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -14,14 +14,15 @@
 # below 0.7x ours, above 1.5x ours (more cores than it was given), that runs on netlib's BLAS, or that refuses to
 # run gets no ratio ("misconfigured"), and a model
 # measured while the load average exceeded the core count is marked noisy.
-# Environment: DREAMDDP_BIN (default <repo>/build/dreamddp), DREAMDDP_PEER (another peer file with the same
+# Environment: DREAMDDP_BIN (default <repo>/build/dreamddp), PEER_PYTHON (the peer's interpreter; default the
+# project's .venv-peer from `make deps-peer`, else Debian's /usr/bin/python3, said on stderr), DREAMDDP_PEER (another peer file with the same
 # options and JSON line; default <repo>/peers/torch_ddp.py; TORCH_PEER is read too), REPS, THREADS (per process, both systems; default 1), SAVE=FILE (also write the
 # JSON with the run's machine block and command there), BENCH_STRICT=1 (exit 1 when a target is missed or no
 # ratio could be given). OPENBLAS_CORETYPE and the BLAS PyTorch loads are left as the environment has them (the
 # peer drops OPENBLAS_CORETYPE itself when its GEMM is correct without it; both are reported).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" bench_step
-prov_command REPS THREADS DREAMDDP_PEER TORCH_PEER -- "$@"
+prov_command REPS THREADS PEER_PYTHON DREAMDDP_PEER TORCH_PEER -- "$@"
 case ${1-} in -h|--help) usage_from_header; exit 0 ;; esac
 for m in "$@"; do  # the arguments first: a mistyped model is named whatever else is missing
   case $m in mlp|cnn|resnet20|gpt-mini|resnet18|resnet50|gpt2|llama) ;;
@@ -39,7 +40,8 @@ peer=${DREAMDDP_PEER:-${TORCH_PEER:-$root/peers/torch_ddp.py}}
 need_bin "$bin" "build it, or set DREAMDDP_BIN"
 [[ -n $peer && -f $peer ]] || die "PyTorch peer not found at $peer (set DREAMDDP_PEER)"
 peer=$(cd "$(dirname "$peer")" && pwd)/$(basename "$peer")
-$py -c 'import torch' 2>/dev/null || die "python3-torch is not installed (make deps-peer)"
+peer_python_init
+"$PEER_PY" -c 'import torch' 2>/dev/null || die "$PEER_PY has no torch (make deps-peer)"
 [[ $reps =~ ^[1-9][0-9]*$ ]] || die "REPS must be a positive integer, got '$reps'"
 [[ $threads =~ ^[1-9][0-9]?$ ]] || die "THREADS must be an integer in 1..99, got '$threads'"
 
@@ -62,7 +64,7 @@ trap 'rm -rf "$work"' EXIT
 
 gemm() { $py -c 'import sys; sys.path.insert(0, sys.argv[1]); import peer_rules; print(peer_rules.our_gemm_gflops(sys.argv[2], int(sys.argv[3])))' "$here/lib" "$bin" "$threads"; }
 echo "# bench_step: $(nproc) CPU(s), load average $(cut -d' ' -f1-3 /proc/loadavg), OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-<unset>}"
-echo "# ours: $bin   peer: $peer (torch $($py -c 'import torch; print(torch.__version__)'))"
+echo "# ours: $bin   peer: $peer (torch $("$PEER_PY" -c 'import torch; print(torch.__version__)'), $PEER_PY)"
 gemm_start=$(gemm)
 echo "# our GEMM 64x1024.1024x1024 with $threads thread(s): $gemm_start GFLOP/s (start of the run)"
 echo "# batch per model: mlp/cnn/resnet20 64, gpt-mini 8, resnet18/resnet50 32 (3x32x32), gpt2/llama 1;" \
@@ -92,7 +94,7 @@ EOF
 peer_once() {
   local m=$1 log=$work/peer-$1-$2-ob$3.log
   if ! WORLD_SIZE=1 RANK=0 THREADS=$threads OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$3 \
-    $py "$peer" --model "$m" --batch "${batch[$m]}" --steps "${peer_steps[$m]}" \
+    "$PEER_PY" "$peer" --model "$m" --batch "${batch[$m]}" --steps "${peer_steps[$m]}" \
     --optimizer "${peer_opt[$m]:-sgd}" \
     --warmup 2 --store "$work/store-$m-$2-$3" >"$log" 2>&1; then
     echo "bench_step: torch_ddp.py --model $m did not run:" >&2; tail -3 "$log" >&2

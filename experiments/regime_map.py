@@ -35,6 +35,7 @@ import provenance  # noqa: E402
 import peer_rules  # noqa: E402
 
 PY = "/usr/bin/python3"
+PEER_PY = peer_rules.peer_python()  # .venv-peer (make deps-peer), PEER_PYTHON, or Debian's python3-torch
 BATCH = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8, "resnet18": 32, "resnet50": 32, "gpt2": 1, "llama": 1}
 
 
@@ -319,7 +320,7 @@ class Run:
                 else:
                     store = "/tmp/dd-regime-store-%d-%d" % (os.getpid(), len(self.runs))
                     env = ["/usr/bin/env", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "THREADS=1"]
-                    cmd = self.launch(ranks, rate) + env + [PY, a.peer, "--model", model, "--batch", str(b),
+                    cmd = self.launch(ranks, rate) + env + [PEER_PY, a.peer, "--model", model, "--batch", str(b),
                                                             "--steps", str(n - 5), "--warmup", "5",
                                                             "--store", store] + what
                     os.makedirs(rdir, exist_ok=True)
@@ -541,7 +542,7 @@ def main():
         if not os.path.isfile(a.peer):
             die("no PyTorch peer at %s (--peer, or --no-peer)" % a.peer)
         a.peer = os.path.abspath(a.peer)
-        if subprocess.run([PY, "-c", "import torch"], capture_output=True).returncode != 0:
+        if subprocess.run([PEER_PY, "-c", "import torch"], capture_output=True).returncode != 0:
             die("the peer needs python3-torch (make deps-peer), or pass --no-peer")
     if os.geteuid() != 0 or not shutil.which("tc"):
         die("the regime map needs the emulated cluster: run as root with iproute2 (ip, tc)")

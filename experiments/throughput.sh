@@ -7,7 +7,8 @@
 #                             [--policies "ddp localsgd:k=8 plsgd:h=8 dreamddp:h=8"] [--peer-algos "ddp localsgd"]
 #                             [--loopback]
 # Relative paths given as options are taken from the caller's directory; the defaults from the repository root.
-# --peer-algos "" runs ours only. Environment: DREAMDDP_BIN, DREAMDDP_PEER (default peers/torch_ddp.py).
+# --peer-algos "" runs ours only. Environment: DREAMDDP_BIN, DREAMDDP_PEER (default peers/torch_ddp.py), PEER_PYTHON
+# (the peer's interpreter; default the project's .venv-peer from `make deps-peer`, else Debian's python3-torch).
 # The peer must run at its best (experiments/lib/peer_rules.py): our GEMM rate is measured at the start of the run
 # and every ratio against a peer run whose own gemm_gflops is below 0.7x ours, above 1.5x ours or its own rate
 # alone (more cores than given) or on netlib's BLAS is withheld (it reads '-') and the run marked misconfigured; the peer's BLAS, GEMM rate and threads are printed beside the table;
@@ -22,7 +23,7 @@
 # fetching it with `apt-get download libopenblas0-pthread` if needed; `system` forces the system's BLAS.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" throughput.sh
-prov_command DREAMDDP_PEER -- "$@"
+prov_command PEER_PYTHON DREAMDDP_PEER -- "$@"
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 
 # Defaults are relative to the repository root; paths given on the command line to the caller's directory.
@@ -58,7 +59,8 @@ need_positive STEPS REPEATS RANKS BATCH
 need_bin "$BIN"
 if [ -n "$PEER_ALGOS" ]; then
   [ -f "$PEER" ] || die "no PyTorch peer at $PEER (pass --peer or DREAMDDP_PEER)"
-  $PY -c 'import torch' 2>/dev/null || die "the peer needs python3-torch (make deps-peer)"
+  peer_python_init
+  "$PEER_PY" -c 'import torch' 2>/dev/null || die "$PEER_PY has no torch (make deps-peer)"
 fi
 
 # Emulated cluster when we may build one; otherwise loopback, said in the table header.
@@ -197,7 +199,7 @@ PYEOF
           echo "== $NET peer --algo $what ($STEPS steps + 5 warm-up, load $ld)"
           t0=$(date +%s.%N)
           # shellcheck disable=SC2046,SC2086
-          "$BIN" launch -n "$RANKS" $(NET_ARGS "$NET") -- "${PEER_ENV[@]}" THREADS=1 "$PY" "$PEER" --model "$MODEL" \
+          "$BIN" launch -n "$RANKS" $(NET_ARGS "$NET") -- "${PEER_ENV[@]}" THREADS=1 "$PEER_PY" "$PEER" --model "$MODEL" \
             --algo $what --batch "$BATCH" --steps "$STEPS" --warmup 5 --store "$store" >"$dir/launch.log" 2>&1 ||
             { cat "$dir/launch.log" >&2; die "peer --algo $what failed on $NET (log above)"; }
           t1=$(date +%s.%N)

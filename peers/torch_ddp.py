@@ -87,6 +87,10 @@ def blas_libraries():
     for path in sorted(seen):
         netlib = '/blas/libblas' in path
         names.append(os.path.basename(path) + (' (netlib reference)' if netlib else ''))
+    # PyPI's wheels link MKL into libtorch_cpu (the libraries mapped beside it are numpy's OpenBLAS and cuBLAS,
+    # which the CPU matmul does not call): the build says so.
+    if re.search(r'BLAS_INFO=mkl\b', torch.__config__.show()):
+        return 'mkl (linked into libtorch_cpu)'
     return ', '.join(names) if names else 'none'
 
 

@@ -104,3 +104,20 @@ prov_stamp() {
   provenance_py stamp "$1" --start "$PROV_START" --command "${PROV_COMMAND:-?}" \
     ${2:+--peer-json "$2"} ${3:+--peer-script "$3"}
 }
+
+# The peer's interpreter (peers/README.md): PEER_PYTHON when set; else the project's virtual environment
+# .venv-peer (`make deps-peer`: a pinned current PyTorch from PyPI); else Debian's /usr/bin/python3 (python3-torch),
+# said once on stderr so that a results file measured against the old PyTorch does not pass for the current one.
+#   peer_python_init   sets PEER_PY (the interpreter) and PEER_ORIGIN (venv | debian | PEER_PYTHON), exported
+peer_python_init() {
+  if [ -n "${PEER_PYTHON-}" ]; then
+    PEER_PY=$PEER_PYTHON PEER_ORIGIN=PEER_PYTHON
+  elif [ -x "$PROV_REPO/.venv-peer/bin/python" ]; then
+    PEER_PY=$PROV_REPO/.venv-peer/bin/python PEER_ORIGIN=venv
+  else
+    PEER_PY=/usr/bin/python3 PEER_ORIGIN=debian
+    echo "$SCRIPT_NAME: no .venv-peer (make deps-peer): the peer runs on Debian's PyTorch," \
+      "$("$PEER_PY" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo 'not installed')" >&2
+  fi
+  export PEER_PY PEER_ORIGIN
+}

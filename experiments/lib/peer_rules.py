@@ -80,13 +80,27 @@ def judge_peer(peer, ours_gflops, standalone_gflops=None):
     return True, "peer GEMM %.1f GFLOP/s %s vs ours %.1f (%.2fx)" % (judged, how, ours_gflops, judged / ours_gflops)
 
 
-def peer_gemm_alone(peer_script, env_prefix=()):
+def peer_python(repo=None):
+    """The peer's interpreter, as experiments/lib/common.sh's peer_python_init picks it: PEER_PYTHON, else the
+    project's .venv-peer (make deps-peer), else Debian's /usr/bin/python3 (said once on stderr)."""
+    for var in ("PEER_PY", "PEER_PYTHON"):  # PEER_PY: peer_python_init's choice, exported by the shell scripts
+        if os.environ.get(var):
+            return os.environ[var]
+    repo = repo or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    venv = os.path.join(repo, ".venv-peer", "bin", "python")
+    if os.access(venv, os.X_OK):
+        return venv
+    sys.stderr.write("peer_rules: no .venv-peer (make deps-peer): the peer runs on Debian's PyTorch\n")
+    return "/usr/bin/python3"
+
+
+def peer_gemm_alone(peer_script, env_prefix=(), python=None):
     """The peer's GEMM rate and BLAS measured alone (one process, one thread, a 3-step mlp run): its configuration
     as this run has it, free of the contention of an oversubscribed run. Returns its JSON line or None."""
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, RANK="0", WORLD_SIZE="1", THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-        p = subprocess.run(list(env_prefix) + ["/usr/bin/python3", peer_script, "--model", "mlp", "--steps", "3",
+        p = subprocess.run(list(env_prefix) + [python or peer_python(), peer_script, "--model", "mlp", "--steps", "3",
                                                "--warmup", "1", "--store", os.path.join(d, "store")],
                            capture_output=True, text=True, env=env, timeout=300)
         lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
