@@ -17,6 +17,7 @@
 #include "core/ops/ops.h"
 #include "core/optim/optimizer.h"
 #include "core/sync/policy/layer_meta.h"
+#include "core/sync/profile/comm_fit.h"
 #include "core/sync/profile/profiler.h"
 #include "core/train/anomaly.h"
 #include "core/train/run_dir.h"
@@ -77,7 +78,11 @@ int cmd_profile(int argc, char** argv) {
     meta["world"] = cfg.world;
     meta["backend"] = backend ? backend->name() : std::string("none");
     meta["steps"] = po.steps;
-    for (const auto& l : sync::layer_metas(model->layers())) bytes[l.name] = l.bytes;
+    std::vector<int64_t> sizes;
+    for (const auto& l : sync::layer_metas(model->layers())) bytes[l.name] = l.bytes, sizes.push_back(l.bytes);
+    // The all-reduce model the engine fits to its own timings (comm_fit.h), here over every layer's measurement.
+    const sync::CommFit fit = sync::fit_comm(sizes, p.comm);
+    if (cfg.world > 1) meta["comm_fit"] = {{"alpha_s", fit.alpha_s}, {"per_byte_s", fit.per_byte_s}};
     train::write_file_atomic(cfg.out + "/meta.json", meta.dump(1) + "\n");
     train::write_file_atomic(cfg.out + "/bytes.json", bytes.dump(1) + "\n");
     double B = 0, C = 0;
@@ -93,6 +98,10 @@ int cmd_profile(int argc, char** argv) {
                 cfg.model.c_str(), (long long)cfg.batch, cfg.world, backend ? backend->name().c_str() : "none",
                 p.forward_s * 1e3, B * 1e3, p.update_s * 1e3, C * 1e3, 1 + p.contention.compute,
                 1 + p.contention.comm, cfg.out.c_str());
+    if (cfg.world > 1 && fit.per_byte_s > 0)
+      std::printf("all-reduce model c(bytes) = %.3f ms + bytes / %.1f MB/s (the fit the engine makes: rate from the "
+                  "largest layers, latency from the small)\n",
+                  fit.alpha_s * 1e3, 1e-6 / fit.per_byte_s);
     if (p.rank_pass_s.size() > 1) {
       std::string each;
       char ms[32];

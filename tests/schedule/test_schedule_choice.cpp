@@ -2,6 +2,8 @@
 // costs more than it hides.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "core/sync/schedule/schedule_choice.h"
@@ -81,4 +83,58 @@ TEST(ScheduleChoice, FusedLatencyPrefersContiguousPhases) {
   EXPECT_FALSE(without.fused_plsgd);
   EXPECT_EQ(without.phase, interleaved);
   EXPECT_EQ(without.layerwise_s, modelled_time(b, prop, H, interleaved, &without.fill));
+}
+
+// fit_comm (comm_fit.h): on a shaped link a large all-reduce hides the per-collective latency. The rate comes from
+// the large sizes and the latency from the small ones; a least-squares line through all of them would come out
+// steeper than any large transfer ran and put the difference in a smaller intercept.
+TEST(CommFit, RateFromTheLargestLatencyFromTheSmall) {
+  const double rate = 117.5e6, alpha = 5e-4;  // bytes/s and seconds
+  const std::vector<int64_t> S{1024, 10240, 102400, 1 << 20, 10 << 20, 16 << 20};
+  std::vector<double> c;
+  for (int64_t s : S) c.push_back((s < (1 << 20) ? alpha : 0.0) + double(s) / rate);
+  const CommFit f = fit_comm(S, c);
+  EXPECT_NEAR(f.per_byte_s, 1 / rate, 1e-6 / rate);
+  EXPECT_NEAR(f.alpha_s, alpha, 1e-9);
+  // The large all-reduce as measured, within the latency the fit adds to it.
+  EXPECT_NEAR(f.at(16 << 20), c.back(), alpha + 1e-9);
+  const double ls_alpha = fitted_alpha(c, S);
+  EXPECT_EQ(ls_alpha, f.alpha_s);  // the schedule model takes the same fit
+  // Times that are not finite and sizes that are not positive do not count.
+  auto withbad = S;
+  auto cbad = c;
+  withbad.push_back(0), cbad.push_back(1.0);
+  withbad.push_back(4096), cbad.push_back(NAN);
+  const CommFit g = fit_comm(withbad, cbad);
+  EXPECT_EQ(g.per_byte_s, f.per_byte_s);
+  EXPECT_EQ(g.alpha_s, f.alpha_s);
+}
+
+// Sizes within 10x of each other: the least-squares line (exact on a line), clamped; nothing at all: zeros.
+TEST(CommFit, NarrowSizesTakeTheLine) {
+  const CommFit f = fit_comm({10, 20, 40}, {3, 4, 6});
+  EXPECT_NEAR(f.alpha_s, 2.0, 1e-12);
+  EXPECT_NEAR(f.per_byte_s, 0.1, 1e-12);
+  EXPECT_EQ(fit_comm({10, 20, 40}, {1, 2, 4}).alpha_s, 0.0);
+  const CommFit one = fit_comm({100}, {2.0});
+  EXPECT_EQ(one.alpha_s, 0.0);
+  EXPECT_EQ(one.per_byte_s, 0.02);
+  EXPECT_EQ(fit_comm({}, {}).per_byte_s, 0.0);
+  EXPECT_EQ(fit_comm({10, 20}, {5.0, 1.0}).alpha_s, 0.0);  // a falling line: a rate, no latency
+}
+
+// The engine times the model's own sizes: its smallest layer, its largest, the largest bucket it sends, and one
+// between; each clamped to [1 KiB, kCommProbeCap].
+TEST(CommFit, ProbeSizesComeFromTheModel) {
+  const std::vector<int64_t> layers{100, 4096, 4 << 20, 8000};
+  const auto s = comm_probe_sizes(layers, 25 << 20);
+  const int64_t total = 100 + 4096 + (4 << 20) + 8000;
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s.front(), 1024);
+  EXPECT_EQ(s[2], 4 << 20);
+  EXPECT_EQ(s.back(), total);  // Local SGD's one bucket
+  EXPECT_TRUE(std::is_sorted(s.begin(), s.end()));
+  const auto capped = comm_probe_sizes({64 << 20, 1 << 10}, 25 << 20);
+  EXPECT_EQ(capped.back(), kCommProbeCap);
+  EXPECT_EQ(comm_probe_sizes({}, 25 << 20), (std::vector<int64_t>{1024}));
 }

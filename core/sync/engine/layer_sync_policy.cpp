@@ -23,7 +23,7 @@ void LayerSync::set_policy(const std::string& spec) {
   policy_->start_at(step_);
   caps_ = policy_->caps();
   wants_signals_ = caps_.voting && caps_.voting->wants_signals();
-  profile_ = SelfProfile(num_layers());
+  profile_ = SelfProfile(num_layers(), o_.bucket_cap_bytes);
   plan_version_ = policy_plan_version();
   const int L = num_layers();
   merge_ = policy_->merge();

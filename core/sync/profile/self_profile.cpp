@@ -30,7 +30,7 @@ LayerTimes SelfProfile::finish(DataPath& dp, Backend& b, const std::vector<Layer
   LayerTimes t;
   t.backward_s.resize(size_t(L));
   for (int l = 0; l < L; ++l) t.backward_s[size_t(l)] = n_ ? sum_[size_t(l)] / n_ : 0;
-  t.comm_s = measure_comm_model(dp, b, layers);
+  t.comm_s = measure_comm_model(dp, b, layers, bucket_cap_);
   t.contention = given ? *given : measure_contention(dp, b);
   agree_profile(dp, b, t.backward_s, t.comm_s, &t.contention);
   return t;
@@ -69,27 +69,32 @@ void SelfProfile::load(ByteReader& r) {
   n_ = r.get<int32_t>();
 }
 
-std::vector<double> measure_comm_model(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers) {
-  auto timed = [&](int64_t n) {
+std::vector<double> measure_comm_model(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers,
+                                       int64_t bucket_cap, CommFit* fit_out) {
+  auto timed = [&](int64_t bytes) {
     // In arena space: on a device the timed collective includes its staging, as the real buckets do.
-    const size_t len = size_t(std::max<int64_t>(n, 1));
+    const size_t len = size_t(std::max<int64_t>((bytes + 3) / 4, 1));
     float* buf = dp.scratch(len);
     std::vector<double> ts;
-    for (int i = 0; i < 4; ++i) {
-      double t0 = now_s();
+    for (int i = 0; i < 3; ++i) {
+      const double t0 = now_s();
       dp.allreduce(b, buf, len, ReduceOp::Sum, -1)->wait();
       ts.push_back(now_s() - t0);
     }
-    std::sort(ts.begin() + 1, ts.end());
-    return ts[2];
+    std::sort(ts.begin(), ts.end());
+    return ts[1];
   };
-  const int64_t small = 256, large = 1 << 20;
-  const double ts = timed(small), tl = timed(large);
-  const double per_byte = std::max(0.0, (tl - ts) / double(4 * (large - small)));
-  const double alpha = std::max(0.0, ts - per_byte * 4 * small);
+  std::vector<int64_t> layer_bytes;
+  for (auto& m : layers) layer_bytes.push_back(m.bytes);
+  const auto sizes = comm_probe_sizes(layer_bytes, bucket_cap);
+  timed(sizes.front());  // warm-up: connections and the scratch arena
   std::vector<double> c;
-  for (auto& m : layers) c.push_back(alpha + per_byte * double(m.bytes));
-  return c;
+  for (int64_t s : sizes) c.push_back(timed(s));
+  const CommFit fit = fit_comm(sizes, c);
+  if (fit_out) *fit_out = fit;
+  std::vector<double> out;
+  for (int64_t bytes : layer_bytes) out.push_back(fit.at(bytes));
+  return out;
 }
 
 Contention measure_contention(DataPath& dp, Backend& b) {

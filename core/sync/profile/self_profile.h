@@ -9,6 +9,7 @@
 #include "core/common/bytes.h"
 #include "core/sync/engine/data_path.h"
 #include "core/sync/policy/layer_meta.h"
+#include "core/sync/profile/comm_fit.h"
 #include "core/sync/profile/layer_times.h"
 
 namespace dd::sync {
@@ -19,7 +20,9 @@ std::vector<double> backward_times(const std::vector<double>& ready, double t_bw
 
 class SelfProfile {
  public:
-  explicit SelfProfile(int layers) : sum_(size_t(layers), 0.0) {}
+  // bucket_cap: the engine's largest fused bucket in bytes, the largest size its comm model is timed at.
+  explicit SelfProfile(int layers, int64_t bucket_cap = int64_t(25) << 20)
+      : sum_(size_t(layers), 0.0), bucket_cap_(bucket_cap) {}
   // One profiling step's ready times (step 0 is warm-up and is skipped).
   void add(int64_t step, const std::vector<double>& ready, double t_bwd);
   // Collective: the agreed profile (rank-averaged, then rank 0's floats everywhere), with the comm model of
@@ -33,6 +36,7 @@ class SelfProfile {
  private:
   std::vector<double> sum_;
   int32_t n_ = 0;
+  int64_t bucket_cap_;
 };
 
 // Collective: `v` reduced with `op` over the ranks, then rank 0's floats everywhere (bitwise one answer on every
@@ -53,8 +57,10 @@ void agree_profile(DataPath& dp, Backend& b, std::vector<double>& bp, std::vecto
 // cores) and for one rank.
 Contention measure_contention(DataPath& dp, Backend& b);
 
-// c(bytes) = alpha + bytes / beta from timed all-reduces of a small and a large buffer (median of 3 after one
-// warm-up each), evaluated at every layer's bytes.
-std::vector<double> measure_comm_model(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers);
+// Collective: the comm model evaluated at every layer's bytes: all-reduces timed at the model's own sizes
+// (comm_probe_sizes with `bucket_cap`, the engine's largest fused bucket; median of 3 after one warm-up) and fitted
+// with fit_comm, which `fit` receives when given. Every rank times the same sizes.
+std::vector<double> measure_comm_model(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers,
+                                       int64_t bucket_cap, CommFit* fit = nullptr);
 
 }  // namespace dd::sync

@@ -7,17 +7,7 @@
 namespace dd::sync {
 
 double fitted_alpha(const std::vector<double>& c, const std::vector<int64_t>& bytes) {
-  const size_t n = c.size();
-  if (n < 2 || bytes.size() != n) return 0;
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t l = 0; l < n; ++l) {
-    const double x = double(bytes[l]);
-    sx += x, sy += c[l], sxx += x * x, sxy += x * c[l];
-  }
-  const double den = n * sxx - sx * sx;
-  if (!(den > 0)) return 0;
-  const double slope = (n * sxy - sx * sy) / den, alpha = (sy - slope * sx) / n;
-  return slope >= 0 && alpha > 0 ? alpha : 0;
+  return bytes.size() == c.size() ? fit_comm(bytes, c).alpha_s : 0;
 }
 
 std::vector<double> fused_comm(const std::vector<double>& c, const std::vector<int64_t>& bytes,

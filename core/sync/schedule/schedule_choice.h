@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/sync/profile/comm_fit.h"
 #include "core/sync/schedule/schedule_model.h"
 
 namespace dd::sync {
@@ -29,7 +30,8 @@ struct InStepChoice {
 constexpr int64_t kFusedCap = 25 << 20;
 std::vector<double> fused_comm(const std::vector<double>& c, const std::vector<int64_t>& bytes,
                                const std::vector<int>& phase, double alpha);
-// alpha of the profile: the intercept of a least-squares fit of c over bytes, 0 when not positive.
+// alpha of the profile: fit_comm's latency (comm_fit.h, the fit the engine's self-profile uses), 0 when the sizes
+// are missing.
 double fitted_alpha(const std::vector<double>& c, const std::vector<int64_t>& bytes);
 
 // `solved`: the solver's phases (schedule_phases). With no contention this is exactly the paper's choice: `solved`
