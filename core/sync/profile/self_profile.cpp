@@ -7,6 +7,7 @@
 #include "core/common/clock.h"
 #include "core/common/error.h"
 #include "core/ops/ops.h"
+#include "core/sync/profile/profiler.h"
 
 namespace dd::sync {
 
@@ -32,7 +33,14 @@ LayerTimes SelfProfile::finish(DataPath& dp, Backend& b, const std::vector<Layer
   for (int l = 0; l < L; ++l) t.backward_s[size_t(l)] = n_ ? sum_[size_t(l)] / n_ : 0;
   t.comm_s = measure_comm_model(dp, b, layers, bucket_cap_);
   t.contention = given ? *given : measure_contention(dp, b);
+  // Every rank's mean backward (a sum of one-hot vectors: exact) before the rank average, which is then paced to the
+  // slowest rank, as `dreamddp profile` does: a step waits for the slowest rank's layers, not for the average's.
+  std::vector<float> each(size_t(b.size()), 0.0f);
+  for (double x : t.backward_s) each[size_t(b.rank())] += float(x);
+  agree_floats(dp, b, each, ReduceOp::Sum);
   agree_profile(dp, b, t.backward_s, t.comm_s, &t.contention);
+  const double slow = slowest_scale(t.backward_s, std::vector<double>(each.begin(), each.end()));
+  for (auto& x : t.backward_s) x *= slow;
   return t;
 }
 

@@ -25,8 +25,9 @@ class SelfProfile {
       : sum_(size_t(layers), 0.0), bucket_cap_(bucket_cap) {}
   // One profiling step's ready times (step 0 is warm-up and is skipped).
   void add(int64_t step, const std::vector<double>& ready, double t_bwd);
-  // Collective: the agreed profile (rank-averaged, then rank 0's floats everywhere), with the comm model of
-  // `layers` measured on b through dp, and the contention measured here unless `given`.
+  // Collective: the agreed profile (rank-averaged, then rank 0's floats everywhere; backward times paced to the
+  // slowest rank's mean backward), with the comm model of `layers` measured on b through dp, and the contention
+  // measured here unless `given`.
   LayerTimes finish(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers,
                     const Contention* given = nullptr);
 
