@@ -112,8 +112,8 @@ def _absent(name, how):
 
 
 _target = ["README.md"]
-def render_bench_step(results):
-    docs = [d for d in (_load(results, "bench_step_t1.json"), _load(results, "bench_step_t2.json")) if d]
+def render_bench_step(results, names=("bench_step_t1.json", "bench_step_t2.json")):
+    docs = [d for d in (_load(results, n) for n in names) if d]
     if not docs:
         return _absent("step time against the peer", "run `SAVE=experiments/results/bench_step_t1.json "
                        "experiments/bench_step.sh`")
@@ -1140,6 +1140,39 @@ def _finding_gpu(results):
                 _rel("gpu.md")))
 
 
+def _finding_step_time(results):
+    docs = [d for d in (_load(results, "bench_step_t1.json"), _load(results, "bench_step_t2.json")) if d]
+    if not docs:
+        return _absent_line("Step time against PyTorch", "step-time.md")
+    parts, slower = [], []
+    for d in docs:
+        rows = [r for r in d["results"] if r.get("ratio") is not None]
+        if not rows:
+            continue
+        ratios = [r["ratio"] for r in rows]
+        peer = d.get("peer") or {}
+        gemms = [r["peer"].get("gemm_gflops") for r in rows if r["peer"].get("gemm_gflops")]
+        g = d["ours_gemm_gflops"]
+        parts.append("%d thread%s: %.2f–%.2fx over %d models (%s; peer GEMM %.0f–%.0f GFLOP/s, ours %.0f)" % (
+            d["threads"], "" if d["threads"] == 1 else "s", min(ratios), max(ratios), len(rows),
+            ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), min(gemms), max(gemms),
+            max(g["start"], g["end"])))
+        slower += ["%s at %d thread%s" % (r["model"], d["threads"], "" if d["threads"] == 1 else "s")
+                   for r in rows if r["ratio"] > 1.0]
+        missing = [r["model"] for r in d["results"] if r.get("ratio") is None]
+        if missing:
+            parts[-1] += "; no ratio for %s (the peer did not run at its best)" % ", ".join(missing)
+    if not parts:
+        return _absent_line("Step time against PyTorch", "step-time.md")
+    peer = docs[0].get("peer") or {}
+    text = ("**Step time against PyTorch %s.** One process on the CPU, same model, batch and thread count, "
+            "alternating repeats; our step over the peer's (%s): %s." % (
+                peer.get("torch", "?").split("+")[0], (peer.get("blas") or "?").split(",")[-1].strip(),
+                "; ".join(parts)))
+    text += (" Slower than PyTorch: %s." % ", ".join(slower)) if slower else " Never slower than PyTorch."
+    return text + " ([step time](%s))" % _rel("step-time.md")
+
+
 def _absent_line(title, page):
     return ("**%s.** _No complete record yet: see [%s](%s) once one exists, and the earlier records on "
             "the [history page](%s)._" % (title, page[:-3], _rel(page), _rel(HISTORY)))
@@ -1149,8 +1182,8 @@ def render_findings(results):
     """The README's bullets, wrapped at 116 characters so that no line of the README runs long."""
     return "\n".join(textwrap.fill(f(results), 116, initial_indent="* ", subsequent_indent="  ",
                                    break_on_hyphens=False, break_long_words=False)
-                     for f in (_finding_ties, _finding_wins, _finding_paper_models, _finding_delay, _finding_sim,
-                               _finding_paper, _finding_elastic, _finding_gpu)) + "\n"
+                     for f in (_finding_step_time, _finding_ties, _finding_wins, _finding_paper_models,
+                               _finding_delay, _finding_sim, _finding_paper, _finding_elastic, _finding_gpu)) + "\n"
 
 
 # --- the history page ----------------------------------------------------------------------------------------------
@@ -1180,6 +1213,8 @@ def render_history_index(results):
 
 
 RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_bench_step,
+             "bench_step_torch113": lambda r: render_bench_step(r, ("bench_step_t1.2026-12-02.json",
+                                                                    "bench_step_t2.2026-12-01.json")),
              "regime_map": render_regime, "demo": render_demo,
              "regime_map_20261201": lambda r: render_regime(r, "regime_map.2026-12-01.json"),
              "throughput_gpt2": lambda r: render_regime(r, "throughput_gpt2.json"),
