@@ -28,7 +28,7 @@ prov_command REPS THREADS PEER_PYTHON DREAMDDP_PEER TORCH_PEER -- "$@"
 case ${1-} in -h|--help) usage_from_header; exit 0 ;; esac
 for m in "$@"; do  # the arguments first: a mistyped model is named whatever else is missing
   case $m in mlp|cnn|resnet20|gpt-mini|resnet18|resnet50|gpt2|llama|resnet18:stem=cifar|resnet50:stem=cifar) ;;
-    *) die "unknown model '$m' (expected mlp, cnn, resnet20, gpt-mini, resnet18, resnet50, gpt2 or llama)" ;; esac
+    *) die "unknown model '$m' (expected mlp, cnn, resnet20, gpt-mini, resnet18, resnet50, gpt2, llama or RESNET:stem=cifar)" ;; esac
 done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
