@@ -115,8 +115,8 @@ _target = ["README.md"]
 def render_bench_step(results, names=("bench_step_t1.json", "bench_step_t2.json")):
     docs = [d for d in (_load(results, n) for n in names) if d]
     if not docs:
-        return _absent("step time against the peer", "run `SAVE=experiments/results/bench_step_t1.json "
-                       "experiments/bench_step.sh`")
+        return _absent("step time against the peer", "run `SAVE=experiments/results/%s "
+                       "experiments/bench_step.sh`" % names[0])
     out = ["| model | threads | ours ms | torch ms | ours / torch | ours forward / backward / update ms | "
            "peer BLAS, GEMM GFLOP/s | note |", "|---|---|---|---|---|---|---|---|"]
     for d in docs:
@@ -136,6 +136,21 @@ def render_bench_step(results, names=("bench_step_t1.json", "bench_step_t2.json"
             d["threads"], g["start"], g["end"], _prov(d)))
         out.append("")
     return "\n".join(out)
+
+
+def render_bench_step_stem(results, name="bench_step_stem.json"):
+    """bench_step.sh resnet18 resnet18:stem=cifar: the table, then what the CIFAR stem costs on each side."""
+    out = render_bench_step(results, (name,))
+    d = _load(results, name)
+    rows = {r["model"]: r for r in d["results"]} if d else {}
+    for fam in ("resnet18", "resnet50"):
+        i, c = rows.get(fam), rows.get(fam + ":stem=cifar")
+        if i and c:
+            peer = (_f(c["torch_step_ms"] / i["torch_step_ms"], "%.1fx") if c["torch_step_ms"] and i["torch_step_ms"]
+                    else "-")
+            out += ("\n%s step time, CIFAR stem over ImageNet stem: ours %.1fx, the peer %s (best runs).\n"
+                    % (fam, c["ours_step_ms"] / i["ours_step_ms"], peer))
+    return out
 
 
 def _gpu_rounds(d):
@@ -1219,6 +1234,7 @@ def render_history_index(results):
 RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_bench_step,
              "bench_step_torch113": lambda r: render_bench_step(r, ("bench_step_t1.2026-12-02.json",
                                                                     "bench_step_t2.2026-12-01.json")),
+             "bench_step_stem": render_bench_step_stem,
              "regime_map": render_regime, "demo": render_demo,
              "regime_map_20261201": lambda r: render_regime(r, "regime_map.2026-12-01.json"),
              "throughput_gpt2": lambda r: render_regime(r, "throughput_gpt2.json"),
