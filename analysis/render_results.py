@@ -112,11 +112,11 @@ def _absent(name, how):
 
 
 _target = ["README.md"]
-def render_bench_step(results):
-    docs = [d for d in (_load(results, "bench_step_t1.json"), _load(results, "bench_step_t2.json")) if d]
+def render_bench_step(results, names=("bench_step_t1.json", "bench_step_t2.json")):
+    docs = [d for d in (_load(results, n) for n in names) if d]
     if not docs:
-        return _absent("step time against the peer", "run `SAVE=experiments/results/bench_step_t1.json "
-                       "experiments/bench_step.sh`")
+        return _absent("step time against the peer", "run `SAVE=experiments/results/%s "
+                       "experiments/bench_step.sh`" % names[0])
     out = ["| model | threads | ours ms | torch ms | ours / torch | ours forward / backward / update ms | "
            "peer BLAS, GEMM GFLOP/s | note |", "|---|---|---|---|---|---|---|---|"]
     for d in docs:
@@ -136,6 +136,21 @@ def render_bench_step(results):
             d["threads"], g["start"], g["end"], _prov(d)))
         out.append("")
     return "\n".join(out)
+
+
+def render_bench_step_stem(results, name="bench_step_stem.json"):
+    """bench_step.sh resnet18 resnet18:stem=cifar: the table, then what the CIFAR stem costs on each side."""
+    out = render_bench_step(results, (name,))
+    d = _load(results, name)
+    rows = {r["model"]: r for r in d["results"]} if d else {}
+    for fam in ("resnet18", "resnet50"):
+        i, c = rows.get(fam), rows.get(fam + ":stem=cifar")
+        if i and c:
+            peer = (_f(c["torch_step_ms"] / i["torch_step_ms"], "%.1fx") if c["torch_step_ms"] and i["torch_step_ms"]
+                    else "-")
+            out += ("\n%s step time, CIFAR stem over ImageNet stem: ours %.1fx, the peer %s (best runs).\n"
+                    % (fam, c["ours_step_ms"] / i["ours_step_ms"], peer))
+    return out
 
 
 def _gpu_rounds(d):
@@ -272,8 +287,8 @@ def render_goal(results, names=("throughput_gpt2.json", "throughput_resnet50.jso
         return _absent("the paper models on the emulated cluster", "run `experiments/regime_map.sh --cells "
                        "'gpt2:...:2:1gbit'` as docs/results/regime-map.md says")
     out = ["| cell | C/H vs B (ms) | dreamddp / localsgd | dreamddp / plsgd | goal | perfect overlap / localsgd | "
-           "largest layer, share of C | contention: compute, comm | model error, ours |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "share of that gain realized | largest layer, share of C | contention: compute, comm | model error, ours |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for d in docs:
         H = d["H"]
         for c in d["cells"]:
@@ -282,12 +297,14 @@ def render_goal(results, names=("throughput_gpt2.json", "throughput_resnet50.jso
             big = c.get("largest_layer") or {}
             ct = c.get("contention") or {}
             errs = [r["model_error"] for r in c["rows"] if r["system"] == "ours" and r.get("model_error") is not None]
-            out.append("| %s, %d ranks, %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            sp, bound = v.get("dreamddp_vs_localsgd"), v.get("overlap_bound_vs_localsgd")
+            realized = (sp - 1) / (bound - 1) if sp is not None and bound and bound > 1 else None
+            out.append("| %s, %d ranks, %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 c["model"], c["ranks"], c["rate"],
                 "%.3g vs %.3g" % (t["C_over_H"], t["B"]) if t else "-",
                 _f(v.get("dreamddp_vs_localsgd")), _f(v.get("dreamddp_vs_plsgd")),
                 "**met**" if v.get("goal_met") else "not met",
-                _f(v.get("overlap_bound_vs_localsgd")),
+                _f(bound), _f(realized and 100 * realized, "%.0f%%") if realized is not None else "-",
                 "%s, %.0f%%" % (big["name"], 100 * big["share_of_C"]) if big else "-",
                 "%s, %s" % (_f(ct.get("compute_slowdown") and 100 * ct["compute_slowdown"], "%+.0f%%"),
                             _f(ct.get("comm_slowdown") and 100 * ct["comm_slowdown"], "%+.0f%%")) if ct else "-",
@@ -296,7 +313,9 @@ def render_goal(results, names=("throughput_gpt2.json", "throughput_resnet50.jso
                 "modelled step within 10%% of the measured one in every cell. *Perfect overlap / localsgd* is "
                 "(F + B + U + C/H) / (F + max(B, C/H) + U): Local SGD's step, its whole-model average amortized over "
                 "H steps, against a step whose communication hides entirely behind backward (F and U measured in "
-                "the Local SGD runs, B and C from the cell's profile); no schedule can beat it. Contention: how much "
+                "the Local SGD runs, B and C from the cell's profile); no schedule can beat it. *Share of that gain "
+                "realized*: (dreamddp / localsgd - 1) / (perfect overlap / localsgd - 1); the goal for it is 75%%, "
+                "and a negative share means dreamddp ran slower than Local SGD. Contention: how much "
                 "longer compute and communication take while they overlap, from the cell's profile "
                 "(`overlap.json`)." % (H, H, H), ""]
     return "\n".join(out)
@@ -1140,6 +1159,39 @@ def _finding_gpu(results):
                 _rel("gpu.md")))
 
 
+def _finding_step_time(results):
+    docs = [d for d in (_load(results, "bench_step_t1.json"), _load(results, "bench_step_t2.json")) if d]
+    if not docs:
+        return _absent_line("Step time against PyTorch", "step-time.md")
+    parts, slower = [], []
+    for d in docs:
+        rows = [r for r in d["results"] if r.get("ratio") is not None]
+        if not rows:
+            continue
+        ratios = [r["ratio"] for r in rows]
+        peer = d.get("peer") or {}
+        gemms = [r["peer"].get("gemm_gflops") for r in rows if r["peer"].get("gemm_gflops")]
+        g = d["ours_gemm_gflops"]
+        parts.append("%d thread%s: %.2f–%.2fx over %d models (%s; peer GEMM %.0f–%.0f GFLOP/s, ours %.0f)" % (
+            d["threads"], "" if d["threads"] == 1 else "s", min(ratios), max(ratios), len(rows),
+            ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), min(gemms), max(gemms),
+            max(g["start"], g["end"])))
+        slower += ["%s at %d thread%s" % (r["model"], d["threads"], "" if d["threads"] == 1 else "s")
+                   for r in rows if r["ratio"] > 1.0]
+        missing = [r["model"] for r in d["results"] if r.get("ratio") is None]
+        if missing:
+            parts[-1] += "; no ratio for %s (the peer did not run at its best)" % ", ".join(missing)
+    if not parts:
+        return _absent_line("Step time against PyTorch", "step-time.md")
+    peer = docs[0].get("peer") or {}
+    text = ("**Step time against PyTorch %s.** One process on the CPU, same model, batch and thread count, "
+            "alternating repeats; our step over the peer's (%s): %s." % (
+                peer.get("torch", "?").split("+")[0], (peer.get("blas") or "?").split(",")[-1].strip(),
+                "; ".join(parts)))
+    text += (" Slower than PyTorch: %s." % ", ".join(slower)) if slower else " Never slower than PyTorch."
+    return text + " ([step time](%s))" % _rel("step-time.md")
+
+
 def _absent_line(title, page):
     return ("**%s.** _No complete record yet: see [%s](%s) once one exists, and the earlier records on "
             "the [history page](%s)._" % (title, page[:-3], _rel(page), _rel(HISTORY)))
@@ -1149,8 +1201,8 @@ def render_findings(results):
     """The README's bullets, wrapped at 116 characters so that no line of the README runs long."""
     return "\n".join(textwrap.fill(f(results), 116, initial_indent="* ", subsequent_indent="  ",
                                    break_on_hyphens=False, break_long_words=False)
-                     for f in (_finding_ties, _finding_wins, _finding_paper_models, _finding_delay, _finding_sim,
-                               _finding_paper, _finding_elastic, _finding_gpu)) + "\n"
+                     for f in (_finding_step_time, _finding_ties, _finding_wins, _finding_paper_models,
+                               _finding_delay, _finding_sim, _finding_paper, _finding_elastic, _finding_gpu)) + "\n"
 
 
 # --- the history page ----------------------------------------------------------------------------------------------
@@ -1180,6 +1232,9 @@ def render_history_index(results):
 
 
 RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_bench_step,
+             "bench_step_torch113": lambda r: render_bench_step(r, ("bench_step_t1.2026-12-02.json",
+                                                                    "bench_step_t2.2026-12-01.json")),
+             "bench_step_stem": render_bench_step_stem,
              "regime_map": render_regime, "demo": render_demo,
              "regime_map_20261201": lambda r: render_regime(r, "regime_map.2026-12-01.json"),
              "throughput_gpt2": lambda r: render_regime(r, "throughput_gpt2.json"),

@@ -4,6 +4,8 @@
 #
 #   experiments/bench_step.sh [mlp cnn resnet20 gpt-mini resnet18 resnet50 gpt2 llama]
 #
+# resnet18:stem=cifar and resnet50:stem=cifar (the CIFAR stem, docs/models.md) are taken too, with their
+# family's batch and steps.
 # Per model: ours = `dreamddp train --data synthetic --threads 1` (summary.json step_ms, timed after its
 # warm-up steps); peer = torch_ddp.py with WORLD_SIZE=1 RANK=0 THREADS=1 (its step_ms, after --warmup steps).
 # Runs alternate ours/peer/ours/peer (REPS repetitions each, default 2) and the best (lowest) of each is
@@ -25,8 +27,8 @@ set -euo pipefail
 prov_command REPS THREADS PEER_PYTHON DREAMDDP_PEER TORCH_PEER -- "$@"
 case ${1-} in -h|--help) usage_from_header; exit 0 ;; esac
 for m in "$@"; do  # the arguments first: a mistyped model is named whatever else is missing
-  case $m in mlp|cnn|resnet20|gpt-mini|resnet18|resnet50|gpt2|llama) ;;
-    *) die "unknown model '$m' (expected mlp, cnn, resnet20, gpt-mini, resnet18, resnet50, gpt2 or llama)" ;; esac
+  case $m in mlp|cnn|resnet20|gpt-mini|resnet18|resnet50|gpt2|llama|resnet18:stem=cifar|resnet50:stem=cifar) ;;
+    *) die "unknown model '$m' (expected mlp, cnn, resnet20, gpt-mini, resnet18, resnet50, gpt2, llama or RESNET:stem=cifar)" ;; esac
 done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -73,8 +75,8 @@ echo "# batch per model: mlp/cnn/resnet20 64, gpt-mini 8, resnet18/resnet50 32 (
 # ours_run MODEL REP: prints "step_ms fwd_ms bwd_ms upd_ms" (the breakdown: means of metrics.h5 /steps after
 # the warm-up steps, as the trainer counts them).
 ours_run() {
-  local m=$1 out=$work/ours-$1-$2
-  "$bin" train --model "$m" --data synthetic --batch "${batch[$m]}" --threads "$threads" --steps "${ours_steps[$m]}" \
+  local m=$1 f=${1%%:*} out=$work/ours-${1//[:=]/_}-$2
+  "$bin" train --model "$m" --data synthetic --batch "${batch[$f]}" --threads "$threads" --steps "${ours_steps[$f]}" \
     --eval-samples 16 --log-every 1000000 --out "$out" >"$out.log" 2>&1 || {
     echo "bench_step: dreamddp train --model $m failed:" >&2; tail -5 "$out.log" >&2; exit 1; }
   $py - "$out" <<'EOF'
@@ -92,11 +94,11 @@ EOF
 # OpenBLAS keeps its own thread pool beside torch's: without OPENBLAS_NUM_THREADS the "1-thread" peer's GEMMs ran
 # on every core (its gemm_gflops read 179 at THREADS=1, the same as at THREADS=2).
 peer_once() {
-  local m=$1 log=$work/peer-$1-$2-ob$3.log
+  local m=$1 f=${1%%:*} log=$work/peer-${1//[:=]/_}-$2-ob$3.log
   if ! WORLD_SIZE=1 RANK=0 THREADS=$threads OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$3 \
-    "$PEER_PY" "$peer" --model "$m" --batch "${batch[$m]}" --steps "${peer_steps[$m]}" \
-    --optimizer "${peer_opt[$m]:-sgd}" \
-    --warmup 2 --store "$work/store-$m-$2-$3" >"$log" 2>&1; then
+    "$PEER_PY" "$peer" --model "$m" --batch "${batch[$f]}" --steps "${peer_steps[$f]}" \
+    --optimizer "${peer_opt[$f]:-sgd}" \
+    --warmup 2 --store "$work/store-${m//[:=]/_}-$2-$3" >"$log" 2>&1; then
     echo "bench_step: torch_ddp.py --model $m did not run:" >&2; tail -3 "$log" >&2
     $py -c 'import json, sys; print(json.dumps({"refused": sys.argv[1]}))' "$(tail -n 1 "$log")"
     return 0
@@ -174,19 +176,20 @@ for m, rs in by_model.items():
     if ok:
         note = peer_rules.judge_peer(best_p, ours_gemm)[1]
     ratio = best_o[0] / best_p["step_ms"] if ok else None
-    verdict = "-" if ratio is None else ("PASS" if ratio <= target[m] else "FAIL")
+    fam = m.split(":")[0]
+    verdict = "-" if ratio is None else ("PASS" if ratio <= target[fam] else "FAIL")
     load = max(max(r["load"]) for r in rs)
     noisy = peer_rules.noisy(load)
     all_pass &= verdict == "PASS"
     peer_desc = ("%s | %.1f | %s" % (best_p["blas"], best_p["gemm_gflops"], best_p["threads"])) if best_p else "did not run"
     print("%-9s %9.2f %9s %6s %7s %-7s %-16s %s%s" % (
         m, best_o[0], "%.2f" % best_p["step_ms"] if best_p else "-", "%.2f" % ratio if ratio else "-",
-        "<=%.1f" % target[m], verdict, "%.1f/%.1f/%.1f" % tuple(best_o[1:]), peer_desc,
+        "<=%.1f" % target[fam], verdict, "%.1f/%.1f/%.1f" % tuple(best_o[1:]), peer_desc,
         "" if ok else "\n          NO RATIO: " + note))
     if noisy:
         print("          noisy: the load average reached %.2f on %d cores while %s ran" % (load, os.cpu_count(), m))
-    res.append({"model": m, "batch": batch[m], "ours_step_ms": best_o[0],
-                "torch_step_ms": best_p["step_ms"] if best_p else None, "ratio": ratio, "target": target[m],
+    res.append({"model": m, "batch": batch[fam], "ours_step_ms": best_o[0],
+                "torch_step_ms": best_p["step_ms"] if best_p else None, "ratio": ratio, "target": target[fam],
                 "pass": verdict == "PASS", "peer_ok": ok, "peer_note": note, "noisy": noisy, "max_load": load,
                 "ours_breakdown_ms": {"forward": best_o[1], "backward": best_o[2], "update": best_o[3]},
                 "ours_runs_ms": [o[0] for o in ours], "torch_runs_ms": [p.get("step_ms") for p in peers],

@@ -7,7 +7,8 @@ Usage (one process per rank; RANK and WORLD_SIZE in the environment, THREADS = t
 
 Models are the spec strings of `dreamddp train --model` (docs/cli.md): mlp, cnn, resnet20, gpt-mini,
 gpt2[:layers=,d=,heads=,ctx=,vocab=,positions=], llama[:layers=,d=,heads=,ffn=,ctx=,vocab=],
-resnet18[:image=,classes=] and resnet50[:image=,classes=] (the ResNets come from torchvision).
+resnet18[:image=,classes=,stem=] and resnet50[:image=,classes=,stem=] (the ResNets come from torchvision;
+stem=cifar swaps in the CIFAR stem: conv3x3/1, no max-pool).
 
 Algorithms (--algo):
   ddp       DistributedDataParallel: bucketed gradient all-reduce overlapped with backward, every step.
@@ -281,9 +282,11 @@ MODEL_KEYS = {
     'mlp': {}, 'cnn': {}, 'resnet20': {}, 'gpt-mini': {},
     'gpt2': {'layers': 12, 'd': 768, 'heads': 12, 'ctx': 128, 'vocab': 50257, 'positions': 1024},
     'llama': {'layers': 12, 'd': 768, 'heads': 12, 'ffn': 2048, 'ctx': 128, 'vocab': 32000},
-    'resnet18': {'image': 32, 'classes': 10},
-    'resnet50': {'image': 32, 'classes': 10},
+    'resnet18': {'image': 32, 'classes': 10, 'stem': 'imagenet'},
+    'resnet50': {'image': 32, 'classes': 10, 'stem': 'imagenet'},
 }
+# Keys whose value is a word, with the words they take (the first is the default).
+MODEL_WORDS = {'stem': ('imagenet', 'cifar')}
 
 
 def parse_spec(spec):
@@ -296,6 +299,12 @@ def parse_spec(spec):
         if not item:
             continue
         key, eq, value = item.partition('=')
+        if eq and key in cfg and key in MODEL_WORDS:
+            if value not in MODEL_WORDS[key]:
+                raise ValueError('bad model option %r for %s (%s is one of %s)'
+                                 % (item, name, key, ', '.join(MODEL_WORDS[key])))
+            cfg[key] = value
+            continue
         if not eq or key not in cfg or not re.fullmatch(r'[0-9]+', value) or int(value) == 0:
             raise ValueError('bad model option %r for %s (keys: %s; positive integers)'
                              % (item, name, ', '.join(cfg) if cfg else 'none'))
@@ -327,6 +336,10 @@ def build(spec, batch):
         except ImportError:
             raise ValueError('%s needs torchvision (apt-get install python3-torchvision)' % name)
         model = getattr(torchvision.models, name)(num_classes=c['classes'])
+        if c['stem'] == 'cifar':  # the CIFAR ResNets' stem: conv3x3/1, no max-pool; torchvision's conv init
+            model.conv1 = torch.nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+            torch.nn.init.kaiming_normal_(model.conv1.weight, mode='fan_out', nonlinearity='relu')
+            model.maxpool = torch.nn.Identity()
         images = torch.randn(batch, 3, c['image'], c['image'])
         labels = torch.randint(0, c['classes'], (batch,))
     else:
@@ -408,8 +421,8 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(prog=PROG, description='PyTorch data-parallel peer of dreamddp (CPU, Gloo).')
     ap.add_argument('--model', default='mlp',
                     help='mlp | cnn | resnet20 | gpt-mini | gpt2[:layers=,d=,heads=,ctx=,vocab=,positions=] | '
-                         'llama[:layers=,d=,heads=,ffn=,ctx=,vocab=] | resnet18[:image=,classes=] | '
-                         'resnet50[:image=,classes=]')
+                         'llama[:layers=,d=,heads=,ffn=,ctx=,vocab=] | resnet18[:image=,classes=,stem=] | '
+                         'resnet50[:image=,classes=,stem=] (stem=imagenet|cifar)')
     ap.add_argument('--optimizer', default='sgd', choices=['sgd', 'adamw'],
                     help='sgd: lr 0.01, momentum 0.9; adamw: lr 1e-3')
     ap.add_argument('--algo', default='ddp', choices=['ddp', 'localsgd', 'partial'])

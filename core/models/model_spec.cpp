@@ -46,6 +46,18 @@ int64_t ModelSpec::get(const std::string& key, int64_t dflt, int64_t lo, int64_t
   return int64_t(x);
 }
 
+std::string ModelSpec::choose(const std::string& key, const std::vector<std::string>& choices) {
+  asked_.insert(key);
+  const auto it = opts_.find(key);
+  if (it == opts_.end()) return choices.at(0);
+  std::string words;
+  for (const auto& c : choices) {
+    if (c == it->second) return c;
+    words += (words.empty() ? "" : ", ") + c;
+  }
+  throw UsageError("model '" + family_ + "': " + key + "=" + it->second + " is not one of " + words);
+}
+
 void ModelSpec::finish() const {
   for (const auto& [key, value] : opts_) {
     if (asked_.count(key)) continue;

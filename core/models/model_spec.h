@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace dd::models {
 
@@ -19,6 +20,8 @@ class ModelSpec {
   bool has_options() const { return !opts_.empty(); }
   // The option's integer value, or `dflt`; throws dd::UsageError when it is not an integer in [lo, hi].
   int64_t get(const std::string& key, int64_t dflt, int64_t lo, int64_t hi);
+  // The option's word, one of `choices` (the first is the default); throws dd::UsageError naming them otherwise.
+  std::string choose(const std::string& key, const std::vector<std::string>& choices);
   // Throws dd::UsageError naming the first option no get() asked for, with the family's keys.
   void finish() const;
 

@@ -8,7 +8,8 @@ namespace dd::train {
 
 std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
                                                   Backend& b, telemetry::MetricsWriter* metrics, DeviceState* dev,
-                                                  int64_t first_step) {
+                                                  int64_t first_step, std::shared_ptr<sync::ProfileCarry> profile_out,
+                                                  const sync::ProfileCarry* profile_in) {
   sync::EngineOptions eo;
   eo.policy = cfg.policy;
   eo.switches = cfg.switches;
@@ -23,6 +24,8 @@ std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models
   eo.control_check = [cfg, layers = m.layers()](const std::string& spec) { return control_spec_refusal(cfg, layers, spec); };
   eo.verbose = cfg.rank == 0;
   eo.first_step = first_step;
+  eo.profile_out = std::move(profile_out);
+  eo.profile_in = profile_in;
   if (dev) return dev->make_engine(eo, m, b);
   return sync::make_layer_sync(eo, m, o, b);
 }

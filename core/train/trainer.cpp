@@ -404,7 +404,8 @@ nlohmann::json Trainer::run() {
   // run builds its engine (whose construction broadcasts rank 0's parameters).
   const bool joining = I.shrink && I.shrink->joining;
   if (joining) tp.start = I.admit(/*joiner=*/true, rec);
-  else if (I.backend) I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get());
+  else if (I.backend)
+    I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get(), 0, I.profile_carry);
   rec.set_hosts(I.engine ? I.engine->hosts() : std::vector<std::string>{});
   if (!cfg.resume.empty()) {
     // Again, now with the engine (its construction broadcast rank 0's parameters over the loaded ones); the

@@ -111,7 +111,14 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
       auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, new_world, new_rank, cfg.batch);
       moved->continue_at(next.step, position);
       sharder = std::move(moved);
-      engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, next.step);
+      // The survivors scale the profile they carry when every one of them carries the same (a loss inside the
+      // collective that agreed it may have left some without it); otherwise the new engine profiles again.
+      const sync::ProfileCarry carried = *profile_carry;
+      const auto prints = backend->allgather(carried.fingerprint());
+      const bool same = carried.has() && std::all_of(prints.begin(), prints.end(),
+                                                     [&](const std::string& p) { return p == prints[0]; });
+      engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, next.step, profile_carry,
+                               same ? &carried : nullptr);
     } catch (const QuorumLost&) {
       throw;
     } catch (const PeerLost& e) {
@@ -263,7 +270,8 @@ int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
   auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
   moved->continue_at(step, position);
   sharder = std::move(moved);
-  engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, step);
+  // A joiner has no profile: the grown world profiles again, every rank alike.
+  engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, step, profile_carry);
   // Every rank compares: parameters and buffers equal everywhere, the joiner's optimizer state equal to rank 0's.
   const std::string h = hex(crc_of(model->params().data(), model->params().size())) + "," +
                         hex(crc_of(model->buffers().data(), model->buffers().size())) + "," +

@@ -34,6 +34,9 @@ struct Trainer::Impl {
   // data path refers to the device model: the engine goes first.
   std::unique_ptr<DeviceState> dev;
   std::unique_ptr<sync::SyncEngine> engine;
+  // The engine's agreed self-profile, kept across a change of world size (profile_carry.h): after a shrink the
+  // survivors scale it instead of profiling again.
+  std::shared_ptr<sync::ProfileCarry> profile_carry = std::make_shared<sync::ProfileCarry>();
   bool rank0() const { return cfg.rank == 0; }
 
   // --on-peer-loss shrink: who owns the backend, how a new world's backend is made, the agreement's store, the

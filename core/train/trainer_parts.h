@@ -9,6 +9,7 @@
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
 #include "core/sync/engine/sync_engine.h"
+#include "core/sync/profile/profile_carry.h"
 #include "core/telemetry/rows.h"
 #include "core/train/config.h"
 
@@ -46,7 +47,9 @@ std::string control_spec_refusal(const TrainConfig& c, const std::vector<nn::Lay
 class DeviceState;
 std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
                                                   Backend& b, telemetry::MetricsWriter* metrics,
-                                                  DeviceState* dev = nullptr, int64_t first_step = 0);
+                                                  DeviceState* dev = nullptr, int64_t first_step = 0,
+                                                  std::shared_ptr<sync::ProfileCarry> profile_out = nullptr,
+                                                  const sync::ProfileCarry* profile_in = nullptr);
 
 
 // Rank 0 records the run: metrics.h5 (/steps, /eval, /layers, root attributes) and, at the end, summary.json.

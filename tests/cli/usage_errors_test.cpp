@@ -86,6 +86,7 @@ TEST_P(UsageErrors, ExitTwoWithOneLineNamingTheProblem) {
 const UsageCase kCases[] = {
     {"unknown_option", {"train", "--bogus", "1"}, "--bogus"},
     {"unknown_model", {"train", "--model", "resnet9000"}, "resnet9000"},
+    {"resnet_unknown_stem", {"train", "--model", "resnet18:stem=foo"}, "stem=foo"},
     {"unknown_dataset", {"train", "--data", "imagenet"}, "imagenet"},
     {"unknown_policy", {"train", "--policy", "nosuchpolicy"}, "nosuchpolicy"},
     {"unknown_policy_key", {"train", "--policy", "localsgd:q=1"}, "'q'"},

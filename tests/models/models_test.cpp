@@ -106,6 +106,45 @@ TEST(Models, ResNet18CountsAndLayerNamesMatchThePeer) {
   auto i64 = models::make_model("resnet18:image=64", 0);
   EXPECT_EQ(i64->num_params(), 11181642);
   EXPECT_EQ(i64->input_shape(), (std::vector<int64_t>{3, 64, 64}));
+  // stem=cifar: torchvision's resnet18 with conv1 = Conv2d(3, 64, 3, 1, 1, bias=False) and maxpool = Identity
+  // (the peer's stem=cifar, counted there on 2026-12-05): 9,408 - 1,728 fewer, the same layers in the same order.
+  auto cf = models::make_model("resnet18:stem=cifar", 0);
+  EXPECT_EQ(cf->num_params(), 11173962);
+  EXPECT_EQ(cf->layers()[0]->num_params(), 1728);
+  std::string cf_joined;
+  for (auto* l : cf->layers()) cf_joined += (cf_joined.empty() ? "" : " ") + l->name;
+  EXPECT_EQ(cf_joined, joined);
+  EXPECT_EQ(models::make_model("resnet18:classes=100,stem=cifar", 0)->num_params(), 11220132);
+}
+
+// stem=imagenet is the default, bit for bit: the same parameters and the same loss and gradients after one step.
+TEST(Models, ResNetImagenetStemIsTheDefault) {
+  auto a = models::make_model("resnet18:image=13", 4);
+  auto b = models::make_model("resnet18:image=13,stem=imagenet", 4);
+  ASSERT_EQ(a->params().size(), b->params().size());
+  EXPECT_EQ(0, std::memcmp(a->params().data(), b->params().data(), 4 * a->params().size()));
+  RandomBatch x(*a, 4, 2);
+  EXPECT_EQ(a->forward(x.in, true).loss, b->forward(x.in, true).loss);
+  a->backward(nullptr);
+  b->backward(nullptr);
+  EXPECT_EQ(0, std::memcmp(a->grads().data(), b->grads().data(), 4 * a->grads().size()));
+}
+
+// The CIFAR stem keeps the image size into layer1 (no stride, no max-pool): at 8x8 the stages run at 8, 4, 2, 1.
+TEST(Models, ResNetCifarStemForwardAndBackward) {
+  for (const char* spec : {"resnet18:image=8,stem=cifar", "resnet50:image=8,classes=5,stem=cifar"}) {
+    auto m = models::make_model(spec, 1);
+    EXPECT_EQ(m->input_shape(), (std::vector<int64_t>{3, 8, 8})) << spec;
+    RandomBatch b(*m, 2, 3);
+    auto r = m->forward(b.in, true);
+    EXPECT_TRUE(std::isfinite(r.loss)) << spec;
+    EXPECT_EQ(r.predictions, 2) << spec;
+    m->backward(nullptr);
+    double g = 0;
+    for (int64_t k = 0; k < m->layers()[0]->num_params(); ++k) g += std::fabs(m->layers()[0]->grads()[k]);
+    EXPECT_GT(g, 0.0) << spec << ": conv1 got no gradient";
+    EXPECT_TRUE(std::isfinite(m->forward(b.in, false).loss)) << spec;
+  }
 }
 
 TEST(Models, ResNet50CountsAndLayerNamesMatchThePeer) {
@@ -137,11 +176,19 @@ TEST(Models, ResNet50CountsAndLayerNamesMatchThePeer) {
   EXPECT_EQ(o->input_shape(), (std::vector<int64_t>{3, 64, 64}));
   EXPECT_EQ(o->num_classes(), 7);
   EXPECT_EQ(o->name(), "resnet50:image=64,classes=7");  // make_model(name()) rebuilds it (a GPU copy does)
+  o.reset();
+  // The peer's resnet50 with stem=cifar (2026-12-05): conv1 3x3, 1,728 parameters.
+  auto cf = models::make_model("resnet50:stem=cifar", 0);
+  EXPECT_EQ(cf->num_params(), 23520842);
+  EXPECT_EQ(cf->num_layers(), 107);
+  EXPECT_EQ(cf->layers()[0]->num_params(), 1728);
+  EXPECT_EQ(cf->name(), "resnet50:stem=cifar");
 }
 
 TEST(Models, ResNetOptionsAreChecked) {
   for (const char* bad : {"resnet18:image=0", "resnet18:classes=0", "resnet50:depth=34", "resnet18:image=x",
-                          "resnet50:image=32,image=64"})
+                          "resnet50:image=32,image=64", "resnet18:stem=foo", "resnet50:stem=CIFAR",
+                          "resnet18:stem=cifar,stem=imagenet", "resnet18:stem="})
     EXPECT_THROW(models::make_model(bad, 0), dd::UsageError) << bad;
 }
 
@@ -157,7 +204,7 @@ TEST(Models, ResNetRunsOnASinglePixel) {
 }
 
 // Hook contract and finite differences on small, odd images (resnet18: 13 -> stem 7, pool 4, stages 4 2 1 1;
-// resnet50: 5 -> 3, 2, stages 2 1 1 1), 8 samples so every BatchNorm sees at least 8 values per channel. One
+// resnet18 with the CIFAR stem: 7 -> stem 7, stages 7 4 2 1; resnet50: 5 -> 3, 2, stages 2 1 1 1), 8 samples so every BatchNorm sees at least 8 values per channel. One
 // forward/backward records the hook order and a snapshot of each layer's gradient when its hook fires; then
 // central differences on one parameter of a dozen layers spread over the network (the blocks are checked entry
 // by entry against a double reference in resnet_block_test.cpp).
@@ -237,7 +284,8 @@ TEST_P(ResNetGrad, HookOrderFinalGradientsAndFiniteDifferences) {
   EXPECT_GT(dot / std::sqrt(na * nn), 0.99) << "cosine(analytic, numeric)";
 }
 
-INSTANTIATE_TEST_SUITE_P(Small, ResNetGrad, ::testing::Values("resnet18:image=13", "resnet50:image=5,classes=4"),
+INSTANTIATE_TEST_SUITE_P(Small, ResNetGrad, ::testing::Values("resnet18:image=13", "resnet18:image=7,stem=cifar",
+                                                            "resnet50:image=5,classes=4"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (auto& c : s) if (c == ':' || c == '=' || c == ',') c = '_';

@@ -63,12 +63,28 @@ _, sizes = shape(peer, TINY[0])
 check(len(sizes) == 2 + 6 * 2 + 1 and sizes[0] == 50 * 32,
       "%s: %d layers (%s), want 15 with the tied head in the first" % (TINY[0], len(sizes), sizes))
 # bad specs are refused with ValueError (the CLI turns it into exit 2)
-for bad in ("gpt2:layers=0", "gpt2:d=30,heads=4", "mlp:d=3", "nosuch", "llama:ffn=x"):
+for bad in ("gpt2:layers=0", "gpt2:d=30,heads=4", "mlp:d=3", "nosuch", "llama:ffn=x", "resnet18:stem=foo",
+            "resnet50:stem=7", "mlp:stem=cifar"):
     try:
         peer.parse_spec(bad)
         check(False, "spec %r accepted" % bad)
     except ValueError:
         pass
+
+# stem=cifar: conv1 3x3 (1,728 parameters instead of 9,408), no max pool, the same 41 layers (docs/models.md)
+try:
+    import torchvision  # noqa: F401
+    for spec, n in (("resnet18", 11181642), ("resnet18:stem=cifar", 11173962), ("resnet50:stem=cifar", 23520842)):
+        p, sizes = shape(peer, spec)
+        check(p == n, "%s has %d parameters, docs/models.md says %d" % (spec, p, n))
+        check(sizes[0] == (1728 if "cifar" in spec else 9408), "%s: conv1 has %d parameters" % (spec, sizes[0]))
+    model, images, _ = peer.build("resnet18:image=8,stem=cifar", 2)
+    check(type(model.maxpool).__name__ == "Identity" and tuple(model.conv1.stride) == (1, 1),
+          "resnet18:stem=cifar keeps a max pool or a strided conv1")
+    check(tuple(model.layer1(model.relu(model.bn1(model.conv1(images)))).shape) == (2, 64, 8, 8),
+          "resnet18:stem=cifar at image 8: layer1 is not at 8x8")
+except ImportError:
+    print("no torchvision: the ResNet counts are not checked")
 
 if OTHER and os.path.isfile(OTHER):
     other = load(OTHER, "other_peer")

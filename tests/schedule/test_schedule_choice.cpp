@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/sync/profile/profile_carry.h"
 #include "core/sync/schedule/schedule_choice.h"
 #include "core/sync/schedule/schedule_solver.h"
 
@@ -137,4 +138,40 @@ TEST(CommFit, ProbeSizesComeFromTheModel) {
   const auto capped = comm_probe_sizes({64 << 20, 1 << 10}, 25 << 20);
   EXPECT_EQ(capped.back(), kCommProbeCap);
   EXPECT_EQ(comm_probe_sizes({}, 25 << 20), (std::vector<int64_t>{1024}));
+}
+
+// scale_profile (profile_carry.h): a ring all-reduce on n ranks pays its latency 2(n-1) times and sends 2(n-1)/n of
+// the buffer per rank; backward times and contention do not depend on the world size.
+TEST(ProfileCarry, ScalesTheAllReduceModelAsARing) {
+  std::vector<LayerMeta> layers{{"a", "linear", 256, 1024}, {"b", "linear", 1 << 16, 1 << 18},
+                                {"c", "linear", 1 << 20, 4 << 20}, {"d", "linear", 1 << 20, 4 << 20}};
+  const double alpha = 2e-4, per_byte = 1e-8;
+  LayerTimes t;
+  for (const auto& l : layers) t.backward_s.push_back(1e-3), t.comm_s.push_back(alpha + per_byte * double(l.bytes));
+  t.contention = Contention{0.1, 0.2};
+  EXPECT_EQ(scale_profile(t, layers, 4, 4).comm_s, t.comm_s);  // the same world: the profile as it was
+  const LayerTimes s = scale_profile(t, layers, 4, 2);         // latency x 1/3, bytes x (1/2) / (3/4)
+  EXPECT_EQ(s.backward_s, t.backward_s);
+  EXPECT_EQ(s.contention.compute, 0.1);
+  EXPECT_EQ(s.contention.comm, 0.2);
+  std::vector<int64_t> bytes;
+  for (const auto& l : layers) bytes.push_back(l.bytes);
+  const CommFit f = fit_comm(bytes, t.comm_s);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const double S = double(layers[l].bytes);
+    EXPECT_DOUBLE_EQ(s.comm_s[l], f.alpha_s / 3 + f.per_byte_s * S * (0.5 / 0.75)) << l;
+    // Against the model the times were made from: the fit reads the large layers' rate with the latency they carry
+    // (alpha / 4 MiB per byte, 0.5% here) and the small layers' latency after that rate (3%).
+    const double truth = alpha / 3 + per_byte * S * (0.5 / 0.75);
+    EXPECT_NEAR(s.comm_s[l], truth, 0.05 * truth) << l;
+  }
+  EXPECT_THROW(scale_profile(t, layers, 1, 2), std::invalid_argument);
+  EXPECT_THROW(scale_profile(t, {layers[0]}, 4, 2), std::invalid_argument);
+  // Equal carried profiles print alike; another world or another time does not.
+  ProfileCarry a{t, 4}, b{t, 4}, c{t, 3};
+  EXPECT_EQ(a.fingerprint(), b.fingerprint());
+  EXPECT_NE(a.fingerprint(), c.fingerprint());
+  b.times.comm_s[1] += 1e-9;
+  EXPECT_NE(a.fingerprint(), b.fingerprint());
+  EXPECT_EQ(ProfileCarry{}.fingerprint(), "none");
 }

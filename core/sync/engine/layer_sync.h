@@ -90,6 +90,7 @@ class LayerSync : public SyncEngine {
   void print_plan_if_changed();
   void record_decisions();  // the policy's decisions() into metrics.h5's /decisions (rank 0)
   void finish_profile();
+  void take_carried_profile();
   void time_periods(int64_t step);
   // The policy's plan and decisions (Reporting), "" and 0 without the capability.
   std::string policy_plan() const { return caps_.reporting ? caps_.reporting->plan() : std::string(); }

@@ -58,6 +58,7 @@ void LayerSync::set_policy(const std::string& spec) {
     intra_.reset();
     group_ = 0;
   }
+  take_carried_profile();
   if (o_.verbose && b_.rank() == 0) {
     std::string plan = policy_plan();
     std::fprintf(stderr, "sync: policy %s on %d ranks, %d layers%s%s\n", policy_->describe().c_str(), b_.size(),
@@ -141,8 +142,26 @@ void LayerSync::time_periods(int64_t step) {
 
 // Self-profiling (dreamddp): the agreed profile of the lock-step steps hands the policy its schedule.
 void LayerSync::finish_profile() {
-  caps_.profiled->on_profile(profile_.finish(*dp_, b_, meta_, o_.contention_given ? &o_.contention : nullptr));
+  const LayerTimes t = profile_.finish(*dp_, b_, meta_, o_.contention_given ? &o_.contention : nullptr);
+  if (o_.profile_out) o_.profile_out->times = t, o_.profile_out->world = b_.size();
+  caps_.profiled->on_profile(t);
   print_plan_if_changed();
+}
+
+// The first policy of an engine built after a change of world size (EngineOptions::profile_in): a profiling policy
+// gets the carried profile, scaled to this world, instead of profiling again. Once per engine; a later switch
+// profiles as usual.
+void LayerSync::take_carried_profile() {
+  const ProfileCarry* in = o_.profile_in;
+  o_.profile_in = nullptr;
+  if (!in || !in->has() || !caps_.profiled || policy_->profile_window() <= 0 || b_.size() < 2) return;
+  if (in->times.backward_s.size() != size_t(num_layers())) return;
+  const LayerTimes t = scale_profile(in->times, meta_, in->world, b_.size());
+  if (o_.verbose && b_.rank() == 0)
+    std::fprintf(stderr, "sync: the profile of %d ranks scaled to %d (backward times as measured, all-reduces as a "
+                 "ring of %d): no profiling steps\n", in->world, b_.size(), b_.size());
+  if (o_.profile_out) o_.profile_out->times = t, o_.profile_out->world = b_.size();
+  caps_.profiled->on_profile(t);
 }
 
 }  // namespace dd::sync

@@ -14,6 +14,7 @@
 #include "core/sync/engine/sync_engine.h"
 #include "core/sync/policy/layer_meta.h"
 #include "core/sync/profile/contention.h"
+#include "core/sync/profile/profile_carry.h"
 
 namespace dd {
 class Backend;
@@ -43,6 +44,11 @@ struct EngineOptions {
   // compute is not the host's, hands it the profile's overlap.json (or none).
   bool contention_given = false;
   Contention contention;
+  // Across a change of world size (profile_carry.h): the agreed self-profile is written to profile_out when one is
+  // measured; profile_in (the same on every rank: the caller checks) is scaled to this world and given to the first
+  // policy instead of its profiling steps.
+  std::shared_ptr<ProfileCarry> profile_out;
+  const ProfileCarry* profile_in = nullptr;
 };
 
 // The layers as the engine sees them: per layer (forward order) what a policy may know, and its arena ranges.
