@@ -44,11 +44,12 @@ def main(argv):
             r["loss_last40"], acc, r["schedule_run"]))
     print()
     print("Per hold (median samples/s; each hold alternates the two systems):")
-    print("%-4s %-24s %12s %12s %8s %s" % ("hold", "ours", "ours", "artifact", "ratio", "load range"))
-    for h, v in holds.items():
-        print("%-4s %-24s %12.1f %12.1f %7.2fx %.2f-%.2f" % (h, v["policy"], v["dreamddp"]["median"],
-                                                             v["artifact"]["median"], v["ratio_of_medians"],
-                                                             v["load_1m_range"][0], v["load_1m_range"][1]))
+    print("%-4s %-24s %5s %9s %5s %9s %8s %s" % ("hold", "ours", "runs", "ours", "runs", "artifact", "ratio",
+                                                   "load range"))
+    for v in holds:
+        print("%-4s %-24s %5d %9.1f %5d %9.1f %7.2fx %.2f-%.2f" % (
+            v["hold"], v["policy"], v["dreamddp"]["runs"], v["dreamddp"]["median"], v["artifact"]["runs"],
+            v["artifact"]["median"], v["ratio_of_medians"], v["load_1m_range"][0], v["load_1m_range"][1]))
     print()
     print("Schedules, modelled seconds per iteration (backward + exposed communication):")
     a = sch["artifact_scheduler_modelled_s_per_iter"]
