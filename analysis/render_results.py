@@ -1210,6 +1210,25 @@ def _finding_step_time(results):
     return text + " ([step time](%s))" % _rel("step-time.md")
 
 
+def _finding_artifact(results):
+    d = _load(results, "artifact.json")
+    if not d:
+        return _absent_line("The authors' artifact", "artifact.md")
+    holds = d.get("per_hold") or []
+    ratios = [h["ratio_of_medians"] for h in holds if h.get("ratio_of_medians")]
+    loads = [x for h in holds for x in h.get("load_1m_range", [])]
+    a = d["artifact"]
+    text = ("**The authors' artifact.** Their PyTorch code (%s at %s) ran on the CPU with Gloo beside dreamddp:h=%s, "
+            "resnet20 on 2 ranks of the emulated cluster, with %d local changes listed on its page." % (
+                a["repository"], a["commit"][:7], d["setup"].get("H", 8), len(a.get("local_changes") or [])))
+    if ratios:
+        text += (" Ours had the higher median samples/s in %d of %d alternating comparisons (ratio of medians %.2f–%.2fx), but the "
+                 "load average moved between %.1f and %.1f during them: not a figure to quote." % (
+                     sum(r > 1 for r in ratios), len(ratios), min(ratios), max(ratios), min(loads), max(loads)))
+    return text + (" Its GPT-2 path did not run: it needs packages and downloads from the Hugging Face hub. "
+                   "([artifact](%s))" % _rel("artifact.md"))
+
+
 def _absent_line(title, page):
     return ("**%s.** _No complete record yet: see [%s](%s) once one exists, and the earlier records on "
             "the [history page](%s)._" % (title, page[:-3], _rel(page), _rel(HISTORY)))
@@ -1220,7 +1239,8 @@ def render_findings(results):
     return "\n".join(textwrap.fill(f(results), 116, initial_indent="* ", subsequent_indent="  ",
                                    break_on_hyphens=False, break_long_words=False)
                      for f in (_finding_step_time, _finding_ties, _finding_wins, _finding_paper_models,
-                               _finding_delay, _finding_sim, _finding_paper, _finding_elastic, _finding_gpu)) + "\n"
+                               _finding_delay, _finding_sim, _finding_paper, _finding_artifact, _finding_elastic,
+                               _finding_gpu)) + "\n"
 
 
 # --- the history page ----------------------------------------------------------------------------------------------
