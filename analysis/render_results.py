@@ -1168,9 +1168,12 @@ def render_torchft(results, name="torchft.json"):
         return _absent("the torchft comparison", "run `experiments/torchft_study.sh --out runs/torchft "
                        "--results experiments/results/torchft.json`")
     su = d["set_up"]
-    out = ["| network | system | method | samples/s (runs) | step ms | final loss (runs) | vs its torchft twin |",
-           "|---|---|---|---|---|---|---|"]
+    out = ["| network | system | method | samples/s (runs) | step ms | launch to exit, s (runs) | final loss (runs) | "
+           "vs its torchft twin |", "|---|---|---|---|---|---|---|---|"]
     rows = d["results"]
+    run_s = {}
+    for x in d.get("runs", []):
+        run_s.setdefault((x["network"], x["system"], x["method"]), []).append(x["run_s"])
     val = {(r["network"], r["system"], r["method"]): r for r in rows}
     for r in rows:
         twin, ratio = "", "-"
@@ -1179,17 +1182,23 @@ def render_torchft(results, name="torchft.json"):
             if t and t.get("peer_ok", True):
                 twin, ratio = t["method"], "%.2fx %s" % (r["samples_per_s"] / t["samples_per_s"], t["method"])
         method = r["method"] if r["system"] == "dreamddp" else "`%s`" % r["class"]
-        out.append("| %s | %s | %s | %s (%s) | %.0f | %s | %s |" % (
+        out.append("| %s | %s | %s | %s (%s) | %.0f | %s | %s | %s |" % (
             r["network"], "ours" if r["system"] == "dreamddp" else "torchft", method if r["system"] == "torchft"
             else "`%s`" % method, _fmt_sps(r["samples_per_s"]),
             ", ".join(_fmt_sps(x) for x in r["samples_per_s_runs"]), r["step_ms"],
+            ", ".join("%.0f" % x for x in run_s.get((r["network"], r["system"], r["method"]), [])) or "-",
             ", ".join("%.2f" % x for x in r["final_loss_runs"]), ratio + (" (noisy)" if r.get("noisy") else "")))
-    notes = sorted({r["peer_note"] for r in rows if r["system"] == "torchft" and r.get("peer_note")})
+    g = [x for r in rows if r["system"] == "torchft" for x in r.get("peer_gemm_gflops_runs", [])]
+    low = [x for x in g if x < 0.7 * su["our_gemm_gflops"]]
+    notes = ["in-run GEMM %.1f to %.1f GFLOP/s over %d runs, %d of them below 0.7x ours (its ratios withheld, "
+             "experiments/lib/peer_rules.py)" % (min(g), max(g), len(g), len(low))] if g else []
     out += ["", "%s, batch %d per rank, %s (lr %g, constant), %d ranks, synthetic data, H=%d; %d untimed steps then "
-                "%d timed (ours: its summary's whole periods after the first); %d alternating repeats, median. "
-                "Our GEMM %.1f GFLOP/s; torchft peer: %s. %s" % (
+                "%d timed (ours: its summary's whole periods after the first); repeats %s, alternating; median. "
+                "Our GEMM %.1f GFLOP/s; torchft peer: %s. %s%s" % (
                     su["model"], su["batch"], su["optimizer"], su["lr"], su["ranks"], su["h"], su["warmup_steps"],
-                    su["timed_steps"], su["repeats"], su["our_gemm_gflops"], "; ".join(notes) or "-", _prov(d)), ""]
+                    su["timed_steps"], ", ".join("%s %d" % kv for kv in (su.get("repeats_done") or {}).items())
+                    or su["repeats"], su["our_gemm_gflops"], "; ".join(notes) or "-",
+                    (d["note"] + " ") if d.get("note") else "", _prov(d)), ""]
     return "\n".join(out)
 
 

@@ -13,6 +13,10 @@ its duration only; odd repeats run the list in order, even ones reversed, ours a
 torchft: the same launch running peers/torchft_peer.py (rank 0 hosts the lighthouse); its samples/s is over the
 inner steps after --warmup. Loss curves: rank 0's training loss against seconds since its first step ended.
 
+Every run is appended to OUT/records.jsonl (and the set-up to OUT/study.json) as it ends:
+`torchft_study.py --from-records OUT RESULTS PNG` writes the results file and the figure of a study that was
+stopped early; `--figure-only RESULTS PNG` redraws the figure.
+
 Environment: DREAMDDP_BIN (default build/dreamddp), PEER_PYTHON (default .venv-peer/bin/python). Needs root (the
 emulated cluster's namespaces). Exit 2 on bad arguments, nothing written.
 """
@@ -185,8 +189,16 @@ def main():
             order.append(("ours", ours[i]))
         if i < len(tft):
             order.append(("torchft", tft[i]))
-    runs = []
+    meta = {"command": command, "start": start, "our_gemm": our_gemm, "peer_alone": peer_alone, "set_up": {
+        "model": a.model, "optimizer": a.optimizer, "lr": 0.001 if a.optimizer == "adamw" else 0.01,
+        "lr_schedule": "const", "batch": a.batch, "ranks": a.ranks, "h": a.h, "warmup_steps": a.warmup,
+        "timed_steps": a.steps, "data": "synthetic", "threads_per_rank": 1, "repeats": a.repeats, "nets": nets,
+        "our_gemm_gflops": our_gemm, "peer_gemm_gflops_alone": peer_alone, "ours": ours,
+        "torchft": {k: TORCHFT[k] for k in tft}}}
     os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "study.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    runs = []
     for net in nets:
         for rep in range(1, a.repeats + 1):
             a._rep = rep
@@ -200,11 +212,18 @@ def main():
                     r = (run_ours if system == "ours" else run_torchft)(a, net, what, a.out)
                     r.update({"network": net, "repeat": rep, "load_1m": load, "noisy": peer_rules.noisy(load)})
                     runs.append(r)
+                    with open(os.path.join(a.out, "records.jsonl"), "a") as f:  # --from-records can finish a cut study
+                        f.write(json.dumps(r) + "\n")
                     print("  %-8s %-48s %8.3f samples/s  %7.0f ms/step  loss %.3f  %4.0f s  load %.1f" % (
                         r["system"], r["method"], r["samples_per_s"], r["step_ms"], r["final_loss"], r["run_s"],
                         load), flush=True)
                 fcntl.flock(lk, fcntl.LOCK_UN)
-    # One row per (network, system, method): medians over repeats.
+    finish(meta, runs, a.results, a.figure)
+
+
+def finish(meta, runs, results, figure_path):
+    """The results file (one row per network, system and method: medians over repeats) and the figure."""
+    our_gemm, peer_alone = meta["our_gemm"], meta.get("peer_alone")
     rows = []
     for key in dict.fromkeys((r["network"], r["system"], r["method"]) for r in runs):
         rs = [r for r in runs if (r["network"], r["system"], r["method"]) == key]
@@ -229,18 +248,18 @@ def main():
     if line:
         peer = {"script": "peers/torchft_peer.py", "blas": line["blas"], "gemm_gflops": line["gemm_gflops"],
                 "threads": line["threads"], "torch": line["torch"], "torchft": line["peer"][len("torchft-"):]}
-    doc = {"study": "torchft", "set_up": {
-        "model": a.model, "optimizer": a.optimizer, "lr": 0.001 if a.optimizer == "adamw" else 0.01,
-        "lr_schedule": "const", "batch": a.batch, "ranks": a.ranks, "h": a.h, "warmup_steps": a.warmup,
-        "timed_steps": a.steps, "data": "synthetic", "threads_per_rank": 1, "repeats": a.repeats, "nets": nets,
-        "our_gemm_gflops": our_gemm, "peer_gemm_gflops_alone": peer_alone, "ours": ours, "torchft": {k: TORCHFT[k] for k in tft}},
-        "results": rows,
-        "runs": [{k: v for k, v in r.items() if k not in ("run_dir",)} for r in runs]}
-    doc = provenance.repo_relative(provenance.stamp(doc, command, start, peer_block_=peer), REPO)
-    os.makedirs(os.path.dirname(os.path.abspath(a.results)), exist_ok=True)
-    provenance.write_json_atomic(a.results, doc)
-    print("torchft_study: wrote %s" % a.results)
-    figure(doc, a.figure)
+    set_up = dict(meta["set_up"])
+    set_up["repeats_done"] = {n: len({r["repeat"] for r in runs if r["network"] == n}) for n in set_up["nets"]}
+    doc = {"study": "torchft", "set_up": set_up, "results": rows,
+           "runs": [{k: v for k, v in r.items() if k not in ("run_dir",)} for r in runs]}
+    for k in ("note",):
+        if meta.get(k):
+            doc[k] = meta[k]
+    doc = provenance.repo_relative(provenance.stamp(doc, meta["command"], meta["start"], peer_block_=peer), REPO)
+    os.makedirs(os.path.dirname(os.path.abspath(results)), exist_ok=True)
+    provenance.write_json_atomic(results, doc)
+    print("torchft_study: wrote %s" % results)
+    figure(doc, figure_path)
 
 
 def figure(doc, path):
@@ -249,7 +268,7 @@ def figure(doc, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     nets = doc["set_up"]["nets"]
-    fig, axes = plt.subplots(1, len(nets) + 1, figsize=(5.2 * (len(nets) + 1), 4.2))
+    fig, axes = plt.subplots(1, len(nets) + 1, figsize=(5.2 * (len(nets) + 1), 5.0))
     methods = list(dict.fromkeys((r["system"], r["method"]) for r in doc["results"]))
     colors = {m: plt.cm.tab10(i % 10) for i, m in enumerate(methods)}
     for ax, net in zip(axes, nets):
@@ -281,7 +300,7 @@ def figure(doc, path):
     ax.set_xticklabels(nets)
     ax.set_ylabel("samples/s (median of repeats; dots: runs)")
     ax.set_title("throughput, %d ranks" % doc["set_up"]["ranks"], fontsize=9)
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     ax.grid(axis="y", alpha=0.3)
     fig.suptitle("%s, batch %d, %s: ours vs torchft %s" % (doc["set_up"]["model"], doc["set_up"]["batch"],
                                                           doc["set_up"]["optimizer"],
@@ -293,8 +312,10 @@ def figure(doc, path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--figure-only":
-        d = json.load(open(sys.argv[2]))
-        figure(d, os.path.join(REPO, "docs", "figures", "torchft.png"))
+    if len(sys.argv) == 4 and sys.argv[1] == "--figure-only":  # --figure-only RESULTS PNG: redraw from a file
+        figure(json.load(open(sys.argv[2])), sys.argv[3])
+    elif len(sys.argv) == 5 and sys.argv[1] == "--from-records":  # --from-records OUT RESULTS PNG: a cut study
+        recs = [json.loads(l) for l in open(os.path.join(sys.argv[2], "records.jsonl")) if l.strip()]
+        finish(json.load(open(os.path.join(sys.argv[2], "study.json"))), recs, sys.argv[3], sys.argv[4])
     else:
         main()
