@@ -1216,7 +1216,7 @@ def render_torchft_faults(results, name="torchft_faults.json"):
         else:
             v = r.get("recovery") or {}
             rec = "-" if not v else ("first sync without the lost replica %s s after the kill, with all again %s s "
-                                     "after; %d syncs not committed" % (
+                                     "after; syncs not committed: %d" % (
                                          _f(v.get("to_first_commit_without_lost_s"), "%.1f"),
                                          _f(v.get("to_first_commit_with_all_again_s"), "%.1f"),
                                          v.get("failed_commits", 0)))
