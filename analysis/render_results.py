@@ -1229,6 +1229,42 @@ def _finding_artifact(results):
                    "([artifact](%s))" % _rel("artifact.md"))
 
 
+def _finding_torchft(results):
+    d, f = _load(results, "torchft.json"), _load(results, "torchft_faults.json")
+    if not d:
+        return _absent_line("torchft as a peer", "torchft.md")
+    rows = d["results"]
+    val = {(r["network"], r["system"], r["method"]): r for r in rows}
+    per_net = {}
+    for r in rows:
+        if r["system"] != "dreamddp":
+            continue
+        t = val.get((r["network"], "torchft", _torchft_twin(r["method"])))
+        if t and t.get("peer_ok", True):
+            per_net.setdefault(r["network"], []).append("%s %.2fx" % (r["method"], r["samples_per_s"] / t["samples_per_s"]))
+    withheld = sorted({r["network"] for r in rows if r["system"] == "torchft" and not r.get("peer_ok", True)})
+    su = d["set_up"]
+    text = ("**torchft as a peer.** torchft %s's own LocalSGD, DiLoCo and Streaming DiLoCo on %s, %d ranks, H=%d, "
+            "against our policies (samples/s over the torchft twin): %s." % (
+                (d.get("peer") or {}).get("torchft", "?"), su["model"], su["ranks"], su["h"],
+                "; ".join("%s: %s" % (n, ", ".join(v)) for n, v in per_net.items()) or "no ratio"))
+    if withheld:
+        text += (" At %s the ratios are withheld: some torchft runs measured their GEMM below the rules' floor on "
+                 "the loaded machine." % ", ".join(withheld))
+    reps = su.get("repeats_done") or {}
+    if reps:
+        text += " Repeats per link: %s." % ", ".join("%s %d" % kv for kv in reps.items())
+    text += (" compress=int8 is set against unquantized Streaming DiLoCo: torchft's quantized all-reduce runs on CUDA "
+             "only. Where we lose: a short run's launch-to-exit time on a slow link, which our lock-step profiling "
+             "steps dominate.")
+    if f:
+        g = {r["system"]: r for r in f["runs"] if r.get("fault") and r.get("goodput") is not None}
+        if "ours" in g and "torchft" in g:
+            text += (" One killed and restarted rank (%s, %d ranks): goodput %.3f ours, %.3f torchft, one repeat." % (
+                f["set_up"]["model"], f["set_up"]["ranks"], g["ours"]["goodput"], g["torchft"]["goodput"]))
+    return text + " ([torchft](%s))" % _rel("torchft.md")
+
+
 def _absent_line(title, page):
     return ("**%s.** _No complete record yet: see [%s](%s) once one exists, and the earlier records on "
             "the [history page](%s)._" % (title, page[:-3], _rel(page), _rel(HISTORY)))
@@ -1239,8 +1275,8 @@ def render_findings(results):
     return "\n".join(textwrap.fill(f(results), 116, initial_indent="* ", subsequent_indent="  ",
                                    break_on_hyphens=False, break_long_words=False)
                      for f in (_finding_step_time, _finding_ties, _finding_wins, _finding_paper_models,
-                               _finding_delay, _finding_sim, _finding_paper, _finding_artifact, _finding_elastic,
-                               _finding_gpu)) + "\n"
+                               _finding_delay, _finding_sim, _finding_paper, _finding_artifact, _finding_torchft,
+                               _finding_elastic, _finding_gpu)) + "\n"
 
 
 
