@@ -36,6 +36,7 @@ sys.path.insert(0, os.path.join(HERE, "lib"))
 sys.path.insert(0, HERE)
 import provenance  # noqa: E402
 import chaos  # noqa: E402  (events, samples_in_model, children_env)
+from torchft_study import preflight  # noqa: E402
 
 LOCK = "/tmp/dd-measure.lock"
 PEER = os.path.join(REPO, "peers", "torchft_peer.py")
@@ -142,21 +143,11 @@ def main():
     ap.add_argument("--limit-s", type=float, default=600)
     ap.add_argument("--bin", default=os.environ.get("DREAMDDP_BIN", os.path.join(REPO, "build", "dreamddp")))
     a = ap.parse_args()
-    a.peer_python = os.environ.get("PEER_PYTHON") or os.path.join(REPO, ".venv-peer", "bin", "python")
-    if not a.out or not a.results:
-        fail("--out DIR and --results FILE are required")
-    if os.geteuid() != 0:
-        fail("needs root (the emulated cluster's network namespaces)")
-    if os.path.exists(a.results):
-        fail("%s exists; move it aside first" % a.results)
-    if os.path.exists(a.out) and os.listdir(a.out):
-        fail("--out %s is not empty" % a.out)
+    preflight(a, fail)
     if a.ranks < 3:
         fail("--ranks must be at least 3 (ours continues only with more than half of the ranks)")
     if a.steps % a.h or a.steps <= a.h or min(a.batch, a.repeats) < 1 or a.kill_at <= 0:
         fail("--steps must be a multiple of --sync-every above it; --batch, --repeats, --kill-at positive")
-    if not os.access(a.bin, os.X_OK) or not os.access(a.peer_python, os.X_OK):
-        fail("no dreamddp binary (DREAMDDP_BIN) or peer interpreter (PEER_PYTHON)")
     command = "DREAMDDP_BIN=... PEER_PYTHON=... /usr/bin/python3 experiments/torchft_faults.py " + " ".join(
         shlex.quote(provenance.rel_to_repo(x, REPO)) for x in sys.argv[1:])
     start = provenance.start(REPO)

@@ -47,6 +47,24 @@ TORCHFT = {
 }
 
 
+def preflight(a, fail):
+    """The checks both torchft scripts make before any run: --out and --results given, root, a results file that
+    would not be overwritten, an empty --out, the binary and the peer's interpreter (peer_rules.peer_python)."""
+    a.peer_python = peer_rules.peer_python(REPO)
+    if not a.out or not a.results:
+        fail("--out DIR and --results FILE are required")
+    if os.geteuid() != 0:
+        fail("needs root (the emulated cluster's network namespaces)")
+    if os.path.exists(a.results):
+        fail("%s exists; move it aside first" % a.results)
+    if os.path.exists(a.out) and os.listdir(a.out):
+        fail("--out %s is not empty" % a.out)
+    if not os.access(a.bin, os.X_OK):
+        fail("no dreamddp binary at %s (DREAMDDP_BIN)" % a.bin)
+    if not os.access(a.peer_python, os.X_OK):
+        fail("no peer interpreter at %s (PEER_PYTHON, or make deps-peer)" % a.peer_python)
+
+
 def fail(msg):
     sys.stderr.write("torchft_study: %s\n" % msg)
     sys.exit(2)
@@ -155,19 +173,7 @@ def main():
     ap.add_argument("--torchft", default="localsgd;diloco;streaming")
     ap.add_argument("--bin", default=os.environ.get("DREAMDDP_BIN", os.path.join(REPO, "build", "dreamddp")))
     a = ap.parse_args()
-    a.peer_python = os.environ.get("PEER_PYTHON") or os.path.join(REPO, ".venv-peer", "bin", "python")
-    if not a.out or not a.results:
-        fail("--out DIR and --results FILE are required")
-    if os.geteuid() != 0:
-        fail("needs root (the emulated cluster's network namespaces)")
-    if not os.access(a.bin, os.X_OK):
-        fail("no dreamddp binary at %s (DREAMDDP_BIN)" % a.bin)
-    if not os.access(a.peer_python, os.X_OK):
-        fail("no peer interpreter at %s (PEER_PYTHON)" % a.peer_python)
-    if os.path.exists(a.results):
-        fail("%s exists; move it aside first" % a.results)
-    if os.path.exists(a.out) and os.listdir(a.out):
-        fail("--out %s is not empty" % a.out)
+    preflight(a, fail)
     if min(a.repeats, a.steps, a.h, a.batch, a.ranks) < 1 or a.warmup < 0:
         fail("--repeats, --steps, --h, --batch, --ranks must be positive, --warmup non-negative")
     ours = [p for p in a.ours.split(";") if p]
