@@ -35,7 +35,7 @@ import provenance  # noqa: E402
 import peer_rules  # noqa: E402
 
 PY = "/usr/bin/python3"
-PEER_PY = peer_rules.peer_python()  # .venv-peer (make deps-peer), PEER_PYTHON, or Debian's python3-torch
+PEER_PY = None  # set in main() when the peer runs: .venv-peer (make deps-peer), PEER_PYTHON, or Debian's python3-torch
 BATCH = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8, "resnet18": 32, "resnet50": 32, "gpt2": 1, "llama": 1}
 
 
@@ -542,6 +542,8 @@ def main():
         if not os.path.isfile(a.peer):
             die("no PyTorch peer at %s (--peer, or --no-peer)" % a.peer)
         a.peer = os.path.abspath(a.peer)
+        global PEER_PY
+        PEER_PY = peer_rules.peer_python()
         if subprocess.run([PEER_PY, "-c", "import torch"], capture_output=True).returncode != 0:
             die("the peer needs python3-torch (make deps-peer), or pass --no-peer")
     if os.geteuid() != 0 or not shutil.which("tc"):
