@@ -184,7 +184,8 @@ def run_one(a, model, steps, policy, mode, fault, seed):
 
 def overhead(a, start):
     """--overhead N: the fault-free cost of being ready for one. The same run with the default (--on-peer-loss
-    exit) and with shrink (a host copy of the step's start state every step, a look for joiners every period),
+    exit) and with shrink (the values an in-place average of the state overwrites kept until it completes, a look
+    for joiners every period),
     alternating, N times each; the summary's samples/s (timed steps only) of each."""
     model, steps = a.models.split(",")[0].partition("=")[::2]
     rows = []

@@ -9,7 +9,8 @@ namespace dd::train {
 std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
                                                   Backend& b, telemetry::MetricsWriter* metrics, DeviceState* dev,
                                                   int64_t first_step, std::shared_ptr<sync::ProfileCarry> profile_out,
-                                                  const sync::ProfileCarry* profile_in) {
+                                                  const sync::ProfileCarry* profile_in,
+                                                  std::shared_ptr<sync::InPlaceUndo> undo) {
   sync::EngineOptions eo;
   eo.policy = cfg.policy;
   eo.switches = cfg.switches;
@@ -26,6 +27,7 @@ std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models
   eo.first_step = first_step;
   eo.profile_out = std::move(profile_out);
   eo.profile_in = profile_in;
+  eo.undo = std::move(undo);
   if (dev) return dev->make_engine(eo, m, b);
   return sync::make_layer_sync(eo, m, o, b);
 }

@@ -62,8 +62,8 @@ static std::string shrink_refusal(const std::string& spec) {
 }
 
 // Refuses --on-peer-loss shrink where it cannot work, with one line (dd::UsageError): the mpi and nccl backends
-// (no fault tolerance here: a lost peer ends the job with exit 3), --device cuda (the step's start state is kept on
-// the host), --sensitivity (its open probe is per rank) and policies whose state does not carry to a smaller world
+// (no fault tolerance here: a lost peer ends the job with exit 3), --device cuda (an unfinished collective is undone
+// in host memory only), --sensitivity (its open probe is per rank) and policies whose state does not carry to a smaller world
 // (the rule of --resume on another world size), also as a --switch.
 static void check_shrink_fits(const TrainConfig& c) {
   const std::string head = "--on-peer-loss shrink: ";
@@ -73,7 +73,7 @@ static void check_shrink_fits(const TrainConfig& c) {
   if (c.backend == BackendKind::Nccl)
     throw UsageError(head + "the nccl backend cannot be rebuilt after a lost peer here; use --backend gloo");
   if (c.device == Device::Cuda)
-    throw UsageError(head + "not with --device cuda (a failed step is redone from a host copy of its start state)");
+    throw UsageError(head + "not with --device cuda (what a lost peer leaves unfinished is undone in host memory only)");
   if (!c.sensitivity.empty()) throw UsageError(head + "not with --sensitivity (its open probe is per rank)");
   std::vector<std::string> specs{c.policy};
   for (auto& sw : sync::parse_switches(c.switches)) specs.push_back(sw.spec);
@@ -405,7 +405,8 @@ nlohmann::json Trainer::run() {
   const bool joining = I.shrink && I.shrink->joining;
   if (joining) tp.start = I.admit(/*joiner=*/true, rec);
   else if (I.backend)
-    I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get(), 0, I.profile_carry);
+    I.engine = make_engine_for(cfg, model, *I.opt, *I.backend, rec.metrics(), I.dev.get(), 0, I.profile_carry,
+                               nullptr, I.undo());
   rec.set_hosts(I.engine ? I.engine->hosts() : std::vector<std::string>{});
   if (!cfg.resume.empty()) {
     // Again, now with the engine (its construction broadcast rank 0's parameters over the loaded ones); the
@@ -456,12 +457,10 @@ nlohmann::json Trainer::run() {
   for (int64_t step = tp.start; step < cfg.steps; ++step) {
     if (step == tp.warm) tp.t_warm = now_s();
     const double t0 = now_s();
-    if (I.shrink) I.keep_step_start();
     try {
       if (I.shrink && I.grow_world(step, rec, progress)) {
         engine = I.engine.get();
         guard.set_engine(engine);
-        I.keep_step_start();
       }
       I.sharder->indices(step, idx.data());
       data::gather(I.train, idx.data(), cfg.batch, &I.batch);

@@ -29,15 +29,22 @@ void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, 
   } else {
     for (int r = 0; r < I.cfg.world; ++r) s->world.members.push_back(r);
   }
+  // The training state: what an unfinished in-place collective must not leave behind (gradients are not: a
+  // redone step computes them again).
+  s->undo->protect(I.model->params().data(), I.model->params().size());
+  s->undo->protect(I.model->buffers().data(), I.model->buffers().size());
+  s->undo->protect(I.opt->state().data(), I.opt->state().size());
   I.shrink = std::move(s);
 }
 
-void Trainer::Impl::keep_step_start() {
+size_t Trainer::Impl::keep_recovery_start() {
+  const size_t undone = shrink->undo->undo();
   auto copy = [](auto& arena, std::vector<float>& to) { to.assign(arena.data(), arena.data() + arena.size()); };
   copy(model->params(), shrink->params);
   copy(model->buffers(), shrink->buffers);
   copy(opt->state(), shrink->opt_state);
   shrink->layer_steps = opt->layer_steps();
+  return undone;
 }
 
 void Trainer::Impl::share_layer_steps(const char* what, bool take) {
@@ -67,6 +74,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
   timing.join_s = cfg.timeout_s + 2;
   timing.decide_s = timing.join_s;
   std::string cause = why;
+  size_t undone = 0;
   std::fprintf(stderr, "train: rank %d (started as rank %d): peer lost in step %lld; agreeing on the survivors "
                "(window %.0f s): %s\n", cfg.rank, S.start_rank, (long long)failed_step, timing.join_s, why.c_str());
   for (size_t attempt = 0;; ++attempt) {
@@ -75,6 +83,9 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
     engine.reset();
     backend = nullptr;
     S.owner->reset();
+    // No thread writes the state any more: what the failed step finished stays, an in-place collective it left
+    // unfinished is undone, and that is what every attempt below starts from.
+    if (attempt == 0) undone = keep_recovery_start();
     if (attempt > old.members.size())
       throw PeerLost("on-peer-loss shrink: no stable world after " + std::to_string(attempt) + " attempts: " + cause);
     Membership next;
@@ -96,15 +107,15 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
       backend = S.owner->get();
       cfg.rank = new_rank;
       cfg.world = new_world;
-      // This rank's state at the start of the step it failed in; then one average across the survivors.
+      // This rank's state where it failed (unfinished collectives undone); then one average across the survivors.
       std::copy(S.params.begin(), S.params.end(), model->params().data());
       std::copy(S.buffers.begin(), S.buffers.end(), model->buffers().data());
       std::copy(S.opt_state.begin(), S.opt_state.end(), opt->state().data());
       opt->layer_steps() = S.layer_steps;
       if (!S.params.empty()) backend->allreduce(model->params().data(), S.params.size(), ReduceOp::Avg)->wait();
       if (!S.buffers.empty()) backend->allreduce(model->buffers().data(), S.buffers.size(), ReduceOp::Avg)->wait();
-      // Survivors may have kept the starts of different steps (one finished the step the others failed in): the
-      // optimizer's state and step counts become rank 0's, or ranks whose parameters are now equal would go on
+      // Survivors may have got to different points of different steps (one finished the step the others failed in):
+      // the optimizer's state and step counts become rank 0's, or ranks whose parameters are now equal would go on
       // updating them differently (ddp never averages them again).
       if (!S.opt_state.empty()) backend->broadcast(opt->state().data(), S.opt_state.size(), 0)->wait();
       share_layer_steps("shrink", true);
@@ -118,7 +129,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
       const bool same = carried.has() && std::all_of(prints.begin(), prints.end(),
                                                      [&](const std::string& p) { return p == prints[0]; });
       engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, next.step, profile_carry,
-                               same ? &carried : nullptr);
+                               same ? &carried : nullptr, S.undo);
     } catch (const QuorumLost&) {
       throw;
     } catch (const PeerLost& e) {
@@ -139,7 +150,8 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
         std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
         std::to_string(next.generation) + ": lost rank " + (lost.empty() ? std::string("none") : join_ranks(lost)) +
         "; ranks " + join_ranks(next.members) + " now 0.." + std::to_string(new_world - 1) + "): " + times +
-        "; step " + std::to_string(next.step) + " redone from its start state, parameters averaged over the " +
+        "; step " + std::to_string(next.step) + " redone (what the failed step finished kept, " +
+        std::to_string(undone) + " floats of unfinished averages put back), parameters averaged over the " +
         std::to_string(new_world) + " survivors; data continues at sample position " + std::to_string(position) +
         ", global batch " + std::to_string(int64_t(old.members.size()) * cfg.batch) + " -> " +
         std::to_string(int64_t(new_world) * cfg.batch);
@@ -271,7 +283,8 @@ int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
   moved->continue_at(step, position);
   sharder = std::move(moved);
   // A joiner has no profile: the grown world profiles again, every rank alike.
-  engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, step, profile_carry);
+  engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, step, profile_carry, nullptr,
+                           undo());
   // Every rank compares: parameters and buffers equal everywhere, the joiner's optimizer state equal to rank 0's.
   const std::string h = hex(crc_of(model->params().data(), model->params().size())) + "," +
                         hex(crc_of(model->buffers().data(), model->buffers().size())) + "," +

@@ -40,9 +40,11 @@ struct Trainer::Impl {
   bool rank0() const { return cfg.rank == 0; }
 
   // --on-peer-loss shrink: who owns the backend, how a new world's backend is made, the agreement's store, the
-  // current world, and this rank's state at the start of the running step (what a failed step is redone from).
-  // Rejoin: the rank and world size this process was started as (the ids a joiner may have), whether it joins a
-  // live world, and when it looks for joiners (the same steps on every rank).
+  // current world, and what an in-place collective on the training state was about to overwrite (undo: put back
+  // when a lost peer leaves it unfinished; in_place_undo.h). Rejoin: the rank and world size this process was
+  // started as (the ids a joiner may have), whether it joins a live world, and when it looks for joiners (the same
+  // steps on every rank). params..layer_steps: this rank's state once a loss is undone, what each attempt at a new
+  // world starts from (taken only when a peer is lost).
   struct Shrink {
     std::unique_ptr<Backend>* owner = nullptr;
     BackendMaker make;
@@ -52,17 +54,21 @@ struct Trainer::Impl {
     int start_world = 1;
     bool joining = false;
     JoinCheck join_check;
+    std::shared_ptr<sync::InPlaceUndo> undo = std::make_shared<sync::InPlaceUndo>();
     std::vector<float> params, buffers, opt_state;
     std::vector<int64_t> layer_steps;
   };
   std::unique_ptr<Shrink> shrink;
-  void keep_step_start();
+  std::shared_ptr<sync::InPlaceUndo> undo() const { return shrink ? shrink->undo : nullptr; }
+  // After a loss: this rank's state, the unfinished in-place collectives undone, kept for every attempt at a new
+  // world (returns the floats put back).
+  size_t keep_recovery_start();
   // After a lost peer in `failed_step` (begun at t_step): agree, rebuild, restore; returns the step to continue at.
+  int64_t shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
+                       Progress& progress);
   // Collective: rank 0's per-layer optimizer step counts, taken by this rank when `take`; a rank with another
   // number of layers throws, naming `what`.
   void share_layer_steps(const char* what, bool take);
-  int64_t shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
-                       Progress& progress);
   // At the start of `step`: on a check step, rank 0 looks for joiners and tells every rank; with some, the world
   // grows (one average of the old members, a new backend, admit()). True when it grew.
   bool grow_world(int64_t step, RunRecorder& rec, Progress& progress);

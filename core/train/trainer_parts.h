@@ -8,6 +8,7 @@
 #include "core/data/dataset.h"
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
+#include "core/sync/engine/in_place_undo.h"
 #include "core/sync/engine/sync_engine.h"
 #include "core/sync/profile/profile_carry.h"
 #include "core/telemetry/rows.h"
@@ -49,7 +50,8 @@ std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models
                                                   Backend& b, telemetry::MetricsWriter* metrics,
                                                   DeviceState* dev = nullptr, int64_t first_step = 0,
                                                   std::shared_ptr<sync::ProfileCarry> profile_out = nullptr,
-                                                  const sync::ProfileCarry* profile_in = nullptr);
+                                                  const sync::ProfileCarry* profile_in = nullptr,
+                                                  std::shared_ptr<sync::InPlaceUndo> undo = nullptr);
 
 
 // Rank 0 records the run: metrics.h5 (/steps, /eval, /layers, root attributes) and, at the end, summary.json.

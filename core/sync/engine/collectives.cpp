@@ -27,7 +27,8 @@ WorkPtr Collectives::average(Backend& g, float* p, int64_t n, const char* what, 
   fingerprint(what, n);
   stats_.bytes += 4 * n;
   ++stats_.collectives;
-  return dp_.allreduce(g, p, size_t(n), ReduceOp::Avg, ready_layer);
+  auto start = [&] { return dp_.allreduce(g, p, size_t(n), ReduceOp::Avg, ready_layer); };
+  return undo_ ? undo_->launch(p, size_t(n), start) : start();
 }
 
 WorkPtr Collectives::compressed(Backend& g, Codec c, float* buf, int64_t n, float* e1, float* e2, int64_t* bytes,
@@ -36,20 +37,23 @@ WorkPtr Collectives::compressed(Backend& g, Codec c, float* buf, int64_t n, floa
               : c == Codec::TopK ? "average-params-topk"
                                  : "average-params-bf16",
               n);
-  if (c == Codec::TopK) {
-    const int64_t sent = sparse_bytes(topk, size_t(n), g.size());
+  auto start = [&]() -> WorkPtr {
+    if (c == Codec::TopK) {
+      const int64_t sent = sparse_bytes(topk, size_t(n), g.size());
+      stats_.bytes += sent;
+      *bytes += sent;
+      ++stats_.collectives;
+      if (!dp_.moves_data()) return sparse_average_sizes(g, topk, size_t(n));
+      return sparse_average(g, topk, buf, size_t(n), e1, buf);
+    }
+    const int64_t sent = compressed_bytes(c, size_t(n), g.size());
     stats_.bytes += sent;
     *bytes += sent;
     ++stats_.collectives;
-    if (!dp_.moves_data()) return sparse_average_sizes(g, topk, size_t(n));
-    return sparse_average(g, topk, buf, size_t(n), e1, buf);
-  }
-  const int64_t sent = compressed_bytes(c, size_t(n), g.size());
-  stats_.bytes += sent;
-  *bytes += sent;
-  ++stats_.collectives;
-  if (!dp_.moves_data()) return compressed_average_sizes(g, c, size_t(n));
-  return compressed_average(g, c, buf, size_t(n), e1, e2, buf);
+    if (!dp_.moves_data()) return compressed_average_sizes(g, c, size_t(n));
+    return compressed_average(g, c, buf, size_t(n), e1, e2, buf);
+  };
+  return undo_ && dp_.moves_data() ? undo_->launch(buf, size_t(n), start) : start();
 }
 
 }  // namespace dd::sync

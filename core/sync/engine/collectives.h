@@ -3,9 +3,11 @@
 // this rank contributes, collectives launched).
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include "backends/backend.h"
 #include "core/sync/engine/data_path.h"
+#include "core/sync/engine/in_place_undo.h"
 #include "core/sync/engine/sync_engine.h"
 #include "core/sync/policy/merge_spec.h"
 
@@ -13,7 +15,9 @@ namespace dd::sync {
 
 class Collectives {
  public:
-  Collectives(DataPath& dp, Backend& world, bool check) : dp_(dp), world_(world), check_(check) {}
+  // undo (optional, --on-peer-loss shrink): in-place averages on the training state keep what they overwrite there.
+  Collectives(DataPath& dp, Backend& world, bool check, std::shared_ptr<InPlaceUndo> undo = nullptr)
+      : dp_(dp), world_(world), check_(check), undo_(std::move(undo)) {}
   void set_step(int64_t step) { step_ = step; }
   DataPath& data_path() { return dp_; }
   StepCommStats& stats() { return stats_; }
@@ -33,6 +37,7 @@ class Collectives {
   DataPath& dp_;
   Backend& world_;
   bool check_;
+  std::shared_ptr<InPlaceUndo> undo_;
   int64_t step_ = 0, seq_ = 0;
   StepCommStats stats_;
 };

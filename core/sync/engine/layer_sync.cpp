@@ -23,7 +23,7 @@ LayerSync::LayerSync(const EngineOptions& o, const LayerTable& layers, const Are
                      Backend& b)
     : dp_(std::move(dp)), o_(o), a_(a), b_(b), meta_(layers.meta), ranges_(layers.ranges),
       switches_(parse_switches(o.switches)), control_file_(o.control_file, o.control_check), profile_(layers.size()),
-      telemetry_(o.metrics, b.rank()), pm_(a.num_params), coll_(*dp_, b, o.check_collectives),
+      telemetry_(o.metrics, b.rank()), pm_(a.num_params), coll_(*dp_, b, o.check_collectives, o.undo),
       copies_(coll_, a_, ranges_, pm_, auto_.codecs(), o.average_optimizer_state ? a.state_slots : 0) {
   const int L = num_layers();
   actions_.assign(L, Action::None);

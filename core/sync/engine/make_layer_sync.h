@@ -11,6 +11,7 @@
 #include "core/sync/control/control_file.h"
 #include "core/sync/engine/bucket_plan.h"
 #include "core/sync/engine/data_path.h"
+#include "core/sync/engine/in_place_undo.h"
 #include "core/sync/engine/sync_engine.h"
 #include "core/sync/policy/layer_meta.h"
 #include "core/sync/profile/contention.h"
@@ -49,6 +50,9 @@ struct EngineOptions {
   // policy instead of its profiling steps.
   std::shared_ptr<ProfileCarry> profile_out;
   const ProfileCarry* profile_in = nullptr;
+  // --on-peer-loss shrink (in_place_undo.h): in-place averages on the training state keep what they overwrite, so
+  // that a collective a lost peer left unfinished can be undone. Null: nothing is kept.
+  std::shared_ptr<InPlaceUndo> undo;
 };
 
 // The layers as the engine sees them: per layer (forward order) what a policy may know, and its arena ranges.
