@@ -12,6 +12,7 @@
 #include "app/cli/train_options.h"
 #include "app/commands.h"
 #include "backends/backend.h"
+#include "backends/common/reach_probe.h"
 #include "backends/key_store.h"
 #include "core/common/clock.h"
 #include "core/common/error.h"
@@ -33,7 +34,7 @@ std::unique_ptr<Backend> join_live_world(train::TrainConfig& cfg, train::Trainer
   auto store = make_key_store(base.rendezvous, "shrink");
   const std::string nonce = std::to_string(::getpid()) + "-" + std::to_string(int64_t(now_s() * 1e6));
   const double wait_s = std::max(60.0, 4 * cfg.timeout_s + 30);
-  train::post_join(*store, "shrink", cfg.rank, nonce);
+  train::post_join(*store, "shrink", cfg.rank, nonce, start->reach.address);
   std::fprintf(stderr, "train: rank %d asks to join the live run of %s (waiting up to %.0f s)\n", cfg.rank,
                base.rendezvous.c_str(), wait_s);
   const double t0 = now_s();
@@ -47,13 +48,30 @@ std::unique_ptr<Backend> join_live_world(train::TrainConfig& cfg, train::Trainer
   o.rank = cfg.rank;
   o.world = cfg.world;
   o.prefix = "dd-g" + std::to_string(m.generation);
+  o.connect_s = std::max(2 * o.timeout_s, 5.0);  // the members meet it at once, as after a shrink (below)
   start->joined = m;
   return make_backend(o);
 }
 
+// Under shrink: a probe on the ranks' network, so that the survivors' agreement can fence out a member that a
+// partition cut off while the rendezvous store stays reachable (core/train/elastic.h ReachCheck). Without one (no
+// socket can be bound) the store alone decides, as the note says.
+train::ReachCheck reach_check(const train::TrainConfig& cfg) {
+  try {
+    auto probe = std::make_shared<ReachProbe>(cfg.iface);
+    const double wait_s = std::min(1.0, cfg.timeout_s);
+    return {probe->address(), [probe, wait_s](const std::string& a) { return ReachProbe::reaches(a, wait_s); }};
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train: note: %s; a partition that leaves the rendezvous store reachable is not fenced\n",
+                 e.what());
+    return {};
+  }
+}
+
 // Connects, trains and prints the summary: everything after the run directory is prepared.
 int train_in_run_dir(train::TrainConfig& cfg, train::RunData& data, bool joining) {
-  train::Trainer::ElasticStart start{cfg.rank, cfg.world, std::nullopt};
+  train::Trainer::ElasticStart start{cfg.rank, cfg.world, std::nullopt, {}};
+  if (cfg.shrink_on_peer_loss && cfg.world > 1) start.reach = reach_check(cfg);
   std::unique_ptr<Backend> backend = joining ? join_live_world(cfg, &start) : connect(cfg);
   if (cfg.rank == 0)
     std::fprintf(stderr, "train: %s on %s, %d rank(s), batch %lld/rank, %lld steps, policy %s, %d thread(s)/rank\n",

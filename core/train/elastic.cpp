@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -40,6 +41,48 @@ std::string answer_key(const std::string& prefix, int id, const std::string& non
   return prefix + "/joined/" + std::to_string(id) + "-" + nonce;
 }
 
+// This rank's probes of the others, "id:1,id:0" (1: reached).
+std::string encode_reach(const std::map<int, bool>& r) {
+  std::string s;
+  for (const auto& [id, ok] : r) s += (s.empty() ? "" : ",") + std::to_string(id) + ":" + (ok ? "1" : "0");
+  return s;
+}
+std::map<int, bool> decode_reach(const std::string& s) {
+  std::map<int, bool> r;
+  std::istringstream in(s);
+  for (std::string e; std::getline(in, e, ',');) {
+    const auto c = e.find(':');
+    if (c != std::string::npos) r[std::stoi(e.substr(0, c))] = e.substr(c + 1) == "1";
+  }
+  return r;
+}
+
+// The reported members that at least half of the other reporters who probed them reached (all of them when none
+// probed); *complete: every reporter has published its probes of all the others.
+std::vector<int> reached_members(KeyStore& store, const std::string& base, const std::vector<int>& seen,
+                                 bool* complete, std::vector<int>* fenced) {
+  std::map<int, std::map<int, bool>> probes;
+  *complete = true;
+  for (int r : seen) {
+    std::string v;
+    if (store.get(base + "/reach/" + std::to_string(r), &v)) probes[r] = decode_reach(v);
+    for (int m : seen)
+      if (m != r && !probes[r].count(m)) *complete = false;
+  }
+  std::vector<int> kept;
+  for (int m : seen) {
+    int asked = 0, reached = 0;
+    for (int r : seen) {
+      if (r == m || !probes[r].count(m)) continue;
+      ++asked;
+      reached += probes[r][m] ? 1 : 0;
+    }
+    if (2 * reached >= asked) kept.push_back(m);
+    else if (fenced) fenced->push_back(m);
+  }
+  return kept;
+}
+
 }  // namespace
 
 std::string join_ranks(const std::vector<int>& ranks) {
@@ -49,13 +92,16 @@ std::string join_ranks(const std::vector<int>& ranks) {
 }
 
 Membership agree_survivors(KeyStore& store, const std::string& prefix, const Membership& old, int me,
-                           int64_t failed_step, const AgreeTiming& timing) {
+                           int64_t failed_step, const AgreeTiming& timing, const ReachCheck* reach) {
   const int gen = old.generation + 1;
   const std::string base = prefix + "/g" + std::to_string(gen);
   const size_t n = old.members.size();
+  if (reach) store.set(base + "/probe/" + std::to_string(me), reach->address);
   store.set(base + "/alive/" + std::to_string(me), std::to_string(failed_step));
   const double t0 = now_s();
   std::vector<int> seen;
+  std::map<int, bool> mine;  // this rank's probes of the others
+  std::vector<int> kept;     // the reported members that reach one another (all of them without probes)
   Membership decided;
   for (;;) {
     std::string d;
@@ -75,38 +121,74 @@ Membership agree_survivors(KeyStore& store, const std::string& prefix, const Mem
       seen.push_back(id);
       step = std::max<int64_t>(step, std::stoll(v));
     }
+    kept = seen;
+    bool complete = true;
+    if (reach) {
+      bool more = false;
+      for (int id : seen) {
+        std::string a;
+        if (id == me || mine.count(id) || !store.get(base + "/probe/" + std::to_string(id), &a)) continue;
+        mine[id] = reach->reaches(a);
+        more = true;
+      }
+      if (more) store.set(base + "/reach/" + std::to_string(me), encode_reach(mine));
+      kept = reached_members(store, base, seen, &complete, nullptr);
+    }
     const double waited = now_s() - t0;
-    const bool quorum = 2 * seen.size() > n;
-    if (seen.size() == n || (quorum && (waited >= timing.join_s || seen.size() + certainly_lost == n))) {
-      decided = decode(store.claim(base + "/decision", encode(seen, step)), gen);
+    const bool quorum = 2 * kept.size() > n;
+    const bool everyone = seen.size() == n || seen.size() + certainly_lost == n;
+    if (quorum && ((everyone && complete) || waited >= timing.join_s)) {
+      decided = decode(store.claim(base + "/decision", encode(kept, step)), gen);
       break;
     }
-    if (waited >= timing.join_s + timing.decide_s)
+    if (waited >= timing.join_s + timing.decide_s) {
+      const std::string need = "; a new world needs more than half (" + std::to_string(n / 2 + 1) + ")";
+      if (kept.size() < seen.size())
+        throw QuorumLost("on-peer-loss shrink: no quorum: of the " + std::to_string(seen.size()) + " ranks of " +
+                         "generation " + std::to_string(old.generation) + " that reported (rank " + join_ranks(seen) +
+                         "), only " + std::to_string(kept.size()) + " reach enough of the others on the ranks' " +
+                         "network" + need);
       throw QuorumLost("on-peer-loss shrink: no quorum: only " + std::to_string(seen.size()) + " of the " +
                        std::to_string(n) + " ranks of generation " + std::to_string(old.generation) + " (" +
                        (seen.empty() ? std::string("none") : "rank " + join_ranks(seen)) + ") reported within " +
-                       std::to_string(int(timing.join_s + timing.decide_s)) + " s; a new world needs more than half (" +
-                       std::to_string(n / 2 + 1) + ")");
+                       std::to_string(int(timing.join_s + timing.decide_s)) + " s" + need);
+    }
     std::this_thread::sleep_for(std::chrono::duration<double>(timing.poll_s));
   }
-  if (std::find(decided.members.begin(), decided.members.end(), me) == decided.members.end())
+  if (std::find(decided.members.begin(), decided.members.end(), me) == decided.members.end()) {
+    std::vector<int> reported, fenced;
+    std::string v;
+    for (int id : old.members)
+      if (store.get(base + "/alive/" + std::to_string(id), &v)) reported.push_back(id);
+    bool complete = true;
+    if (reach) reached_members(store, base, reported, &complete, &fenced);
+    const bool cut_off = std::find(fenced.begin(), fenced.end(), me) != fenced.end();
     throw QuorumLost("on-peer-loss shrink: excluded: rank " + join_ranks(decided.members) + " (" +
                      std::to_string(decided.members.size()) + " of " + std::to_string(n) +
                      ", a quorum) formed generation " + std::to_string(gen) + " without this rank (started as rank " +
-                     std::to_string(me) + ")");
+                     std::to_string(me) + ")" +
+                     (cut_off ? "; fewer than half of the others reached it on the ranks' network (a partition?)" : ""));
+  }
   return decided;
 }
 
-void post_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce) {
-  store.set(prefix + "/join/" + std::to_string(me), nonce);
+// A request's value: "nonce" or "nonce address".
+void post_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce,
+               const std::string& address) {
+  store.set(prefix + "/join/" + std::to_string(me), address.empty() ? nonce : nonce + " " + address);
 }
 
 std::vector<JoinRequest> pending_joins(KeyStore& store, const std::string& prefix, const Membership& world, int ids) {
   std::vector<JoinRequest> out;
   for (int id = 0; id < ids; ++id) {
     if (std::find(world.members.begin(), world.members.end(), id) != world.members.end()) continue;
-    JoinRequest r{id, {}};
-    if (store.get(prefix + "/join/" + std::to_string(id), &r.nonce) && !r.nonce.empty()) out.push_back(r);
+    JoinRequest r{id, {}, {}};
+    std::string v;
+    if (!store.get(prefix + "/join/" + std::to_string(id), &v) || v.empty()) continue;
+    const auto sp = v.find(' ');
+    r.nonce = v.substr(0, sp);
+    if (sp != std::string::npos) r.address = v.substr(sp + 1);
+    out.push_back(r);
   }
   return out;
 }
@@ -116,7 +198,7 @@ void answer_join(KeyStore& store, const std::string& prefix, const JoinRequest& 
   store.set(answer_key(prefix, r.id, r.nonce), encode_world(next));
   // A request posted since (the rank started once more) stays for the next check.
   std::string now;
-  if (store.get(prefix + "/join/" + std::to_string(r.id), &now) && now == r.nonce)
+  if (store.get(prefix + "/join/" + std::to_string(r.id), &now) && now.substr(0, now.find(' ')) == r.nonce)
     store.remove(prefix + "/join/" + std::to_string(r.id));
 }
 

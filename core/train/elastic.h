@@ -41,16 +41,27 @@ struct AgreeTiming {
   double poll_s = 0.02;
 };
 
+// Reachability on the ranks' own network (backends/common/reach_probe.h), for the agreement: this rank's probe
+// address and a test of another's. A partition can leave the store reachable, so that a cut-off member keeps
+// reporting; with a ReachCheck each member probes the others that report, and a member that fewer than half of the
+// others reach is fenced out of the new world (it then finds itself excluded, QuorumLost).
+struct ReachCheck {
+  std::string address;
+  std::function<bool(const std::string& address)> reaches;
+};
+
 // The survivors' agreement after a loss in world `old`. Every live member calls it with its start rank `me` and
 // the step it failed in. Each reports under the key prefix `<prefix>/g<old.generation + 1>` (a fresh prefix per
 // generation, so keys of different worlds never mix); once every member has reported, or the join window has
 // passed with more than half of them reported (or more than half reported and every other member was reported
 // lost by its supervisor, report_lost), the first such proposal is claimed as the decision, which every
 // member reads. The new world: the reported members in start-rank order, continuing at the latest step any of
-// them failed in. Throws QuorumLost when this rank is not in the decision, or when no quorum formed within
-// join_s + decide_s; the message names the quorum it missed.
+// them failed in. With `reach`, every reporter also publishes which of the others it reached, a proposal waits for
+// those reports (within the join window) and leaves out the members that fewer than half of the others reached.
+// Throws QuorumLost when this rank is not in the decision, or when no quorum formed within join_s + decide_s; the
+// message names the quorum it missed.
 Membership agree_survivors(KeyStore& store, const std::string& prefix, const Membership& old, int me,
-                           int64_t failed_step, const AgreeTiming& timing);
+                           int64_t failed_step, const AgreeTiming& timing, const ReachCheck* reach = nullptr);
 
 // "0, 2, 3"
 std::string join_ranks(const std::vector<int>& ranks);
@@ -84,8 +95,10 @@ class JoinCheck {
 struct JoinRequest {
   int id = 0;
   std::string nonce;
+  std::string address;  // the joiner's reach probe (ReachCheck::address), "" when it has none
 };
-void post_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce);
+void post_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce,
+               const std::string& address = "");
 // The requests of start ranks 0..ids-1 that are not members of `world`, in start-rank order.
 std::vector<JoinRequest> pending_joins(KeyStore& store, const std::string& prefix, const Membership& world, int ids);
 // Answers a request (and removes it, unless a newer one replaced it): `next` is the world the joiner is admitted to.

@@ -52,6 +52,7 @@ class Trainer {
     int start_rank = 0;
     int start_world = 1;
     std::optional<Membership> joined;
+    ReachCheck reach;  // reachability on the ranks' network for the agreement (none: the store alone decides)
   };
   void enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, std::unique_ptr<KeyStore> store,
                      const ElasticStart& start);

@@ -23,6 +23,7 @@ void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, 
   s->store = std::move(store);
   s->start_rank = start.start_rank;
   s->start_world = start.start_world;
+  s->reach = start.reach;
   if (start.joined) {
     s->world = *start.joined;
     s->joining = true;
@@ -77,6 +78,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
   size_t undone = 0;
   std::fprintf(stderr, "train: rank %d (started as rank %d): peer lost in step %lld; agreeing on the survivors "
                "(window %.0f s): %s\n", cfg.rank, S.start_rank, (long long)failed_step, timing.join_s, why.c_str());
+  S.look = nullptr;  // a look for joiners in flight goes with the failed world (the check restarts below)
   for (size_t attempt = 0;; ++attempt) {
     // The engine's collectives have failed and it refers to the backend: both go, which closes this rank's
     // sockets, so peers still blocked on them fail at once.
@@ -90,7 +92,8 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
       throw PeerLost("on-peer-loss shrink: no stable world after " + std::to_string(attempt) + " attempts: " + cause);
     Membership next;
     try {
-      next = agree_survivors(*S.store, "shrink", S.world, S.start_rank, failed_step, timing);
+      next = agree_survivors(*S.store, "shrink", S.world, S.start_rank, failed_step, timing,
+                             S.reach.reaches ? &S.reach : nullptr);
     } catch (const QuorumLost& e) {
       if (auto* w = rec.metrics()) {
         w->append_event(failed_step, "shrink-quorum-lost", e.what());
@@ -191,19 +194,39 @@ std::string hex(uint32_t v) {
 
 bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progress) {
   Shrink& S = *shrink;
-  if (!S.join_check.due(step)) return false;
-  // Rank 0 looks; every rank learns the answer in the same collective, in the same place of the op order.
-  std::vector<JoinRequest> joins;
-  std::vector<float> flags(size_t(S.start_world), 0.f);
-  if (rank0()) {
-    joins = pending_joins(*S.store, "shrink", S.world, S.start_world);
-    for (const auto& j : joins) flags[size_t(j.id)] = 1;
-  }
-  backend->broadcast(flags.data(), flags.size(), 0)->wait();
+  // Rank 0 looks at a check step; every rank learns the answer from one small broadcast, launched there in the
+  // same place of the op order and waited for at the next step, so that its latency hides behind a step's compute.
   std::vector<int> joiners;
-  for (size_t id = 0; id < flags.size(); ++id)
-    if (flags[id] != 0) joiners.push_back(int(id));
-  if (joiners.empty()) return false;
+  if (S.look) {
+    S.look->wait();
+    S.look = nullptr;
+    for (size_t id = 0; id < S.look_flags.size(); ++id)
+      if (S.look_flags[id] != 0) joiners.push_back(int(id));
+  }
+  if (joiners.empty()) {
+    if (S.join_check.due(step)) {
+      S.look_flags.assign(size_t(S.start_world), 0.f);
+      S.looked.clear();
+      if (rank0()) {
+        S.looked.clear();
+        for (auto& j : pending_joins(*S.store, "shrink", S.world, S.start_world)) {
+          // A joiner this rank cannot reach on the ranks' network (a partition) would only fail the new world's
+          // connect, stalling every member: it waits for a later check.
+          if (S.reach.reaches && !j.address.empty() && !S.reach.reaches(j.address)) {
+            if (S.unreached.insert(j.nonce).second)
+              progress.message("rejoin: rank " + std::to_string(j.id) + " asks to join but is not reachable on the "
+                               "ranks' network; it is looked at again at the next check");
+            continue;
+          }
+          S.looked.push_back(j);
+          S.look_flags[size_t(j.id)] = 1;
+        }
+      }
+      S.look = backend->broadcast(S.look_flags.data(), S.look_flags.size(), 0);
+    }
+    return false;
+  }
+  const std::vector<JoinRequest> joins = std::move(S.looked);
   const double t0 = now_s();
   // One average of every layer that is not in lock-step (delayed averages merged first), as at the end of a run:
   // the old members then hold bitwise equal parameters, which the joiners receive. The engine goes, and with it
@@ -301,7 +324,17 @@ int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
 }
 
 void Trainer::Impl::end_elastic() {
-  if (shrink) mark_run_done(*shrink->store, "shrink");
+  if (!shrink) return;
+  // The run's last look for joiners: nobody is admitted any more (a waiting joiner gives up at the mark below).
+  if (shrink->look) {
+    try {
+      shrink->look->wait();
+    } catch (const PeerLost&) {
+      // a peer lost after the last step: the outputs are complete (the final barrier says so)
+    }
+    shrink->look = nullptr;
+  }
+  mark_run_done(*shrink->store, "shrink");
 }
 
 }  // namespace dd::train

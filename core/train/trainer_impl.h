@@ -2,6 +2,7 @@
 // and rejoin, docs/elastic.md). Private to core/train.
 #pragma once
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,11 @@ struct Trainer::Impl {
     int start_world = 1;
     bool joining = false;
     JoinCheck join_check;
+    WorkPtr look;                     // the look for joiners launched at the last check step, not yet waited for
+    std::vector<float> look_flags;    // its answer: 1 for each start rank that asked to join
+    std::vector<JoinRequest> looked;  // rank 0: the requests it saw then (answered when the world grows)
+    std::set<std::string> unreached;  // rank 0: requests (nonces) it could not reach, said once each
+    ReachCheck reach;
     std::shared_ptr<sync::InPlaceUndo> undo = std::make_shared<sync::InPlaceUndo>();
     std::vector<float> params, buffers, opt_state;
     std::vector<int64_t> layer_steps;
@@ -69,8 +75,9 @@ struct Trainer::Impl {
   // Collective: rank 0's per-layer optimizer step counts, taken by this rank when `take`; a rank with another
   // number of layers throws, naming `what`.
   void share_layer_steps(const char* what, bool take);
-  // At the start of `step`: on a check step, rank 0 looks for joiners and tells every rank; with some, the world
-  // grows (one average of the old members, a new backend, admit()). True when it grew.
+  // At the start of `step`: when the look launched at the last check step found joiners, the world grows (one average
+  // of the old members, a new backend, admit()) and this returns true; otherwise, on a check step, rank 0 looks for
+  // joiners and launches the broadcast that tells every rank, waited for at the next step.
   bool grow_world(int64_t step, RunRecorder& rec, Progress& progress);
   // Every member of a new world, the joiner too: rank 0's step, data position, parameters, buffers and optimizer
   // state (taken by the joiner), a new sharder and engine, and a hash of the state that every rank compares.

@@ -39,13 +39,18 @@ AgreeTiming quick() {
 }
 
 // Each of `ranks` agrees on its own thread (with its own store handle); results in rank order.
+// With `side` (start rank -> side of a partition), each rank reaches exactly the ranks on its own side.
 std::vector<std::future<Membership>> agree_all(const std::string& dir, const Membership& old, std::vector<int> ranks,
-                                               std::vector<int64_t> steps, AgreeTiming t = quick()) {
+                                               std::vector<int64_t> steps, AgreeTiming t = quick(),
+                                               std::vector<int> side = {}) {
   std::vector<std::future<Membership>> out;
   for (size_t i = 0; i < ranks.size(); ++i)
     out.push_back(std::async(std::launch::async, [=] {
       auto store = make_file_key_store(dir);
-      return agree_survivors(*store, "shrink", old, ranks[i], steps[i], t);
+      ReachCheck reach{std::to_string(ranks[i]), [&side, me = ranks[i]](const std::string& a) {
+                         return side[size_t(me)] == side[size_t(std::stoi(a))];
+                       }};
+      return agree_survivors(*store, "shrink", old, ranks[i], steps[i], t, side.empty() ? nullptr : &reach);
     }));
   return out;
 }
@@ -149,6 +154,49 @@ TEST(ShrinkAgree, GenerationsUseFreshKeys) {
   }
 }
 
+// A partition that leaves the store reachable: rank 2 keeps reporting but none of the others reaches it on the
+// ranks' network. The others form a world without it, and it learns that it was fenced out (without the probes
+// all four would form a world that cannot connect).
+TEST(ShrinkAgree, PartitionedRankIsFencedOut) {
+  TempDir d;
+  auto fs = agree_all(d.path, world_of({0, 1, 2, 3}), {0, 1, 2, 3}, {5, 5, 5, 5}, AgreeTiming{}, {0, 0, 1, 0});
+  for (int r : {0, 1, 3}) EXPECT_EQ(fs[size_t(r)].get().members, (std::vector<int>{0, 1, 3})) << "rank " << r;
+  try {
+    fs[2].get();
+    ADD_FAILURE() << "the partitioned rank continued";
+  } catch (const QuorumLost& e) {
+    EXPECT_NE(std::string(e.what()).find("excluded: rank 0, 1, 3 (3 of 4, a quorum) formed generation 1 without this "
+                                         "rank (started as rank 2); fewer than half of the others reached it"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Two halves that cannot reach each other: neither is more than half, so every rank ends (no quorum), none hangs.
+TEST(ShrinkAgree, EvenSplitEndsWithoutAWorld) {
+  TempDir d;
+  auto fs = agree_all(d.path, world_of({0, 1, 2, 3}), {0, 1, 2, 3}, {5, 5, 5, 5}, quick(), {0, 0, 1, 1});
+  for (auto& f : fs) {
+    try {
+      f.get();
+      ADD_FAILURE() << "half of the world continued";
+    } catch (const QuorumLost& e) {
+      EXPECT_NE(std::string(e.what()).find("no quorum: of the 4 ranks of generation 0 that reported (rank 0, 1, 2, 3), "
+                                           "only 0 reach enough of the others on the ranks' network; a new world "
+                                           "needs more than half (3)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// With every rank reaching every other, the probes change nothing.
+TEST(ShrinkAgree, ProbesThatAllReachKeepEveryone) {
+  TempDir d;
+  auto fs = agree_all(d.path, world_of({0, 1, 2}), {0, 1, 2}, {3, 4, 3}, AgreeTiming{}, {0, 0, 0});
+  for (auto& f : fs) EXPECT_EQ(f.get().members, (std::vector<int>{0, 1, 2}));
+}
+
 // A rank its supervisor saw end (report_lost) is not waited for: with a quorum reported and every other member
 // certainly lost, the survivors decide at once, long before their join window.
 TEST(ShrinkAgree, CertainLossDecidesBeforeTheJoinWindow) {
@@ -198,6 +246,19 @@ TEST(RejoinStore, AnswerReachesTheRequestAndRemovesIt) {
   EXPECT_EQ(m.generation, 2);
   EXPECT_EQ(m.members, next.members);
   EXPECT_EQ(m.step, 40);
+}
+
+// A request carries the joiner's reach probe address; the nonce still names it alone, and answering removes it.
+TEST(RejoinStore, RequestCarriesTheProbeAddress) {
+  TempDir d;
+  auto s = make_file_key_store(d.path);
+  post_join(*s, "shrink", 2, "n1", "10.0.0.3:4100");
+  auto joins = pending_joins(*s, "shrink", world_of({0, 1}, 1), 3);
+  ASSERT_EQ(joins.size(), 1u);
+  EXPECT_EQ(joins[0].nonce, "n1");
+  EXPECT_EQ(joins[0].address, "10.0.0.3:4100");
+  answer_join(*s, "shrink", joins[0], world_of({0, 1, 2}, 2));
+  EXPECT_TRUE(pending_joins(*s, "shrink", world_of({0, 1}, 1), 3).empty());
 }
 
 TEST(RejoinStore, JoinerGivesUpWhenTheRunIsOver) {
