@@ -185,13 +185,13 @@ def run_one(a, model, steps, policy, mode, fault, seed):
 def overhead(a, start):
     """--overhead N: the fault-free cost of being ready for one. The same run with the default (--on-peer-loss
     exit) and with shrink (the values an in-place average of the state overwrites kept until it completes, a look
-    for joiners every period),
-    alternating, N times each; the summary's samples/s (timed steps only) of each."""
+    for joiners every period), alternating, N times each, the order swapped every repeat (exit first in even
+    repeats, shrink first in odd ones); the summary's samples/s (timed steps only) of each."""
     model, steps = a.models.split(",")[0].partition("=")[::2]
     rows = []
     for rep in range(a.overhead):
         for policy in a.policies.split(","):
-            for mode in ("exit", "shrink"):
+            for mode in (("exit", "shrink") if rep % 2 == 0 else ("shrink", "exit")):
                 out = os.path.join(a.out, "overhead_%s_%s_%s_%d" % (model, re.sub(r"[^a-z0-9]+", "_", policy), mode,
                                                                     rep))
                 if os.path.exists(out):
