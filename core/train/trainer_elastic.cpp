@@ -1,12 +1,11 @@
 // Shrink without restart and rejoin with live recovery (docs/elastic.md): the trainer's side of a world that
 // loses members and admits them again. The agreement and the key store are in elastic.cpp.
-#include <zlib.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
 #include "core/common/clock.h"
+#include "core/common/crc.h"
 #include "core/common/error.h"
 #include "core/telemetry/metrics_writer.h"
 #include "core/train/trainer_impl.h"
@@ -170,19 +169,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
 
 namespace {
 
-// CRC-32 of a float arena's bytes (zlib), in chunks that fit its length argument.
-uint32_t crc_of(const float* p, size_t n) {
-  uLong c = crc32(0L, Z_NULL, 0);
-  const auto* b = reinterpret_cast<const Bytef*>(p);
-  size_t left = n * sizeof(float);
-  while (left > 0) {
-    const uInt k = uInt(std::min<size_t>(left, size_t(1) << 30));
-    c = crc32(c, b, k);
-    b += k;
-    left -= k;
-  }
-  return uint32_t(c);
-}
+uint32_t crc_of(const float* p, size_t n) { return crc32_of(p, n * sizeof(float)); }
 
 std::string hex(uint32_t v) {
   char s[9];
@@ -305,9 +292,12 @@ int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
   auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
   moved->continue_at(step, position);
   sharder = std::move(moved);
-  // A joiner has no profile: the grown world profiles again, every rank alike.
-  engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, step, profile_carry, nullptr,
-                           undo());
+  // The profile: a joiner carries none, so every rank takes rank 0's (the old members' are equal to it) and the
+  // grown world scales it instead of profiling again; none there (a loss during the profiling steps): it profiles.
+  const sync::ProfileCarry carried =
+      sync::ProfileCarry::decode(backend->allgather(rank0() ? profile_carry->encode() : std::string())[0]);
+  engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, step, profile_carry,
+                           carried.has() ? &carried : nullptr, undo());
   // Every rank compares: parameters and buffers equal everywhere, the joiner's optimizer state equal to rank 0's.
   const std::string h = hex(crc_of(model->params().data(), model->params().size())) + "," +
                         hex(crc_of(model->buffers().data(), model->buffers().size())) + "," +

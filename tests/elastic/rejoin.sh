@@ -69,4 +69,11 @@ import h5py, sys
 steps = list(h5py.File(sys.argv[1], "r")["steps"]["step"])
 assert steps == list(range(int(sys.argv[2]))), steps
 PY
+# A self-profiling policy profiled once, on 4 ranks; the shrunk world scaled that profile to 3 ranks, and the grown
+# one (the joiner took rank 0's) to 4 again: no profiling steps after the loss.
+if [[ $POLICY == dreamddp* ]]; then
+  [ "$(grep -c "profiling backward and communication" "$LOG0")" -eq 1 ] &&
+    grep -q "^sync: the profile of 4 ranks scaled to 3 " "$LOG0" && grep -q "^sync: the profile of 3 ranks scaled to 4 " "$LOG0" ||
+    { echo "the profile was not carried through the shrink and the rejoin:"; grep -E "profil|^sync" "$LOG0"; exit 1; }
+fi
 echo "OK: $POLICY ($MODE), rank 2 killed, started again, rejoined; 4 ranks bitwise equal"

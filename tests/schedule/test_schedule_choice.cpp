@@ -175,3 +175,26 @@ TEST(ProfileCarry, ScalesTheAllReduceModelAsARing) {
   EXPECT_NE(a.fingerprint(), b.fingerprint());
   EXPECT_EQ(ProfileCarry{}.fingerprint(), "none");
 }
+
+// What a joiner receives: the carried profile as text and back, every double bit for bit; none stays none, and a
+// damaged text is refused.
+TEST(ProfileCarry, TextRoundTripIsBitwise) {
+  LayerTimes t;
+  t.backward_s = {1.0 / 3, 2e-7, 0.0, 5.5};
+  t.comm_s = {std::nextafter(1e-3, 1.0), 3e-4, 7.25e-5, 0.1};
+  t.contention.compute = 0.11;
+  t.contention.comm = 0.27;
+  const ProfileCarry a{t, 4};
+  const ProfileCarry b = ProfileCarry::decode(a.encode());
+  EXPECT_EQ(b.world, 4);
+  EXPECT_EQ(a.fingerprint(), b.fingerprint());
+  EXPECT_EQ(b.times.backward_s, t.backward_s);
+  EXPECT_EQ(b.times.comm_s, t.comm_s);
+  EXPECT_EQ(b.times.contention.comm, t.contention.comm);
+  EXPECT_EQ(ProfileCarry().encode(), "");
+  EXPECT_FALSE(ProfileCarry::decode("").has());
+  std::string bad = a.encode();
+  bad.pop_back();
+  EXPECT_THROW(ProfileCarry::decode(bad), std::invalid_argument);
+  EXPECT_THROW(ProfileCarry::decode("4;x"), std::invalid_argument);
+}

@@ -5,25 +5,70 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/common/crc.h"
 #include "core/sync/profile/comm_fit.h"
 
 namespace dd::sync {
 
 std::string ProfileCarry::fingerprint() const {
   if (!has()) return "none";
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the doubles' bytes
-  auto mix = [&](double x) {
-    unsigned char b[sizeof x];
-    std::memcpy(b, &x, sizeof x);
-    for (unsigned char c : b) h = (h ^ c) * 1099511628211ull;
-  };
+  uint32_t h = 0;  // CRC-32 over the doubles' bytes
+  auto mix = [&](double x) { h = crc32_of(&x, sizeof x, h); };
   for (double x : times.backward_s) mix(x);
   for (double x : times.comm_s) mix(x);
   mix(times.contention.compute);
   mix(times.contention.comm);
   char s[64];
-  std::snprintf(s, sizeof s, "%d:%zu:%016llx", world, times.backward_s.size(), (unsigned long long)h);
+  std::snprintf(s, sizeof s, "%d:%zu:%08x", world, times.backward_s.size(), unsigned(h));
   return s;
+}
+
+namespace {
+
+void put(std::string& s, double x) {
+  uint64_t u;
+  std::memcpy(&u, &x, sizeof u);
+  char b[20];
+  std::snprintf(b, sizeof b, "%016llx,", (unsigned long long)u);
+  s += b;
+}
+
+double take(const std::string& s, size_t* at) {
+  const size_t end = s.find(',', *at);
+  if (end == std::string::npos || end - *at != 16) throw std::invalid_argument("profile text: malformed number");
+  const uint64_t u = std::stoull(s.substr(*at, 16), nullptr, 16);
+  *at = end + 1;
+  double x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+}  // namespace
+
+std::string ProfileCarry::encode() const {
+  if (!has()) return "";
+  std::string s = std::to_string(world) + ";" + std::to_string(times.backward_s.size()) + ";";
+  for (double x : times.backward_s) put(s, x);
+  for (double x : times.comm_s) put(s, x);
+  put(s, times.contention.compute);
+  put(s, times.contention.comm);
+  return s;
+}
+
+ProfileCarry ProfileCarry::decode(const std::string& text) {
+  ProfileCarry c;
+  if (text.empty()) return c;
+  const size_t a = text.find(';'), b = text.find(';', a == std::string::npos ? 0 : a + 1);
+  if (a == std::string::npos || b == std::string::npos) throw std::invalid_argument("profile text: no header");
+  c.world = std::stoi(text.substr(0, a));
+  const size_t n = std::stoul(text.substr(a + 1, b - a - 1));
+  if (text.size() - (b + 1) != (2 * n + 2) * 17) throw std::invalid_argument("profile text: wrong length");
+  size_t at = b + 1;
+  for (size_t i = 0; i < n; ++i) c.times.backward_s.push_back(take(text, &at));
+  for (size_t i = 0; i < n; ++i) c.times.comm_s.push_back(take(text, &at));
+  c.times.contention.compute = take(text, &at);
+  c.times.contention.comm = take(text, &at);
+  return c;
 }
 
 LayerTimes scale_profile(const LayerTimes& t, const std::vector<LayerMeta>& layers, int from, int to) {

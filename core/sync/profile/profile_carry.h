@@ -20,6 +20,10 @@ struct ProfileCarry {
   // A short text that is equal on two ranks exactly when their carried profiles are (the survivors compare it
   // before they rely on it).
   std::string fingerprint() const;
+  // The carried profile as text, every double bit for bit ("" for none), and back: how a joiner receives the live
+  // world's profile. decode() throws std::invalid_argument on a malformed text.
+  std::string encode() const;
+  static ProfileCarry decode(const std::string& text);
 };
 
 // `t`, measured on `from` ranks, as the model predicts it on `to` ranks (both >= 2): backward times and contention
