@@ -16,6 +16,7 @@
 #include "app/cli/bench_gemm.h"
 #include "core/common/clock.h"
 #include "core/common/error.h"
+#include "core/common/median.h"
 #include "app/commands.h"
 #ifdef DREAMDDP_HAVE_NCCL
 #include "backends/nccl/nccl_backend.h"
@@ -194,12 +195,6 @@ class BenchBuffer {
   std::vector<float> host_;
   float* dev_ = nullptr;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 
 // The bare gloo::allreduce for --compare-bare, or a UsageError when this build/backend cannot give one.
 std::function<void(float*, size_t)> bare_allreduce_of(Backend& be) {

@@ -4,14 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/common/median.h"
+
 namespace dd::sync {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // The least-squares line through every size, clamped to non-negative latency and rate: what the sizes support when
 // none is small next to the largest, so that latency and bandwidth cannot be told apart by size.

@@ -19,6 +19,8 @@ struct ReadyClock : nn::BackwardHook {
   void on_layer_ready(int i) override { t[i] = now_s(); }
 };
 
+// The upper median (no mean of the middle two): the profiles were always taken so, and a schedule solved from them
+// depends on their exact values.
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
