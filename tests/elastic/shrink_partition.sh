@@ -13,6 +13,20 @@ ip netns add "$probe" 2>/dev/null || { echo "skipped: ip netns add is not permit
 ip netns del "$probe"
 W=$(mktemp -d /tmp/dd_partition.XXXXXX)
 source "$(dirname "$0")/shrink_lib.sh"
+# On any exit: the link back up, the ranks continued, and the launcher asked to end (SIGTERM, so that it tears its
+# namespaces down) before the library's cleanup.
+NS="" DEV="" LPID=""
+end_test() {
+  [ -z "$NS" ] || ip -n "$NS" link set dev "$DEV" up 2>/dev/null || true
+  if [ -n "$LPID" ] && kill -0 "$LPID" 2>/dev/null; then
+    # shellcheck disable=SC2046
+    kill -CONT $(ranks_of "$LPID") 2>/dev/null || true
+    kill -TERM "$LPID" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$LPID" 2>/dev/null || break; sleep 0.1; done
+  fi
+  cleanup
+}
+trap end_test EXIT
 STEPS=300
 DREAMDDP_PAUSE_AFTER_STEPS=30 timeout -s KILL 240 "$BIN" launch -n 3 --netem 1gbit --iface-prefix ddtq --grace 2 \
   --max-restarts 2 -- train --model mlp:width=64 --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 2 \
@@ -20,7 +34,6 @@ DREAMDDP_PAUSE_AFTER_STEPS=30 timeout -s KILL 240 "$BIN" launch -n 3 --netem 1gb
   > /dev/null 2> "$W/launch.log" &
 TPID=$!  # `timeout`, whose child is the launcher
 PIDS=($TPID)
-LPID=""
 for _ in $(seq 1 3000); do
   [ -n "$LPID" ] || LPID=$(pgrep -P $TPID | head -n 1 || true)
   [ -n "$LPID" ] && [ "$(ranks_of "$LPID" | wc -l)" -eq 3 ] && break
