@@ -585,12 +585,17 @@ def render_shrink_overhead(results, name="shrink_overhead.json"):
     if not d:
         return _absent("the fault-free cost of shrink", "run `experiments/chaos.py --overhead N`")
     u = d["set_up"]
-    out = ["| policy | `--on-peer-loss exit` (samples/s) | `--on-peer-loss shrink` (samples/s) | **shrink / exit** |",
-           "|---|---|---|---|"]
+    out = ["| policy | `--on-peer-loss exit` (samples/s) | `--on-peer-loss shrink` (samples/s) | **shrink / exit** "
+           "| pairs (min-max) |", "|---|---|---|---|---|"]
     for policy in dict.fromkeys(r["policy"] for r in d["runs"]):
-        ex = _median([r["samples_per_s"] for r in d["runs"] if r["policy"] == policy and r["mode"] == "exit"])
-        sh = _median([r["samples_per_s"] for r in d["runs"] if r["policy"] == policy and r["mode"] == "shrink"])
-        out.append("| %s | %.0f | %.0f | **%.3f** |" % (policy, ex, sh, sh / ex))
+        runs = [r for r in d["runs"] if r["policy"] == policy]
+        ex = _median([r["samples_per_s"] for r in runs if r["mode"] == "exit"])
+        sh = _median([r["samples_per_s"] for r in runs if r["mode"] == "shrink"])
+        by = {}
+        for r in runs:
+            by.setdefault(r["repeat"], {})[r["mode"]] = r["samples_per_s"]
+        pairs = [p["shrink"] / p["exit"] for p in by.values() if "shrink" in p and "exit" in p]
+        out.append("| %s | %.0f | %.0f | **%.3f** | %.3f-%.3f |" % (policy, ex, sh, sh / ex, min(pairs), max(pairs)))
     out += ["", ("%s, %d steps, %d ranks, batch %d per rank, `launch --netem %s`, no fault; median of %d alternating "
                  "repeats (timed steps). %s") % (u["model"], u["steps"], u["ranks"], u["batch"], u["netem"],
                                                  u["repeats"], _prov(d)), ""]
@@ -1410,6 +1415,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_
              "sensitivity_e2e_cnn": lambda r: render_sensitivity_e2e(r, "sensitivity_e2e_cnn.json"),
              "sensitivity_seeds32": lambda r: render_sensitivity_seeds(r, "sensitivity_seeds32.json"),
              "chaos": render_chaos, "shrink_overhead": render_shrink_overhead,
+             "chaos_shrink": lambda r: render_chaos(r, "chaos_shrink.json"),
              "findings": render_findings, "history_index": render_history_index,
              "topk_compression": render_topk_compression, "torchft": render_torchft,
              "torchft_faults": render_torchft_faults}
