@@ -4,7 +4,7 @@
 # and batch, and prints measured vs simulated step_ms and their ratio.
 #
 #   experiments/sim_validate.sh [--profile DIR] [--bp run|profile] [--step run|profile] [--bin build/dreamddp]
-#                               [--json FILE] RUNDIR...
+#                               [--json FILE] [--measured-by FILE] RUNDIR...
 #
 # The simulation's inputs come from the run and its setting only:
 #   per-layer backward times           the profile's bp.json; --bp run takes the run's own /layer_ready instead
@@ -24,21 +24,24 @@
 # With --bp run --step run every compute time comes from the run itself, so what is left between simulated and
 # measured is the model of synchronization and the network alone, not how far the machine's speed drifted
 # between the profile and the run.
-# --json FILE also writes the table as JSON. Exit 0 when every run was simulated (a ratio far from 1 is a
-# finding, not a failure).
+# --json FILE also writes the table as JSON; --measured-by FILE (a results file of the measurement, e.g. the
+# --results of experiments/regime_map.sh that ran RUNDIR...) adds its command and machine to it as measured_by.
+# Exit 0 when every run was simulated (a ratio far from 1 is a finding, not a failure).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sim_validate.sh
 prov_command -- "$@"
 BIN=${DREAMDDP_BIN:-$(cd "$(dirname "$0")/.." && pwd)/build/dreamddp} PROFILE="" JSON="" BP=profile STEP=profile
+MEASURED_BY=""
 RUNS=()
 while [ $# -gt 0 ]; do
   case $1 in
-    --profile|--bin|--json|--bp|--step) need_value -- "$@" ;;
+    --profile|--bin|--json|--bp|--step|--measured-by) need_value -- "$@" ;;
   esac
   case $1 in
     --profile) PROFILE=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --json) JSON=$2; shift 2 ;;
+    --measured-by) MEASURED_BY=$2; shift 2 ;;
     --bp) BP=$2; shift 2; [ "$BP" = run ] || [ "$BP" = profile ] || die "--bp must be run or profile" ;;
     --step) STEP=$2; shift 2; [ "$STEP" = run ] || [ "$STEP" = profile ] || die "--step must be run or profile" ;;
     -h|--help) usage_from_header; exit 0 ;;
@@ -52,16 +55,23 @@ for r in "${RUNS[@]}"; do
   [ -f "$r/metrics.h5" ] && [ -f "$r/summary.json" ] || die "$r: not a run directory (needs metrics.h5 and summary.json)"
 done
 [ -z "$PROFILE" ] || [ -f "$PROFILE/bp.json" ] || die "--profile $PROFILE: no bp.json there"
+if [ -n "$MEASURED_BY" ]; then
+  [ -n "$JSON" ] || die "--measured-by goes with --json (it is recorded there)"
+  /usr/bin/python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if isinstance(d, dict) and isinstance(d.get("command"), str) and isinstance(d.get("machine"), dict) else 1)' \
+    "$MEASURED_BY" 2>/dev/null || die "--measured-by $MEASURED_BY: not a results file with a command and a machine"
+fi
 prov_start
-exec /usr/bin/python3 - "$BIN" "$PROFILE" "$JSON" "$BP" "$STEP" "${RUNS[@]}" <<'PYEOF'
+exec /usr/bin/python3 - "$BIN" "$PROFILE" "$JSON" "$BP" "$STEP" "$MEASURED_BY" "${RUNS[@]}" <<'PYEOF'
 import json, os, subprocess, sys, tempfile
 sys.path.insert(0, os.environ["PROV_LIB"])
 import provenance
 import h5py
 import numpy as np
 
-binary, profile_arg, json_out, bp_from, step_from = sys.argv[1:6]
-runs = sys.argv[6:]
+binary, profile_arg, json_out, bp_from, step_from, measured_by = sys.argv[1:7]
+runs = sys.argv[7:]
 tmp = tempfile.mkdtemp(prefix="dd_sim_validate_")
 
 
@@ -169,5 +179,9 @@ print(json.dumps({"validation": [{k: r[k] for k in ("run", "policy", "world", "m
                                                     "simulated_step_ms", "ratio")} for r in rows]}))
 if json_out:
     repo = os.path.dirname(os.path.dirname(os.environ["PROV_LIB"]))
-    provenance.write_json_atomic(json_out, provenance.repo_relative(provenance.stamp_from_env({"rows": rows}), repo))
+    doc = provenance.stamp_from_env({"rows": rows})
+    if measured_by:
+        m = json.load(open(measured_by))
+        doc["measured_by"] = {"command": m["command"], "machine": m["machine"]}
+    provenance.write_json_atomic(json_out, provenance.repo_relative(doc, repo))
 PYEOF
