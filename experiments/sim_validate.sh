@@ -24,8 +24,11 @@
 # With --bp run --step run every compute time comes from the run itself, so what is left between simulated and
 # measured is the model of synchronization and the network alone, not how far the machine's speed drifted
 # between the profile and the run.
-# --json FILE also writes the table as JSON; --measured-by FILE (a results file of the measurement, e.g. the
-# --results of experiments/regime_map.sh that ran RUNDIR...) adds its command and machine to it as measured_by.
+# --json FILE also writes the table as JSON, with the compute per step the simulation was given (forward + backward
+# + update, no contention) beside the run's own (its median and mean over the steps after warm-up): a run that
+# computed slower than its profile, on the whole or in some steps, shows there. --measured-by FILE (a results file
+# of the measurement, e.g. the --results of experiments/regime_map.sh that ran RUNDIR...) adds its command and
+# machine to it as measured_by.
 # Exit 0 when every run was simulated (a ratio far from 1 is a finding, not a failure).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sim_validate.sh
@@ -113,6 +116,7 @@ for run in runs:
     warm = min(5, nsteps // 10)
     st = steps[steps["step"] >= warm]
     fwd, upd = float(np.median(st["forward_ms"])), float(np.median(st["update_ms"]))
+    comp = st["forward_ms"] + st["backward_ms"] + st["update_ms"]  # the run's compute per step (rank 0)
     prof = profile_arg or (os.path.join(run, "profile") if os.path.isfile(os.path.join(run, "profile", "bp.json")) else "")
     if not prof:
         prof = os.path.join(tmp, os.path.basename(os.path.abspath(run)) + "_profile")
@@ -148,6 +152,7 @@ for run in runs:
             json.dump(comm, open(os.path.join(derived, "comm.json"), "w"))
             prof, bp_source = derived, "run"
     c = np.array([float(v or 0) for v in comm.values()])
+    bp_sum = sum(float(v or 0) for v in json.load(open(os.path.join(prof, "bp.json"))).values())
     if len(c) != len(layer_bytes):
         sys.exit(f"sim_validate.sh: {prof} has {len(c)} layers, the run's model {len(layer_bytes)}")
     per_byte, alpha = network_fit(layer_bytes, c) if world > 1 else (0.0, 0.0)
@@ -173,6 +178,8 @@ for run in runs:
                  "measured_exposed_comm_fraction": s.get("exposed_comm_fraction"),
                  "simulated_exposed_comm_fraction": sim["exposed_comm_fraction"],
                  "forward_ms": fwd, "update_ms": upd, "fit_alpha_s": alpha, "fit_per_byte_s": per_byte,
+                 "sim_compute_ms": fwd + upd + bp_sum * 1e3,
+                 "run_compute_ms_median": float(np.median(comp)), "run_compute_ms_mean": float(np.mean(comp)),
                  "profile": prof, "backward_from": bp_source, "forward_update_from": step_source,
                  "command": " ".join(args[1:])})
 print(json.dumps({"validation": [{k: r[k] for k in ("run", "policy", "world", "measured_step_ms",
