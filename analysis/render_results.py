@@ -671,12 +671,14 @@ PAPER_MODELS = ("gpt2", "resnet50")
 
 def _median_run(rows):
     """The median run of one policy's runs by measured step time (the mean of the middle two for an even count):
-    (measured ms, simulated ms, simulated / measured, that run's mean compute per step, the compute simulated)."""
+    (measured ms, simulated ms, simulated / measured, that run's mean compute per step, the compute simulated,
+    measured and simulated exposed communication in percent of the step)."""
     rows = sorted(rows, key=lambda r: r["measured_step_ms"])
     mid = rows[(len(rows) - 1) // 2: len(rows) // 2 + 1]
     avg = lambda k: sum(r[k] for r in mid) / len(mid) if all(r.get(k) is not None for r in mid) else None
+    pct = lambda k: 100 * avg(k) if avg(k) is not None else None
     return (avg("measured_step_ms"), avg("simulated_step_ms"), avg("ratio"), avg("run_compute_ms_mean"),
-            avg("sim_compute_ms"))
+            avg("sim_compute_ms"), pct("measured_exposed_comm_fraction"), pct("simulated_exposed_comm_fraction"))
 
 
 def render_sim_validation_paper(results):
@@ -696,8 +698,8 @@ def render_sim_validation_paper(results):
                        "on a gpt2 or resnet50 cell")
     short = lambda p: ",".join(x for x in p.split(",") if not x.startswith("profile="))
     out = ["| cell | policy | runs | measured ms, median run (range) | simulated ms | simulated / median run | "
-           "with the runs' own compute | compute per step: median run / simulated |",
-           "|---|---|---|---|---|---|---|---|"]
+           "with the runs' own compute | compute per step: median run / simulated | exposed comm: median run, "
+           "simulated |", "|---|---|---|---|---|---|---|---|---|"]
     met, pairs, provs = 0, 0, []
     for cell, d, rc in docs:
         by, by_rc = {}, {}
@@ -706,15 +708,15 @@ def render_sim_validation_paper(results):
         for r in (rc or {}).get("rows", []):
             by_rc.setdefault(short(r["policy"]), []).append(r)
         for pol, rows in by.items():
-            meas, sim, ratio, comp, sim_comp = _median_run(rows)
+            meas, sim, ratio, comp, sim_comp, exp_m, exp_s = _median_run(rows)
             pairs += 1
             met += abs(ratio - 1) <= 0.10
             own = _median_run(by_rc[pol])[2] if pol in by_rc else None
-            out.append("| %s | %s | %d | %.1f (%.1f–%.1f) | %.1f | %s | %s | %s |" % (
+            out.append("| %s | %s | %d | %.1f (%.1f–%.1f) | %.1f | %s | %s | %s | %s, %s |" % (
                 cell, pol, len(rows), meas, min(r["measured_step_ms"] for r in rows),
                 max(r["measured_step_ms"] for r in rows), sim,
                 ("%.2f" if abs(ratio - 1) <= 0.10 else "**%.2f**") % ratio, _f(own),
-                _f(comp / sim_comp if comp and sim_comp else None)))
+                _f(comp / sim_comp if comp and sim_comp else None), _f(exp_m, "%.1f%%"), _f(exp_s, "%.1f%%")))
         provs.append("%s: simulated by %s" % (cell, _prov(d)) + (" Its runs: `%s` — %s." % (
             scrub(d["measured_by"]["command"]), _machine(d["measured_by"]["machine"])) if d.get("measured_by") else ""))
         if rc:
@@ -724,7 +726,8 @@ def render_sim_validation_paper(results):
                 "backward (medians over the steps after warm-up, `--bp run --step run`) in place of the profile's, "
                 "so that what is left is the model of the network and of synchronization. *Compute per step*: the "
                 "median run's mean forward + backward + update per step over the compute the simulation was given "
-                "from the profile (contention not included)." % (met, pairs), ""]
+                "from the profile (contention not included). *Exposed comm*: the share of the step spent waiting for "
+                "communication, in the median run and in its simulation." % (met, pairs), ""]
     out += ["* " + p for p in provs] + [""]
     return "\n".join(out)
 
