@@ -700,8 +700,11 @@ def render_sim_validation_paper(results):
     out = ["| cell | policy | runs | measured ms, median run (range) | simulated ms | simulated / median run | "
            "with the runs' own compute | compute per step: median run / simulated | exposed comm: median run, "
            "simulated |", "|---|---|---|---|---|---|---|---|---|"]
-    met, pairs, provs = 0, 0, []
+    met, pairs, provs, quiet, slowed = 0, 0, [], [], []
     for cell, d, rc in docs:
+        for r in d["rows"]:
+            if r.get("run_compute_ms_mean") and r.get("sim_compute_ms"):
+                (quiet if r["run_compute_ms_mean"] <= 1.15 * r["sim_compute_ms"] else slowed).append(r["ratio"])
         by, by_rc = {}, {}
         for r in d["rows"]:
             by.setdefault(short(r["policy"]), []).append(r)
@@ -728,6 +731,13 @@ def render_sim_validation_paper(results):
                 "median run's mean forward + backward + update per step over the compute the simulation was given "
                 "from the profile (contention not included). *Exposed comm*: the share of the step spent waiting for "
                 "communication, in the median run and in its simulation." % (met, pairs), ""]
+    inside = lambda xs: sum(1 for x in xs if abs(x - 1) <= 0.10)
+    if quiet or slowed:
+        out += ["Every run, by its compute: of the %d runs whose mean compute per step stayed within 15%% of the "
+                "compute simulated, %d are within 10%% of their simulation (%s); of the %d that computed slower, %d "
+                "(%s)." % (len(quiet), inside(quiet), "%.2f–%.2fx" % (min(quiet), max(quiet)) if quiet else "none",
+                           len(slowed), inside(slowed),
+                           "%.2f–%.2fx" % (min(slowed), max(slowed)) if slowed else "none"), ""]
     out += ["* " + p for p in provs] + [""]
     return "\n".join(out)
 
