@@ -10,6 +10,8 @@
 #   per-layer backward times           the profile's bp.json; --bp run takes the run's own /layer_ready instead
 #                                      (median over its logged steps after step 0; on a loaded 2-core machine
 #                                      the backward of a quiet step, without the comm thread competing)
+#                                      (the results name that profile RUN_BP(RUN/metrics.h5, PROFILE): it is
+#                                      written to a temporary folder, not kept)
 #   per-layer comm times               --profile DIR (bp.json/comm.json, e.g. `dreamddp profile` in the run's
 #                                      setting), else RUNDIR/profile/ if present, else measured now with
 #                                      `dreamddp launch -n WORLD -- profile --model M --batch B --threads T`
@@ -125,6 +127,7 @@ for run in runs:
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(f"sim_validate.sh: {' '.join(cmd)} failed: {p.stderr.strip()[-400:]}")
+    comm_dir = prof
     comm = json.load(open(os.path.join(prof, "comm.json")), object_pairs_hook=lambda kv: dict(kv))
     step_source = "run"
     if step_from == "profile" and os.path.isfile(os.path.join(prof, "step.json")):
@@ -151,6 +154,8 @@ for run in runs:
             json.dump(dict(zip(comm.keys(), [float(x) for x in bp])), open(os.path.join(derived, "bp.json"), "w"))
             json.dump(comm, open(os.path.join(derived, "comm.json"), "w"))
             prof, bp_source = derived, "run"
+    # A derived profile lives in a temporary folder: the results name what it was made of instead.
+    shown = prof if bp_source != "run" else "RUN_BP(%s/metrics.h5, %s)" % (run, comm_dir)
     c = np.array([float(v or 0) for v in comm.values()])
     bp_sum = sum(float(v or 0) for v in json.load(open(os.path.join(prof, "bp.json"))).values())
     if len(c) != len(layer_bytes):
@@ -180,8 +185,8 @@ for run in runs:
                  "forward_ms": fwd, "update_ms": upd, "fit_alpha_s": alpha, "fit_per_byte_s": per_byte,
                  "sim_compute_ms": fwd + upd + bp_sum * 1e3,
                  "run_compute_ms_median": float(np.median(comp)), "run_compute_ms_mean": float(np.mean(comp)),
-                 "profile": prof, "backward_from": bp_source, "forward_update_from": step_source,
-                 "command": " ".join(args[1:])})
+                 "profile": shown, "backward_from": bp_source, "forward_update_from": step_source,
+                 "command": " ".join(args[1:]).replace(prof, shown)})
 print(json.dumps({"validation": [{k: r[k] for k in ("run", "policy", "world", "measured_step_ms",
                                                     "simulated_step_ms", "ratio")} for r in rows]}))
 if json_out:
