@@ -669,6 +669,84 @@ def render_sim_validation(results):
 
 
 
+# The paper's models: their validation files are simulate_validation_CELL.json whose runs are of these models, and
+# beside each, from the same runs with their own compute (`--bp run --step run`), simulate_runcompute_CELL.json.
+PAPER_MODELS = ("gpt2", "resnet50")
+
+
+def _median_run(rows):
+    """The median run of one policy's runs by measured step time (the mean of the middle two for an even count):
+    (measured ms, simulated ms, simulated / measured, that run's mean compute per step, the compute simulated,
+    measured and simulated exposed communication in percent of the step)."""
+    rows = sorted(rows, key=lambda r: r["measured_step_ms"])
+    mid = rows[(len(rows) - 1) // 2: len(rows) // 2 + 1]
+    avg = lambda k: sum(r[k] for r in mid) / len(mid) if all(r.get(k) is not None for r in mid) else None
+    pct = lambda k: 100 * avg(k) if avg(k) is not None else None
+    return (avg("measured_step_ms"), avg("simulated_step_ms"), avg("ratio"), avg("run_compute_ms_mean"),
+            avg("sim_compute_ms"), pct("measured_exposed_comm_fraction"), pct("simulated_exposed_comm_fraction"))
+
+
+def render_sim_validation_paper(results):
+    """The paper's models against the simulator: each cell and policy's median run, simulated from the cell's own
+    profile and, from the same runs, with the runs' own forward, backward and update."""
+    files = sorted(f for f in os.listdir(results) if f.startswith("simulate_validation_") and f.endswith(".json")
+                   and not _SUPERSEDED.search(f))
+    docs = []
+    for f in files:
+        d = _load(results, f)
+        if d and d["rows"] and str(d["rows"][0].get("model", "")).split(":")[0] in PAPER_MODELS:
+            cell = f[len("simulate_validation_"):-len(".json")]
+            docs.append((cell, d, _load(results, "simulate_runcompute_%s.json" % cell)))
+    if not docs:
+        return _absent("the simulator on the paper's models",
+                       "run `experiments/sim_validate.sh --json experiments/results/simulate_validation_CELL.json` "
+                       "on a gpt2 or resnet50 cell")
+    short = lambda p: ",".join(x for x in p.split(",") if not x.startswith("profile="))
+    out = ["| cell | policy | runs | measured ms, median run (range) | simulated ms | simulated / median run | "
+           "with the runs' own compute | compute per step: median run / simulated | exposed comm: median run, "
+           "simulated |", "|---|---|---|---|---|---|---|---|---|"]
+    met, pairs, provs, quiet, slowed = 0, 0, [], [], []
+    for cell, d, rc in docs:
+        for r in d["rows"]:
+            if r.get("run_compute_ms_mean") and r.get("sim_compute_ms"):
+                (quiet if r["run_compute_ms_mean"] <= 1.15 * r["sim_compute_ms"] else slowed).append(r["ratio"])
+        by, by_rc = {}, {}
+        for r in d["rows"]:
+            by.setdefault(short(r["policy"]), []).append(r)
+        for r in (rc or {}).get("rows", []):
+            by_rc.setdefault(short(r["policy"]), []).append(r)
+        for pol, rows in by.items():
+            meas, sim, ratio, comp, sim_comp, exp_m, exp_s = _median_run(rows)
+            pairs += 1
+            met += abs(ratio - 1) <= 0.10
+            own = _median_run(by_rc[pol])[2] if pol in by_rc else None
+            out.append("| %s | %s | %d | %.1f (%.1f–%.1f) | %.1f | %s | %s | %s | %s, %s |" % (
+                cell, pol, len(rows), meas, min(r["measured_step_ms"] for r in rows),
+                max(r["measured_step_ms"] for r in rows), sim,
+                ("%.2f" if abs(ratio - 1) <= 0.10 else "**%.2f**") % ratio, _f(own),
+                _f(comp / sim_comp if comp and sim_comp else None), _f(exp_m, "%.1f%%"), _f(exp_s, "%.1f%%")))
+        provs.append("%s: simulated by %s" % (cell, _prov(d)) + (" Its runs: `%s` — %s." % (
+            scrub(d["measured_by"]["command"]), _machine(d["measured_by"]["machine"])) if d.get("measured_by") else ""))
+        if rc:
+            provs.append("%s, the runs' own compute: %s" % (cell, _prov(rc)))
+    out += ["", "The median run is within 10%% of the simulation in %d of %d cell and policy pairs (bold: outside). "
+                "*With the runs' own compute*: the same runs simulated with their own forward, update and per-layer "
+                "backward (medians over the steps after warm-up, `--bp run --step run`) in place of the profile's, "
+                "so that what is left is the model of the network and of synchronization. *Compute per step*: the "
+                "median run's mean forward + backward + update per step over the compute the simulation was given "
+                "from the profile (contention not included). *Exposed comm*: the share of the step spent waiting for "
+                "communication, in the median run and in its simulation." % (met, pairs), ""]
+    inside = lambda xs: sum(1 for x in xs if abs(x - 1) <= 0.10)
+    if quiet or slowed:
+        out += ["Every run, by its compute: of the %d runs whose mean compute per step stayed within 15%% of the "
+                "compute simulated, %d are within 10%% of their simulation (%s); of the %d that computed slower, %d "
+                "(%s)." % (len(quiet), inside(quiet), "%.2f–%.2fx" % (min(quiet), max(quiet)) if quiet else "none",
+                           len(slowed), inside(slowed),
+                           "%.2f–%.2fx" % (min(slowed), max(slowed)) if slowed else "none"), ""]
+    out += ["* " + p for p in provs] + [""]
+    return "\n".join(out)
+
+
 # --- the simulator ------------------------------------------------------------------------------------------------
 
 def _gbps(bw):
@@ -1386,7 +1464,8 @@ def render_history_index(results):
     return "\n".join(out)
 
 
-RENDERERS = {"simulate_validation": render_sim_validation, "bench_step": render_bench_step,
+RENDERERS = {"simulate_validation": render_sim_validation,
+             "simulate_validation_paper": render_sim_validation_paper, "bench_step": render_bench_step,
              "bench_step_torch113": lambda r: render_bench_step(r, ("bench_step_t1.2026-12-02.json",
                                                                     "bench_step_t2.2026-12-01.json")),
              "bench_step_stem": render_bench_step_stem,

@@ -4,12 +4,14 @@
 # and batch, and prints measured vs simulated step_ms and their ratio.
 #
 #   experiments/sim_validate.sh [--profile DIR] [--bp run|profile] [--step run|profile] [--bin build/dreamddp]
-#                               [--json FILE] RUNDIR...
+#                               [--json FILE] [--measured-by FILE] RUNDIR...
 #
 # The simulation's inputs come from the run and its setting only:
 #   per-layer backward times           the profile's bp.json; --bp run takes the run's own /layer_ready instead
 #                                      (median over its logged steps after step 0; on a loaded 2-core machine
 #                                      the backward of a quiet step, without the comm thread competing)
+#                                      (the results name that profile RUN_BP(RUN/metrics.h5, PROFILE): it is
+#                                      written to a temporary folder, not kept)
 #   per-layer comm times               --profile DIR (bp.json/comm.json, e.g. `dreamddp profile` in the run's
 #                                      setting), else RUNDIR/profile/ if present, else measured now with
 #                                      `dreamddp launch -n WORLD -- profile --model M --batch B --threads T`
@@ -24,21 +26,27 @@
 # With --bp run --step run every compute time comes from the run itself, so what is left between simulated and
 # measured is the model of synchronization and the network alone, not how far the machine's speed drifted
 # between the profile and the run.
-# --json FILE also writes the table as JSON. Exit 0 when every run was simulated (a ratio far from 1 is a
-# finding, not a failure).
+# --json FILE also writes the table as JSON, with the compute per step the simulation was given (forward + backward
+# + update, no contention) beside the run's own (its median and mean over the steps after warm-up): a run that
+# computed slower than its profile, on the whole or in some steps, shows there. --measured-by FILE (a results file
+# of the measurement, e.g. the --results of experiments/regime_map.sh that ran RUNDIR...) adds its command and
+# machine to it as measured_by.
+# Exit 0 when every run was simulated (a ratio far from 1 is a finding, not a failure).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" sim_validate.sh
 prov_command -- "$@"
 BIN=${DREAMDDP_BIN:-$(cd "$(dirname "$0")/.." && pwd)/build/dreamddp} PROFILE="" JSON="" BP=profile STEP=profile
+MEASURED_BY=""
 RUNS=()
 while [ $# -gt 0 ]; do
   case $1 in
-    --profile|--bin|--json|--bp|--step) need_value -- "$@" ;;
+    --profile|--bin|--json|--bp|--step|--measured-by) need_value -- "$@" ;;
   esac
   case $1 in
     --profile) PROFILE=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --json) JSON=$2; shift 2 ;;
+    --measured-by) MEASURED_BY=$2; shift 2 ;;
     --bp) BP=$2; shift 2; [ "$BP" = run ] || [ "$BP" = profile ] || die "--bp must be run or profile" ;;
     --step) STEP=$2; shift 2; [ "$STEP" = run ] || [ "$STEP" = profile ] || die "--step must be run or profile" ;;
     -h|--help) usage_from_header; exit 0 ;;
@@ -52,16 +60,23 @@ for r in "${RUNS[@]}"; do
   [ -f "$r/metrics.h5" ] && [ -f "$r/summary.json" ] || die "$r: not a run directory (needs metrics.h5 and summary.json)"
 done
 [ -z "$PROFILE" ] || [ -f "$PROFILE/bp.json" ] || die "--profile $PROFILE: no bp.json there"
+if [ -n "$MEASURED_BY" ]; then
+  [ -n "$JSON" ] || die "--measured-by goes with --json (it is recorded there)"
+  /usr/bin/python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if isinstance(d, dict) and isinstance(d.get("command"), str) and isinstance(d.get("machine"), dict) else 1)' \
+    "$MEASURED_BY" 2>/dev/null || die "--measured-by $MEASURED_BY: not a results file with a command and a machine"
+fi
 prov_start
-exec /usr/bin/python3 - "$BIN" "$PROFILE" "$JSON" "$BP" "$STEP" "${RUNS[@]}" <<'PYEOF'
+exec /usr/bin/python3 - "$BIN" "$PROFILE" "$JSON" "$BP" "$STEP" "$MEASURED_BY" "${RUNS[@]}" <<'PYEOF'
 import json, os, subprocess, sys, tempfile
 sys.path.insert(0, os.environ["PROV_LIB"])
 import provenance
 import h5py
 import numpy as np
 
-binary, profile_arg, json_out, bp_from, step_from = sys.argv[1:6]
-runs = sys.argv[6:]
+binary, profile_arg, json_out, bp_from, step_from, measured_by = sys.argv[1:7]
+runs = sys.argv[7:]
 tmp = tempfile.mkdtemp(prefix="dd_sim_validate_")
 
 
@@ -103,6 +118,7 @@ for run in runs:
     warm = min(5, nsteps // 10)
     st = steps[steps["step"] >= warm]
     fwd, upd = float(np.median(st["forward_ms"])), float(np.median(st["update_ms"]))
+    comp = st["forward_ms"] + st["backward_ms"] + st["update_ms"]  # the run's compute per step (rank 0)
     prof = profile_arg or (os.path.join(run, "profile") if os.path.isfile(os.path.join(run, "profile", "bp.json")) else "")
     if not prof:
         prof = os.path.join(tmp, os.path.basename(os.path.abspath(run)) + "_profile")
@@ -111,6 +127,7 @@ for run in runs:
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(f"sim_validate.sh: {' '.join(cmd)} failed: {p.stderr.strip()[-400:]}")
+    comm_dir = prof
     comm = json.load(open(os.path.join(prof, "comm.json")), object_pairs_hook=lambda kv: dict(kv))
     step_source = "run"
     if step_from == "profile" and os.path.isfile(os.path.join(prof, "step.json")):
@@ -137,7 +154,10 @@ for run in runs:
             json.dump(dict(zip(comm.keys(), [float(x) for x in bp])), open(os.path.join(derived, "bp.json"), "w"))
             json.dump(comm, open(os.path.join(derived, "comm.json"), "w"))
             prof, bp_source = derived, "run"
+    # A derived profile lives in a temporary folder: the results name what it was made of instead.
+    shown = prof if bp_source != "run" else "RUN_BP(%s/metrics.h5, %s)" % (run, comm_dir)
     c = np.array([float(v or 0) for v in comm.values()])
+    bp_sum = sum(float(v or 0) for v in json.load(open(os.path.join(prof, "bp.json"))).values())
     if len(c) != len(layer_bytes):
         sys.exit(f"sim_validate.sh: {prof} has {len(c)} layers, the run's model {len(layer_bytes)}")
     per_byte, alpha = network_fit(layer_bytes, c) if world > 1 else (0.0, 0.0)
@@ -163,11 +183,17 @@ for run in runs:
                  "measured_exposed_comm_fraction": s.get("exposed_comm_fraction"),
                  "simulated_exposed_comm_fraction": sim["exposed_comm_fraction"],
                  "forward_ms": fwd, "update_ms": upd, "fit_alpha_s": alpha, "fit_per_byte_s": per_byte,
-                 "profile": prof, "backward_from": bp_source, "forward_update_from": step_source,
-                 "command": " ".join(args[1:])})
+                 "sim_compute_ms": fwd + upd + bp_sum * 1e3,
+                 "run_compute_ms_median": float(np.median(comp)), "run_compute_ms_mean": float(np.mean(comp)),
+                 "profile": shown, "backward_from": bp_source, "forward_update_from": step_source,
+                 "command": " ".join(args[1:]).replace(prof, shown)})
 print(json.dumps({"validation": [{k: r[k] for k in ("run", "policy", "world", "measured_step_ms",
                                                     "simulated_step_ms", "ratio")} for r in rows]}))
 if json_out:
     repo = os.path.dirname(os.path.dirname(os.environ["PROV_LIB"]))
-    provenance.write_json_atomic(json_out, provenance.repo_relative(provenance.stamp_from_env({"rows": rows}), repo))
+    doc = provenance.stamp_from_env({"rows": rows})
+    if measured_by:
+        m = json.load(open(measured_by))
+        doc["measured_by"] = {"command": m["command"], "machine": m["machine"]}
+    provenance.write_json_atomic(json_out, provenance.repo_relative(doc, repo))
 PYEOF
