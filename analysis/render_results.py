@@ -1495,6 +1495,7 @@ RENDERERS = {"simulate_validation": render_sim_validation,
              "sensitivity_seeds32": lambda r: render_sensitivity_seeds(r, "sensitivity_seeds32.json"),
              "chaos": render_chaos, "shrink_overhead": render_shrink_overhead,
              "chaos_shrink": lambda r: render_chaos(r, "chaos_shrink.json"),
+             "shrink_overhead_profile": lambda r: render_shrink_overhead(r, "shrink_overhead_profile.json"),
              "findings": render_findings, "history_index": render_history_index,
              "topk_compression": render_topk_compression, "torchft": render_torchft,
              "torchft_faults": render_torchft_faults}

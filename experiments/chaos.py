@@ -182,6 +182,11 @@ def run_one(a, model, steps, policy, mode, fault, seed):
     return r
 
 
+def policies_of(a):
+    """--policies: comma-separated, or ';'-separated where a policy has commas of its own (dreamddp:h=8,profile=D)."""
+    return a.policies.split(";" if ";" in a.policies else ",")
+
+
 def overhead(a, start):
     """--overhead N: the fault-free cost of being ready for one. The same run with the default (--on-peer-loss
     exit) and with shrink (the values an in-place average of the state overwrites kept until it completes, a look
@@ -190,7 +195,7 @@ def overhead(a, start):
     model, steps = a.models.split(",")[0].partition("=")[::2]
     rows = []
     for rep in range(a.overhead):
-        for policy in a.policies.split(","):
+        for policy in policies_of(a):
             for mode in (("exit", "shrink") if rep % 2 == 0 else ("shrink", "exit")):
                 out = os.path.join(a.out, "overhead_%s_%s_%s_%d" % (model, re.sub(r"[^a-z0-9]+", "_", policy), mode,
                                                                     rep))
@@ -226,7 +231,8 @@ def main():
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "dreamddp"))
     ap.add_argument("--out", help="runs go under here (required; must not hold an earlier study's runs)")
     ap.add_argument("--results", help="write the results file here")
-    ap.add_argument("--policies", default="localsgd:k=8,dreamddp:h=8")
+    ap.add_argument("--policies", default="localsgd:k=8,dreamddp:h=8",
+                    help="comma-separated; separate with ; where a policy has commas (dreamddp:h=8,profile=DIR)")
     ap.add_argument("--modes", default="none,rejoin,restart,exit")
     ap.add_argument("--faults", default="kill", help="fault kinds for the modes with faults (kill,stop,partition)")
     ap.add_argument("--extra", default="", help="more MODEL/POLICY/MODE/FAULT runs, e.g. mlp/localsgd:k=8/rejoin/stop")
@@ -264,7 +270,7 @@ def main():
         steps[name] = int(n or 1200)
     plan = []
     for model in steps:
-        for policy in a.policies.split(","):
+        for policy in policies_of(a):
             for mode in a.modes.split(","):
                 for fault in (["kill"] if mode == "none" else a.faults.split(",")):
                     plan.append((model, policy, mode, fault))
