@@ -183,8 +183,9 @@ def run_one(a, model, steps, policy, mode, fault, seed):
 
 
 def policies_of(a):
-    """--policies: comma-separated, or ';'-separated where a policy has commas of its own (dreamddp:h=8,profile=D)."""
-    return a.policies.split(";" if ";" in a.policies else ",")
+    """--policies: comma-separated, or ';'-separated where a policy has commas of its own (one such policy: end it
+    with ';', e.g. 'dreamddp:h=8,profile=D;')."""
+    return [p for p in a.policies.split(";" if ";" in a.policies else ",") if p]
 
 
 def overhead(a, start):
@@ -232,7 +233,7 @@ def main():
     ap.add_argument("--out", help="runs go under here (required; must not hold an earlier study's runs)")
     ap.add_argument("--results", help="write the results file here")
     ap.add_argument("--policies", default="localsgd:k=8,dreamddp:h=8",
-                    help="comma-separated; separate with ; where a policy has commas (dreamddp:h=8,profile=DIR)")
+                    help="comma-separated; separate with ; where a policy has commas ('dreamddp:h=8,profile=DIR;')")
     ap.add_argument("--modes", default="none,rejoin,restart,exit")
     ap.add_argument("--faults", default="kill", help="fault kinds for the modes with faults (kill,stop,partition)")
     ap.add_argument("--extra", default="", help="more MODEL/POLICY/MODE/FAULT runs, e.g. mlp/localsgd:k=8/rejoin/stop")
