@@ -27,6 +27,7 @@ import json
 import os
 import random
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -259,7 +260,7 @@ def main():
         ap.exit(2, "chaos: --bin %s: not an executable (make build)\n" % a.bin)
     start = provenance.start(REPO)
     cmd = "/usr/bin/python3 experiments/chaos.py " + " ".join(
-        x if not x.startswith("/") else provenance.rel_to_repo(x, REPO) for x in sys.argv[1:])
+        shlex.quote(x if not x.startswith("/") else provenance.rel_to_repo(x, REPO)) for x in sys.argv[1:])
     if a.results and os.path.exists(a.results):
         ap.exit(2, "chaos: %s exists; move it to the history first\n" % a.results)
     if a.overhead:
