@@ -1241,6 +1241,35 @@ def _finding_elastic(results):
                     _median([x["agree_s"] for x in shr]), _median([x["rebuild_s"] for x in shr])))
     if adm:
         text += "the restarted rank rejoins in %.2f s." % _median(adm)
+    again = _load(results, "chaos_shrink.json")
+    if again:
+        rows = [r for r in again["runs"] if r["mode"] == "rejoin" and r["rc"] == 0 and r.get("goodput") is not None]
+        k = ["%s %.2f" % (r["policy"], r["goodput"]) for r in rows if r["fault"] == "kill"]
+        part = [r for r in again["runs"] if r["fault"] == "partition"]
+        if k:
+            text += (" Re-measured (%s) without per-step copies, with partitions fenced by probes and the profile "
+                     "carried through shrink and rejoin: %s" % (" and ".join(dict.fromkeys(r["model"] for r in rows)),
+                                                               ", ".join(k)))
+            if part:
+                p0 = part[0]
+                text += ("; a rank partitioned half the time %s" % (
+                    "no longer stalls the run: it finished, goodput %.2f" % p0["goodput"]
+                    if p0["rc"] == 0 and p0.get("goodput") is not None else "still ends the run short"))
+            text += "."
+    ov = _load(results, "shrink_overhead.json")
+    if ov:
+        ratios = []
+        for policy in dict.fromkeys(r["policy"] for r in ov["runs"]):
+            ex = _median([r["samples_per_s"] for r in ov["runs"] if r["policy"] == policy and r["mode"] == "exit"])
+            sh = _median([r["samples_per_s"] for r in ov["runs"] if r["policy"] == policy and r["mode"] == "shrink"])
+            ratios.append("%s %.3f" % (policy, sh / ex))
+        text += " Being ready for a loss, without one, runs at %s of the default's speed" % ", ".join(ratios)
+        fx = _load(results, "shrink_overhead_profile.json")
+        if fx:
+            ex = _median([r["samples_per_s"] for r in fx["runs"] if r["mode"] == "exit"])
+            sh = _median([r["samples_per_s"] for r in fx["runs"] if r["mode"] == "shrink"])
+            text += " (dreamddp with one fixed profile, so that both run the same plan: %.3f)" % (sh / ex)
+        text += "."
     return text + " ([elastic](%s))" % _rel("elastic.md")
 
 
