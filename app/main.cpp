@@ -5,7 +5,7 @@
 
 #include <boost/program_options/errors.hpp>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "app/commands.h"
 
 namespace {

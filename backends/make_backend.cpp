@@ -2,7 +2,7 @@
 // make_key_store(), the elastic key store of a rendezvous URL.
 #include "backends/backend.h"
 #include "backends/key_store.h"
-#include "core/common/error.h"
+#include "base/error.h"
 
 #ifdef DREAMDDP_HAVE_GLOO
 #include "backends/gloo/gloo_backend.h"

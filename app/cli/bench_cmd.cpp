@@ -14,8 +14,8 @@
 
 #include "backends/backend.h"
 #include "app/cli/bench_gemm.h"
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "core/common/median.h"
 #include "app/commands.h"
 #ifdef DREAMDDP_HAVE_NCCL

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::cli {
 namespace {

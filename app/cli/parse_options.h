@@ -6,7 +6,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::cli {
 

@@ -10,7 +10,7 @@
 #include "app/cli/train_options.h"
 #include "app/commands.h"
 #include "backends/backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/dataset.h"
 #include "core/data/sharder.h"
 #include "core/models/model.h"

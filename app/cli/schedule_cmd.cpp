@@ -11,7 +11,7 @@
 
 #include "app/cli/parse_options.h"
 #include "app/commands.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/profile/profile_io.h"
 #include "core/sync/schedule/schedule_choice.h"
 #include "core/sync/schedule/schedule_io.h"

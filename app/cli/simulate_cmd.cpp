@@ -12,7 +12,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/control/control_file.h"
 #include "core/telemetry/metrics_writer.h"
 #include "core/train/run_dir.h"

@@ -13,7 +13,7 @@
 #include <iostream>
 
 #include "backends/backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace po = boost::program_options;
 

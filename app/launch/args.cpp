@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "app/launch/launch.h"
 
 namespace dd::launch {

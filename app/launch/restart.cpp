@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/train/checkpoint.h"
 #include "app/launch/launch.h"
 

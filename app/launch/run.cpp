@@ -22,7 +22,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "app/launch/launch.h"
 #include "app/launch/rank_group.h"
 #include "app/netem/emulated_cluster.h"

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "app/netem/sys_command.h"
 #include "app/netem/veth_offload.h"
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::sim {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/model.h"
 #include "core/sync/profile/profile_io.h"
 

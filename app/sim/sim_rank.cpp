@@ -11,7 +11,7 @@
 #include <new>
 #include <stdexcept>
 
-#include "core/common/clock.h"
+#include "base/clock.h"
 #include "core/sync/policy/registry.h"
 #include "core/sync/policy/timed_window.h"
 #include "core/train/step.h"

@@ -12,8 +12,8 @@
 #include "app/sim/sim_backend.h"
 #include "app/sim/sim_rank.h"
 #include "app/sim/simulator.h"
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "core/sync/policy/registry.h"
 
 namespace sg4 = simgrid::s4u;

@@ -1,5 +1,5 @@
 // Built without SimGrid (no pkg-config `simgrid`): `dreamddp simulate` refuses with one line.
-#include "core/common/error.h"
+#include "base/error.h"
 #include "app/sim/simulator.h"
 
 namespace dd::sim {

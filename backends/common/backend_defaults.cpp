@@ -1,6 +1,6 @@
 // Defaults of optional Backend operations.
 #include "backends/backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd {
 

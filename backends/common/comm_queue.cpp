@@ -1,9 +1,9 @@
 // CommQueue / QueuedWork: the FIFO communication thread shared by the CPU backends.
 #include "backends/common/comm_queue.h"
 
-#include "core/common/clock.h"
+#include "base/clock.h"
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd {
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "backends/backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd {
 namespace {

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "backends/key_store.h"
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd {
 namespace {

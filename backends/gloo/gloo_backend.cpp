@@ -31,8 +31,8 @@
 
 #include "backends/common/comm_queue.h"
 #include "backends/gloo/gloo_backend.h"
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 
 namespace dd {
 namespace {

@@ -15,7 +15,7 @@
 #endif
 
 #include "backends/gloo/gloo_backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd {
 namespace {

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "backends/gloo/gloo_backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd {
 

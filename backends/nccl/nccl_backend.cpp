@@ -11,8 +11,8 @@
 
 #include "backends/gloo/gloo_backend.h"
 #include "backends/nccl/nccl_backend.h"
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 
 #define DD_CUDA(call)                                                                                     \
   do {                                                                                                    \

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::data {
 

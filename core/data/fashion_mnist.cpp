@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <array>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/dataset.h"
 #include "core/data/idx_file.h"
 #include "core/data/resize.h"

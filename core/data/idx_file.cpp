@@ -10,7 +10,7 @@
 #include <memory>
 #include <sys/stat.h>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::data {
 namespace {

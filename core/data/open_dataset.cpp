@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/dataset.h"
 #include "core/data/shuffle.h"
 

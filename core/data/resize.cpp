@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::data {
 namespace {

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/shuffle.h"
 
 namespace dd::data {

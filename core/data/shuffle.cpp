@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::data {
 

@@ -1,5 +1,5 @@
 // Synthetic dataset: seeded random inputs and labels, for throughput runs without I/O.
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/dataset.h"
 #include "core/data/shuffle.h"
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/dataset.h"
 
 namespace dd::data {

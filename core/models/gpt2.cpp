@@ -9,7 +9,7 @@
 // ln2 after qkv.
 #include <cmath>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/model_spec.h"
 #include "core/models/zoo.h"
 #include "core/nn/layers.h"

@@ -7,7 +7,7 @@
 // layer in strictly decreasing index order (n2 after q).
 #include <cmath>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/model_spec.h"
 #include "core/models/zoo.h"
 #include "core/nn/layers.h"

@@ -2,7 +2,7 @@
 // and the model registry (one list: every model runs on every device).
 #include "core/models/model.h"
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/model_spec.h"
 #include "core/models/zoo.h"
 

@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::models {
 

@@ -6,7 +6,7 @@
 // bn1, layer1.0.conv1, ..., fc.
 #include <algorithm>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/model_spec.h"
 #include "core/models/resnet_blocks.h"
 #include "core/models/zoo.h"

@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/ops.h"
 
 namespace dd::ops {

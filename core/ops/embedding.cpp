@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/ops.h"
 
 namespace dd::ops {

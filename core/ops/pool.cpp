@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/ops.h"
 
 namespace dd::ops {

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/ops.h"
 #include "core/ops/vecmath.h"
 

@@ -1,7 +1,7 @@
 // Compute-thread control: oneDNN in Debian is built with the OpenMP runtime, so one knob covers both.
 #include <omp.h>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/ops.h"
 
 namespace dd::ops {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::optim {
 

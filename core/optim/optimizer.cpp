@@ -1,7 +1,7 @@
 // SGD and AdamW updates with PyTorch's semantics, applied to one layer's slice of the arenas on their device.
 #include "core/optim/optimizer.h"
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::optim {
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/telemetry/hdf5_handle.h"
 #include "core/telemetry/hdf5_types.h"
 

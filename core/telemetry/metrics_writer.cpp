@@ -9,8 +9,8 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "core/telemetry/hdf5_types.h"
 #include "core/telemetry/metrics_schema.h"
 #include "core/telemetry/resume_merge.h"

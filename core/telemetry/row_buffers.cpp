@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::telemetry {
 namespace {

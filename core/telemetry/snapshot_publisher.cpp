@@ -11,7 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::telemetry {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::telemetry {
 

@@ -17,7 +17,7 @@
 
 #include "backends/backend.h"
 #include "core/common/bytes.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/engine/sync_engine.h"
 #include "core/train/run_dir.h"
 #include "core/train/sensitivity.h"

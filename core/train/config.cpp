@@ -1,7 +1,7 @@
 // The names of TrainConfig's enumerated options, and their parsing (one line naming the option on a bad value).
 #include "core/train/config.h"
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::train {
 

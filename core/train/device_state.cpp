@@ -2,7 +2,7 @@
 // file's definitions with core/train/cuda/device_state.cpp).
 #include "core/train/device_state.h"
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::train {
 

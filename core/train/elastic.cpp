@@ -7,7 +7,7 @@
 #include <sstream>
 #include <thread>
 
-#include "core/common/clock.h"
+#include "base/clock.h"
 
 namespace dd::train {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backends/key_store.h"
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd {
 class Backend;

@@ -1,5 +1,5 @@
 // Builds the sync engine for a multi-rank run from the --policy spec.
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/engine/make_layer_sync.h"
 #include "core/train/device_state.h"
 #include "core/train/trainer_parts.h"

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/train/trainer_parts.h"
 
 namespace dd::train {

@@ -1,7 +1,7 @@
 // --save-params: the model's parameters and buffers as raw little-endian float32 (docs/cli.md layout).
 #include <fstream>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/train/run_dir.h"
 #include "core/train/trainer_parts.h"
 

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "core/common/clock.h"
+#include "base/clock.h"
 
 namespace dd::train {
 

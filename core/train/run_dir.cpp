@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace fs = std::filesystem;
 

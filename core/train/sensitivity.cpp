@@ -8,7 +8,7 @@
 
 #include "backends/backend.h"
 #include "core/common/bytes.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/shuffle.h"
 #include "core/telemetry/metrics_writer.h"
 #include "core/tensor/buffer.h"

@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/common/clock.h"
+#include "base/clock.h"
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
 #include "core/sync/engine/sync_engine.h"

@@ -14,8 +14,8 @@
 #include <utility>
 
 #include "backends/backend.h"
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "core/data/dataset.h"
 #include "core/data/sharder.h"
 #include "core/models/model.h"

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "core/common/clock.h"
+#include "base/clock.h"
 #include "core/common/crc.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/telemetry/metrics_writer.h"
 #include "core/train/trainer_impl.h"
 

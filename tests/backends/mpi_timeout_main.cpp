@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "backends/mpi/mpi_backend.h"
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 
 int main() {
   using namespace dd;

@@ -10,7 +10,7 @@
 #include <gloo/rendezvous/hash_store.h>
 
 #include "backends/gloo/gloo_backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::test {
 

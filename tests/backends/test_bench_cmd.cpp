@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "backends/backend.h"
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "app/commands.h"
 #include "tests/backends/spawn_ranks.h"
 

@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "backends/backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd {
 namespace {

@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "backends/gloo/gloo_backend.h"
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "tests/backends/spawn_ranks.h"
 
 namespace dd {

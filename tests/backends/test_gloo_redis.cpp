@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "backends/gloo/gloo_backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "tests/common/redis_server.h"
 
 namespace dd {

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "core/common/clock.h"
+#include "base/clock.h"
 #include "tests/backends/rank_threads.h"
 
 namespace dd {

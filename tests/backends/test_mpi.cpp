@@ -5,7 +5,7 @@
 #include "tests/backends/byte_channel_check.h"
 
 #include "backends/mpi/mpi_backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd {
 namespace {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/nccl/nccl_backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd {
 namespace {

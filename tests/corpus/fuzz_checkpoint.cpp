@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
 #include "core/train/checkpoint.h"

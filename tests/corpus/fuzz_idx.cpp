@@ -1,7 +1,7 @@
 // libFuzzer target: the IDX reader (gzip or plain) must answer every byte string with data or a UsageError.
 #include <cstdint>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/idx_file.h"
 #include "tests/corpus/fuzz_input_file.h"
 

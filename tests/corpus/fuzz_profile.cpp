@@ -2,7 +2,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/profile/profile_io.h"
 #include "tests/corpus/fuzz_input_file.h"
 

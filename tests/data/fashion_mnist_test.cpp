@@ -6,7 +6,7 @@
 #include <cmath>
 #include <functional>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/dataset.h"
 #include "tests/data/fixtures.h"
 

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/dataset.h"
 #include "core/data/resize.h"
 #include "tests/data/fixtures.h"

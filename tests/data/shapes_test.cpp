@@ -6,7 +6,7 @@
 #include <functional>
 #include <set>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/dataset.h"
 #include "core/data/sharder.h"
 #include "tests/data/fixtures.h"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/sharder.h"
 #include "core/data/shuffle.h"
 

@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/data/dataset.h"
 #include "tests/data/fixtures.h"
 

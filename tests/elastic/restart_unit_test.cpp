@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "app/launch/launch.h"
 
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/ops.h"
 #include "tests/gpu/test_kernels_util.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/cuda/gpu_model.h"
 #include "core/ops/cuda/cuda_check.h"
 #include "core/ops/cuda/device_cuda.h"

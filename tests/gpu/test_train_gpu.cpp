@@ -17,7 +17,7 @@
 
 #include "backends/backend.h"
 #include "backends/gloo/gloo_backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/cuda/gpu_model.h"
 #include "core/train/run_dir.h"
 #include "core/train/trainer.h"

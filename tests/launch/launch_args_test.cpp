@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "app/launch/launch.h"
 
 namespace dd::launch {

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "app/launch/launch.h"
 
 namespace dd::launch::test {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/model.h"
 
 using namespace dd;

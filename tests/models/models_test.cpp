@@ -8,9 +8,9 @@
 #include <cstring>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/model.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/model_spec.h"
 #include "core/tensor/rng.h"
 

@@ -1,7 +1,7 @@
 // Conv2d (oneDNN): forward against a direct loop, finite-difference gradients for x and w, several shapes.
 #include <gtest/gtest.h>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/ops.h"
 #include "tests/ops/gradcheck.h"
 

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/ops.h"
 #include "tests/ops/gradcheck.h"
 

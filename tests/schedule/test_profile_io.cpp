@@ -5,7 +5,7 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/profile/profile_io.h"
 #include "core/sync/profile/profiler.h"
 

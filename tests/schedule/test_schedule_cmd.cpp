@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "app/commands.h"
 
 namespace fs = std::filesystem;

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/policies/fixed.h"
 #include "core/sync/policies/staleness.h"
 #include "core/sync/policies/threshold.h"

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/engine/collectives.h"
 #include "core/sync/engine/in_place_undo.h"
 

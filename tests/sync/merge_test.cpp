@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/merge/codec.h"
 #include "core/sync/merge/param_merge.h"
 #include "core/sync/policy/registry.h"

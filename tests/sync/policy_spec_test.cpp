@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/policies/staleness.h"
 #include "core/sync/policy/registry.h"
 #include "core/sync/policy/timed_window.h"

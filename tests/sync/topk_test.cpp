@@ -10,7 +10,7 @@
 #include <numeric>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/merge/codec.h"
 #include "core/sync/merge/topk.h"
 #include "core/sync/policy/registry.h"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <mutex>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/ops.h"
 #include "core/sync/policy/registry.h"
 #include "core/sync/profile/profile_io.h"

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <thread>
 
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "core/telemetry/hdf5_types.h"
 #include "core/telemetry/metrics_writer.h"
 #include "tests/telemetry/test_util.h"

@@ -13,7 +13,7 @@
 #include <iterator>
 #include <thread>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/telemetry/hdf5_types.h"
 #include "core/telemetry/metrics_writer.h"
 #include "tests/telemetry/test_util.h"

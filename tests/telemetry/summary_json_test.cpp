@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/telemetry/summary_json.h"
 #include "tests/telemetry/test_util.h"
 

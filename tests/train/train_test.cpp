@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "backends/gloo/gloo_backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/model.h"
 #include "core/sync/engine/bucket_plan.h"
 #include "core/sync/policy/registry.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/model.h"
 #include "core/ops/ops.h"
 #include "core/optim/optimizer.h"

@@ -1,7 +1,7 @@
 // GpuModel: the device model from make_model(..., cuops::device()), and the ready-event hook adapter.
 #include "core/models/cuda/gpu_model.h"
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/cuda/device_cuda.h"
 #include "core/ops/cuda/ops_cuda.h"
 

@@ -2,7 +2,7 @@
 // as the CPU) and its elementwise pass, so no atomics and a deterministic result.
 #include <string>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/cuda/context.h"
 #include "core/ops/cuda/reduce.cuh"
 

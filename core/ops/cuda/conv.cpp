@@ -7,7 +7,7 @@
 #include <string>
 #include <tuple>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/cuda/context.h"
 
 #define DD_CUDNN_CHECK(expr)                                                                               \

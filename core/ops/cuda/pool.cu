@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/cuda/context.h"
 
 namespace dd::cuops {

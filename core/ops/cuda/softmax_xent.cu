@@ -2,7 +2,7 @@
 // one block sums the rows in a fixed order (double) and the 16-byte result is copied to the host.
 #include <string>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/ops/cuda/context.h"
 #include "core/ops/cuda/reduce.cuh"
 

@@ -8,7 +8,7 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/policy/registry.h"
 
 namespace dd::sync {

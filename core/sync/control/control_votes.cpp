@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 
 namespace dd::sync {
 

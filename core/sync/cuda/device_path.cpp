@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/common/clock.h"
+#include "base/clock.h"
 #include "core/ops/cuda/cuda_check.h"
 #include "core/sync/cuda/device_job.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/common/clock.h"
+#include "base/clock.h"
 #include "core/sync/engine/layer_sync.h"
 #include "core/sync/engine/step_plan.h"
 

@@ -3,7 +3,7 @@
 // final average, and the consensus model of evaluation.
 #include <algorithm>
 
-#include "core/common/clock.h"
+#include "base/clock.h"
 #include "core/sync/engine/layer_sync.h"
 #include "core/sync/engine/step_plan.h"
 

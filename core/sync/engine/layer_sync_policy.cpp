@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "core/sync/engine/layer_sync.h"
 #include "core/telemetry/metrics_writer.h"
 

@@ -1,7 +1,7 @@
 // LayerSync's checkpoint (layer_sync.h): the engine's and its policy's state after a completed step, so a
 // resumed run launches the same collectives and computes the same values as the uninterrupted one.
 #include "core/common/bytes.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/engine/layer_sync.h"
 
 namespace dd::sync {

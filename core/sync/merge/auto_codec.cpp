@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/merge/codec.h"
 
 namespace dd::sync {

@@ -17,7 +17,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/policies/dreamddp.h"
 #include "core/sync/policy/registry.h"
 #include "core/sync/schedule/schedule_bound.h"

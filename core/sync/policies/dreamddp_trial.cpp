@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/policies/dreamddp.h"
 #include "core/telemetry/metrics_import.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/policies/fixed.h"
 #include "core/sync/policy/registry.h"
 #include "core/sync/schedule/schedule_model.h"

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "core/common/bytes.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/policy/registry.h"
 
 namespace dd::sync {

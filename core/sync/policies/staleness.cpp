@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "core/common/bytes.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/policies/staleness.h"
 #include "core/sync/policy/registry.h"
 

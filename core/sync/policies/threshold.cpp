@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/common/bytes.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/policies/threshold.h"
 #include "core/sync/policy/registry.h"
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/policy/merge_spec.h"
 
 namespace dd::sync {

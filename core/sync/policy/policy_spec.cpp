@@ -3,7 +3,7 @@
 #include <map>
 #include <cstdlib>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/policy/merge_spec.h"
 #include "core/sync/policy/policy_spec.h"
 

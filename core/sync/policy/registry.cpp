@@ -6,7 +6,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/sync/policy/registry.h"
 
 namespace dd::sync {

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::sync {
 namespace fs = std::filesystem;

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "backends/backend.h"
-#include "core/common/clock.h"
+#include "base/clock.h"
 #include "core/sync/profile/self_profile.h"
 #include "core/tensor/buffer.h"
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "core/common/clock.h"
-#include "core/common/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "core/ops/ops.h"
 #include "core/sync/profile/profiler.h"
 

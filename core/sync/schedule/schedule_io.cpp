@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/common/error.h"
+#include "base/error.h"
 
 namespace dd::sync {
 

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/common/clock.h"
+#include "base/clock.h"
 #include "core/sync/schedule/schedule_bound.h"
 #include "core/sync/schedule/schedule_model.h"
 

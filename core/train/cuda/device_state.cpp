@@ -7,7 +7,7 @@
 #include <string>
 
 #include "backends/backend.h"
-#include "core/common/error.h"
+#include "base/error.h"
 #include "core/models/cuda/gpu_model.h"
 #include "core/ops/cuda/cuda_check.h"
 #include "core/ops/cuda/ops_cuda.h"
