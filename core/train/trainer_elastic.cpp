@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "base/clock.h"
-#include "core/common/crc.h"
 #include "base/error.h"
+#include "core/common/crc.h"
 #include "core/telemetry/metrics_writer.h"
 #include "core/train/trainer_impl.h"
 
@@ -179,6 +179,27 @@ std::string hex(uint32_t v) {
 
 }  // namespace
 
+void Trainer::Impl::launch_look(Progress& progress) {
+  Shrink& S = *shrink;
+  S.look_flags.assign(size_t(S.start_world), 0.f);
+  S.looked.clear();
+  if (rank0()) {
+    for (auto& j : pending_joins(*S.store, "shrink", S.world, S.start_world)) {
+      // A joiner this rank cannot reach on the ranks' network (a partition) would only fail the new world's
+      // connect, stalling every member: it waits for a later check.
+      if (S.reach.reaches && !j.address.empty() && !S.reach.reaches(j.address)) {
+        if (S.unreached.insert(j.nonce).second)
+          progress.message("rejoin: rank " + std::to_string(j.id) + " asks to join but is not reachable on the "
+                           "ranks' network; it is looked at again at the next check");
+        continue;
+      }
+      S.looked.push_back(j);
+      S.look_flags[size_t(j.id)] = 1;
+    }
+  }
+  S.look = backend->broadcast(S.look_flags.data(), S.look_flags.size(), 0);
+}
+
 bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progress) {
   Shrink& S = *shrink;
   // Rank 0 looks at a check step; every rank learns the answer from one small broadcast, launched there in the
@@ -191,26 +212,7 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
       if (S.look_flags[id] != 0) joiners.push_back(int(id));
   }
   if (joiners.empty()) {
-    if (S.join_check.due(step)) {
-      S.look_flags.assign(size_t(S.start_world), 0.f);
-      S.looked.clear();
-      if (rank0()) {
-        S.looked.clear();
-        for (auto& j : pending_joins(*S.store, "shrink", S.world, S.start_world)) {
-          // A joiner this rank cannot reach on the ranks' network (a partition) would only fail the new world's
-          // connect, stalling every member: it waits for a later check.
-          if (S.reach.reaches && !j.address.empty() && !S.reach.reaches(j.address)) {
-            if (S.unreached.insert(j.nonce).second)
-              progress.message("rejoin: rank " + std::to_string(j.id) + " asks to join but is not reachable on the "
-                               "ranks' network; it is looked at again at the next check");
-            continue;
-          }
-          S.looked.push_back(j);
-          S.look_flags[size_t(j.id)] = 1;
-        }
-      }
-      S.look = backend->broadcast(S.look_flags.data(), S.look_flags.size(), 0);
-    }
+    if (S.join_check.due(step)) launch_look(progress);
     return false;
   }
   const std::vector<JoinRequest> joins = std::move(S.looked);

@@ -79,6 +79,8 @@ struct Trainer::Impl {
   // of the old members, a new backend, admit()) and this returns true; otherwise, on a check step, rank 0 looks for
   // joiners and launches the broadcast that tells every rank, waited for at the next step.
   bool grow_world(int64_t step, RunRecorder& rec, Progress& progress);
+  // At a check step: rank 0 reads the join requests (those it reaches) and the broadcast of its answer is launched.
+  void launch_look(Progress& progress);
   // Every member of a new world, the joiner too: rank 0's step, data position, parameters, buffers and optimizer
   // state (taken by the joiner), a new sharder and engine, and a hash of the state that every rank compares.
   // Returns the step the world continues at.
