@@ -55,6 +55,17 @@ std::vector<std::future<Membership>> agree_all(const std::string& dir, const Mem
   return out;
 }
 
+// The agreement `f` ends this rank with QuorumLost whose message holds every one of `says`; `if_not`: the failure
+// when it continued instead.
+void expect_quorum_lost(std::future<Membership>& f, const std::vector<std::string>& says, const char* if_not) {
+  try {
+    f.get();
+    ADD_FAILURE() << if_not;
+  } catch (const QuorumLost& e) {
+    for (const auto& s : says) EXPECT_NE(std::string(e.what()).find(s), std::string::npos) << e.what();
+  }
+}
+
 TEST(ShrinkKeyStore, ClaimIsFirstWriterWins) {
   TempDir d;
   auto s = make_file_key_store(d.path);
@@ -110,32 +121,18 @@ TEST(ShrinkAgree, QuorumContinuesWithoutTheLostRank) {
 TEST(ShrinkAgree, MinorityExitsWithQuorumLost) {
   TempDir d;
   auto fs = agree_all(d.path, world_of({0, 1, 2, 3}), {0, 1}, {7, 7});
-  for (auto& f : fs) {
-    try {
-      f.get();
-      ADD_FAILURE() << "a minority of 2 of 4 continued";
-    } catch (const QuorumLost& e) {
-      EXPECT_NE(std::string(e.what()).find("no quorum: only 2 of the 4 ranks of generation 0 (rank 0, 1)"),
-                std::string::npos)
-          << e.what();
-      EXPECT_NE(std::string(e.what()).find("needs more than half (3)"), std::string::npos) << e.what();
-    }
-  }
+  for (auto& f : fs)
+    expect_quorum_lost(f, {"no quorum: only 2 of the 4 ranks of generation 0 (rank 0, 1)", "needs more than half (3)"},
+                       "a minority of 2 of 4 continued");
 }
 
 TEST(ShrinkAgree, LateRankFindsItselfExcluded) {
   TempDir d;
   for (auto& f : agree_all(d.path, world_of({0, 1, 2}), {0, 1}, {4, 4})) EXPECT_EQ(f.get().members, (std::vector<int>{0, 1}));
   auto late = agree_all(d.path, world_of({0, 1, 2}), {2}, {4});
-  try {
-    late[0].get();
-    ADD_FAILURE() << "the excluded rank continued";
-  } catch (const QuorumLost& e) {
-    EXPECT_NE(std::string(e.what()).find("excluded: rank 0, 1 (2 of 3, a quorum) formed generation 1 without this rank "
-                                         "(started as rank 2)"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_quorum_lost(late[0], {"excluded: rank 0, 1 (2 of 3, a quorum) formed generation 1 without this rank "
+                               "(started as rank 2)"},
+                     "the excluded rank continued");
 }
 
 TEST(ShrinkAgree, GenerationsUseFreshKeys) {
@@ -161,33 +158,19 @@ TEST(ShrinkAgree, PartitionedRankIsFencedOut) {
   TempDir d;
   auto fs = agree_all(d.path, world_of({0, 1, 2, 3}), {0, 1, 2, 3}, {5, 5, 5, 5}, AgreeTiming{}, {0, 0, 1, 0});
   for (int r : {0, 1, 3}) EXPECT_EQ(fs[size_t(r)].get().members, (std::vector<int>{0, 1, 3})) << "rank " << r;
-  try {
-    fs[2].get();
-    ADD_FAILURE() << "the partitioned rank continued";
-  } catch (const QuorumLost& e) {
-    EXPECT_NE(std::string(e.what()).find("excluded: rank 0, 1, 3 (3 of 4, a quorum) formed generation 1 without this "
-                                         "rank (started as rank 2); fewer than half of the others reached it"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_quorum_lost(fs[2], {"excluded: rank 0, 1, 3 (3 of 4, a quorum) formed generation 1 without this rank "
+                             "(started as rank 2); fewer than half of the others reached it"},
+                     "the partitioned rank continued");
 }
 
 // Two halves that cannot reach each other: neither is more than half, so every rank ends (no quorum), none hangs.
 TEST(ShrinkAgree, EvenSplitEndsWithoutAWorld) {
   TempDir d;
   auto fs = agree_all(d.path, world_of({0, 1, 2, 3}), {0, 1, 2, 3}, {5, 5, 5, 5}, quick(), {0, 0, 1, 1});
-  for (auto& f : fs) {
-    try {
-      f.get();
-      ADD_FAILURE() << "half of the world continued";
-    } catch (const QuorumLost& e) {
-      EXPECT_NE(std::string(e.what()).find("no quorum: of the 4 ranks of generation 0 that reported (rank 0, 1, 2, 3), "
-                                           "only 0 reach enough of the others on the ranks' network; a new world "
-                                           "needs more than half (3)"),
-                std::string::npos)
-          << e.what();
-    }
-  }
+  for (auto& f : fs)
+    expect_quorum_lost(f, {"no quorum: of the 4 ranks of generation 0 that reported (rank 0, 1, 2, 3), only 0 reach "
+                           "enough of the others on the ranks' network; a new world needs more than half (3)"},
+                       "half of the world continued");
 }
 
 // With every rank reaching every other, the probes change nothing.
