@@ -9,6 +9,7 @@
 #include <memory>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace dd::ops {
 
@@ -131,6 +132,14 @@ class Device {
                              float base = 10000.f) = 0;
   virtual void swiglu_forward(float* y, const float* gu, int64_t N, int64_t F) = 0;
   virtual void swiglu_backward(float* dgu, const float* dy, const float* gu, int64_t N, int64_t F) = 0;
+
+  // ---- Arena kernels (ops.h): the sync engine's, the sensitivity probe's and the anomaly guard's arithmetic on
+  // the training state. Only dot3's three sums and all_finite's verdict come back to the host. ----
+  virtual bool all_finite(const float* x, int64_t n) = 0;
+  virtual void dot3(const float* a, const float* b, int64_t n, double* out) = 0;  // out: HOST pointer, 3 doubles
+  virtual void sub(float* y, const float* a, const float* b, int64_t n) = 0;
+  virtual void add_diff(float* y, const float* a, const float* b, int64_t n) = 0;
+  virtual void outer_nesterov(float* anchor, float* mom, const float* avg, int64_t n, float lr, float mu) = 0;
 };
 
 // The CPU entry set (dd::ops).
@@ -187,5 +196,16 @@ class DeviceArray {
 };
 
 using DeviceFloats = DeviceArray<float>;
+
+// Where bytes of device arrays must cross to the host (checkpoints, --save-params, the state a shrink agrees on)
+// and back; on the host, plain copies. from_host writes the first n floats of `a`.
+inline std::vector<float> to_host(const DeviceFloats& a) {
+  std::vector<float> v(a.size());
+  if (!v.empty()) a.device().copy_to_host(v.data(), a.data(), sizeof(float) * v.size());
+  return v;
+}
+inline void from_host(DeviceFloats& a, const float* src, size_t n) {
+  if (n) a.device().copy_from_host(a.data(), src, sizeof(float) * n);
+}
 
 }  // namespace dd::ops

@@ -122,6 +122,17 @@ void adamw_step(float* p, float* g, float* m, float* v, int64_t n, float b1, flo
 // p[i] - p[i] does not without -ffast-math and runs as one dependent add per element).
 bool all_finite(const float* p, int64_t n);
 
+// ---- Arena kernels: what the sync engine, the sensitivity probe and the anomaly guard compute on the training
+// state, so that none of them reads device memory on the host (core/ops/arena.cpp) ----
+// out[0..2] = (sum a*a, sum b*b, sum a*b), each accumulated in double; out is a HOST pointer (the three sums are
+// all that crosses from a device). The host sums in index order, one pass.
+void dot3(const float* a, const float* b, int64_t n, double* out);
+void sub(float* y, const float* a, const float* b, int64_t n);       // y = a - b (y may alias a or b)
+void add_diff(float* y, const float* a, const float* b, int64_t n);  // y += a - b, in float as written
+// The outer optimizer's Nesterov step on an anchor (core/sync/merge/param_merge.h): per element
+// g = anchor - avg; mom = mu * mom + g; anchor -= lr * (g + mu * mom).
+void outer_nesterov(float* anchor, float* mom, const float* avg, int64_t n, float lr, float mu);
+
 // ---- Llama decoder kernels (docs/models.md) ----
 // RMSNorm over the last dim of x[N,C]: y = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps), weight only; saves
 // rstd [N] for backward. dw accumulated, dx overwritten (may be null).

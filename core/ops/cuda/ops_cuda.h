@@ -1,9 +1,9 @@
 // CUDA kernels with the same functions, signatures and semantics as core/ops/ops.h, on DEVICE pointers.
 // Conventions (as the CPU ops): parameter gradients (dW, db, dgamma, ...) are ACCUMULATED (+=); input
 // gradients (dx) are OVERWRITTEN; a null dx means "not needed". Row-major, NCHW images.
-// Every kernel and library call is issued asynchronously on stream() (set_stream); only
-// softmax_xent_forward synchronizes (it returns the loss to the host). cuBLAS runs in plain FP32 (no TF32)
-// and cuDNN convolutions in FMA math, so results match the CPU path to float tolerance.
+// Every kernel and library call is issued asynchronously on stream() (set_stream); only softmax_xent_forward,
+// dot3 and all_finite synchronize (they return results to the host). cuBLAS runs in plain FP32 (no TF32) and
+// cuDNN convolutions in FMA math, so results match the CPU path to float tolerance.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -137,5 +137,16 @@ void rope_forward(float* x, int64_t B, int64_t T, int64_t NH, int64_t hd, int64_
 void rope_backward(float* dx, int64_t B, int64_t T, int64_t NH, int64_t hd, int64_t ld, float base = 10000.f);
 void swiglu_forward(float* y, const float* gu, int64_t N, int64_t F);
 void swiglu_backward(float* dgu, const float* dy, const float* gu, int64_t N, int64_t F);  // dgu may alias gu
+
+// ---- Arena kernels (same semantics as core/ops/ops.h; arena.cu) ----
+// True when no x[i] is Inf or NaN. Synchronizes: the verdict is copied to the host.
+bool all_finite(const float* x, int64_t n);
+// out[0..2] = (sum a*a, sum b*b, sum a*b) in double; out is a HOST pointer. A fixed two-stage reduction (its order
+// depends on n only: repeated calls are bitwise equal, not equal to the host's index-order sum). Synchronizes.
+void dot3(const float* a, const float* b, int64_t n, double* out);
+void sub(float* y, const float* a, const float* b, int64_t n);       // y = a - b (y may alias a or b)
+void add_diff(float* y, const float* a, const float* b, int64_t n);  // y += a - b
+// g = anchor - avg; mom = mu * mom + g; anchor -= lr * (g + mu * mom), the multiply-adds fused (as the host's).
+void outer_nesterov(float* anchor, float* mom, const float* avg, int64_t n, float lr, float mu);
 
 }  // namespace dd::cuops
