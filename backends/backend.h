@@ -41,7 +41,12 @@ class Backend {
   virtual ~Backend() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual std::string name() const = 0;  // "gloo", "mpi", "nccl"
+  virtual std::string name() const = 0;  // "gloo", "mpi", "nccl": for messages and files, not for decisions
+  // What the backend can do, asked where a caller decides by it. Device memory: the float collectives take device
+  // pointers (nccl) rather than host ones. Byte channel: run_bytes works (gloo, mpi, the simulator's; nccl, which
+  // keeps the refusing default run_bytes, says false).
+  virtual bool collectives_on_device_memory() const { return false; }
+  virtual bool has_byte_channel() const { return true; }
 
   // In-place allreduce of n floats (host memory for gloo/mpi, device memory for nccl).
   virtual WorkPtr allreduce(float* data, size_t n, ReduceOp op) = 0;

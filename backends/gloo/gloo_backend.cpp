@@ -1,10 +1,5 @@
 // GlooBackend: async collectives on a FIFO communication thread over one Gloo TCP context, blocking control
 // ops (allgather, barrier, split) on a second context so they never queue behind bulk transfers.
-#include <net/if.h>
-#include <netdb.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -31,6 +26,7 @@
 
 #include "backends/common/comm_queue.h"
 #include "backends/gloo/gloo_backend.h"
+#include "backends/gloo/gloo_settings.h"
 #include "base/clock.h"
 #include "base/error.h"
 
@@ -39,76 +35,13 @@ namespace {
 
 using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 
-std::string seconds(double s) {
-  char b[32];
-  std::snprintf(b, sizeof(b), "%g s", s);
-  return b;
-}
-
-std::chrono::milliseconds to_ms(double s) {
-  return std::chrono::milliseconds(std::max<long long>(1, static_cast<long long>(std::llround(s * 1000.0))));
-}
-
-// Address Gloo binds to: explicit interface, else the hostname when it resolves, else loopback (single host).
-gloo::transport::tcp::attr bind_attr(const std::string& iface_opt, int world) {
-  gloo::transport::tcp::attr attr;
-  std::string iface = iface_opt;
-  if (iface.empty()) {
-    if (const char* e = std::getenv("GLOO_SOCKET_IFNAME")) iface = e;
-  }
-  if (!iface.empty()) {
-    // Checked here: Gloo's own failure path for an unknown interface leaks and says less.
-    if (if_nametoindex(iface.c_str()) == 0)
-      throw UsageError("gloo: network interface '" + iface + "' does not exist (--iface / GLOO_SOCKET_IFNAME)");
-    attr.iface = iface;
-    return attr;
-  }
-  attr.hostname = "127.0.0.1";
-  if (world > 1) {
-    char host[256] = {0};
-    if (gethostname(host, sizeof(host) - 1) == 0) {
-      addrinfo hints{}, *res = nullptr;
-      hints.ai_socktype = SOCK_STREAM;
-      if (getaddrinfo(host, nullptr, &hints, &res) == 0) {
-        attr.hostname = host;
-        freeaddrinfo(res);
-      }
-    }
-  }
-  return attr;
-}
-
-// Writing to a socket whose peer died must become an error (EPIPE), not kill the process.
-void ignore_sigpipe_once() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction old {};
-    if (sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
-  });
-}
-
-// Measured with `dreamddp bench allreduce` (4 ranks, loopback, 2 loaded cores): bcube wins below ~1 MiB (fewer
-// latency-bound steps: ~4 vs ~10 ms at 256 KiB), the pipelined ring above (busbw ~0.4 vs ~0.1 GB/s at 16-64 MiB).
-// The default is ring everywhere anyway: Gloo's bcube does not honour the op timeout when a peer stalls (it waited
-// until the peer went away: tests/backends GlooDeadPeer.Stalled*), which breaks "never hang". bcube stays
-// selectable for measurements (DREAMDDP_GLOO_ALGO=bcube); `auto` = bcube below 1 MiB, ring above.
-enum class AlgoChoice { Auto, Ring, Bcube };
-constexpr size_t kBcubeBelowBytes = size_t(1) << 20;
-
-AlgoChoice algorithm_from_env() {
-  const char* e = std::getenv("DREAMDDP_GLOO_ALGO");
-  std::string a = e ? e : "ring";
-  if (a == "auto") return AlgoChoice::Auto;
-  if (a == "ring") return AlgoChoice::Ring;
-  if (a == "bcube") return AlgoChoice::Bcube;
-  throw UsageError("DREAMDDP_GLOO_ALGO='" + a + "' is not one of ring, bcube, auto");
-}
-
-gloo::AllreduceOptions::Algorithm pick(AlgoChoice c, size_t bytes) {
-  if (c == AlgoChoice::Ring || (c == AlgoChoice::Auto && bytes >= kBcubeBelowBytes))
-    return gloo::AllreduceOptions::Algorithm::RING;
-  return gloo::AllreduceOptions::Algorithm::BCUBE;
-}
+using gloo_settings::AlgoChoice;
+using gloo_settings::algorithm_from_env;
+using gloo_settings::bind_attr;
+using gloo_settings::ignore_sigpipe_once;
+using gloo_settings::pick;
+using gloo_settings::seconds;
+using gloo_settings::to_ms;
 
 class GlooBackend : public Backend {
  public:

@@ -150,6 +150,8 @@ class NcclBackend : public Backend {
   int rank() const override { return s_->rank; }
   int size() const override { return s_->size; }
   std::string name() const override { return "nccl"; }
+  bool collectives_on_device_memory() const override { return true; }
+  bool has_byte_channel() const override { return false; }
   void set_timeout(double s) override {
     if (!(s > 0)) throw UsageError("nccl: timeout must be positive seconds");
     s_->timeout_s = s;
