@@ -180,12 +180,111 @@ const char* usage() {
          "                          it rejoins the live world (no checkpoint needed)\n";
 }
 
+namespace {
+
+// Accepts "--opt=value" and "-nN" (as well as "--opt value" and "-n N"): moves an inline value from `arg` into
+// `value`; false when there is none.
+bool split_inline_value(std::string& arg, std::string& value) {
+  if (arg.rfind("--", 0) == 0) {
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos) return false;
+    value = arg.substr(eq + 1);
+    arg = arg.substr(0, eq);
+    return true;
+  }
+  if (arg.rfind("-n", 0) == 0 && arg.size() > 2) {
+    value = arg.substr(2);
+    arg = "-n";
+    return true;
+  }
+  return false;
+}
+
+// --nodes: "2x2", or the spec spread over arguments: "2 x 2", "2 x2", "2x 2" (`i` moves past what it joins).
+std::string join_nodes_spec(std::string spec, bool inline_value, int argc, char** argv, int& i) {
+  const auto starts_with_x = [](const char* a) { return a[0] == 'x' || a[0] == 'X'; };
+  if (!inline_value && i + 1 < argc && !spec.empty() &&
+      spec.find_first_not_of("0123456789") == std::string::npos && starts_with_x(argv[i + 1]))
+    spec += argv[++i];
+  if (!inline_value && i + 1 < argc && !spec.empty() && (spec.back() == 'x' || spec.back() == 'X') &&
+      std::isdigit(static_cast<unsigned char>(argv[i + 1][0])))
+    spec += argv[++i];
+  return spec;
+}
+
+std::string checked_iface_prefix(const std::string& p) {
+  bool ok = !p.empty() && p.size() <= 4 && std::isalpha(static_cast<unsigned char>(p[0]));
+  for (char c : p) ok = ok && std::isalnum(static_cast<unsigned char>(c));
+  if (!ok) throw UsageError("--iface-prefix '" + p + "' must be 1-4 letters/digits starting with a letter");
+  return p;
+}
+
+// The option at argv[i] and its value, into `out`; `i` moves past the arguments it takes.
+void parse_option(int argc, char** argv, int& i, ParsedArgs& out, bool& have_n) {
+  std::string arg = argv[i], value;
+  const bool inline_value = split_inline_value(arg, value);
+  auto take = [&]() -> std::string {
+    if (inline_value) return value;
+    if (i + 1 >= argc) throw UsageError("option " + arg + " needs a value");
+    return argv[++i];
+  };
+  LaunchOptions& o = out.options;
+  if (arg == "-n" || arg == "--nprocs" || arg == "--nproc" || arg == "--nproc-per-node") {
+    o.nprocs = parse_int(arg, take(), 1, 4096);
+    have_n = true;
+  } else if (arg == "--nodes") {
+    const std::string spec = join_nodes_spec(take(), inline_value, argc, argv, i);
+    parse_nodes(spec, &o.nodes, &o.ranks_per_node);
+  } else if (arg == "--netem") {
+    o.netem = parse_netem(take());
+  } else if (arg == "--rendezvous") {
+    o.rendezvous = take();
+    if (o.rendezvous.empty()) throw UsageError("--rendezvous needs a URL");
+  } else if (arg == "--iface-prefix") {
+    o.iface_prefix = checked_iface_prefix(take());
+  } else if (arg == "--grace") {
+    o.grace_s = parse_seconds(arg, take());
+  } else if (arg == "--max-restarts") {
+    o.max_restarts = parse_int(arg, take(), 0, 1000);
+  } else if (arg == "--master-port") {
+    o.master_port = parse_int(arg, take(), 1, 65535);
+  } else {
+    throw UsageError("unknown option '" + std::string(argv[i]) +
+                     "' (options go before '--', the command after it; see dreamddp launch --help)");
+  }
+}
+
+// --nodes AxB gives the rank count (-n, if given, must match it); one of the two is required.
+void settle_rank_count(LaunchOptions& o, bool have_n) {
+  if (o.nodes > 0) {
+    const int total = o.nodes * o.ranks_per_node;
+    if (have_n && o.nprocs != total)
+      throw UsageError("-n " + std::to_string(o.nprocs) + " does not match --nodes " + std::to_string(o.nodes) +
+                       "x" + std::to_string(o.ranks_per_node) + " (" + std::to_string(total) +
+                       " ranks); drop -n or make it A*B");
+    o.nprocs = total;
+    have_n = true;
+  }
+  if (!have_n) throw UsageError("missing -n N (number of ranks) or --nodes AxB");
+}
+
+// A command to run, and no more emulated nodes than one /24 subnet holds.
+void check_command(const ParsedArgs& out) {
+  if (out.command.empty()) throw UsageError("nothing to run; give the command after '--', e.g. -- train --model mlp");
+  const int hosts = out.options.nodes > 0 ? out.options.nodes : out.options.nprocs;
+  if (out.options.netem && hosts > 250)
+    throw UsageError("--netem supports at most 250 nodes (one /24 subnet), got " + std::to_string(hosts) +
+                     (out.options.nodes > 0 ? "" : " (one per rank without --nodes)"));
+}
+
+}  // namespace
+
 ParsedArgs parse_args(int argc, char** argv) {
   ParsedArgs out;
   bool have_n = false;
   int i = 1;
   for (; i < argc; ++i) {
-    std::string arg = argv[i];
+    const std::string arg = argv[i];
     if (arg == "--") {
       ++i;
       break;
@@ -194,78 +293,11 @@ ParsedArgs parse_args(int argc, char** argv) {
       out.help = true;
       return out;
     }
-    // Accept "--opt=value", "--opt value", "-nN" and "-n N".
-    std::string value;
-    bool inline_value = false;
-    if (arg.rfind("--", 0) == 0) {
-      const size_t eq = arg.find('=');
-      if (eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        inline_value = true;
-      }
-    } else if (arg.rfind("-n", 0) == 0 && arg.size() > 2) {
-      value = arg.substr(2);
-      arg = "-n";
-      inline_value = true;
-    }
-    auto take = [&]() -> std::string {
-      if (inline_value) return value;
-      if (i + 1 >= argc) throw UsageError("option " + arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "-n" || arg == "--nprocs" || arg == "--nproc" || arg == "--nproc-per-node") {
-      out.options.nprocs = parse_int(arg, take(), 1, 4096);
-      have_n = true;
-    } else if (arg == "--nodes") {
-      // "2x2", or the spec spread over arguments: "2 x 2", "2 x2", "2x 2".
-      std::string spec = take();
-      const auto starts_with_x = [](const char* a) { return a[0] == 'x' || a[0] == 'X'; };
-      if (!inline_value && i + 1 < argc && !spec.empty() &&
-          spec.find_first_not_of("0123456789") == std::string::npos && starts_with_x(argv[i + 1]))
-        spec += argv[++i];
-      if (!inline_value && i + 1 < argc && !spec.empty() && (spec.back() == 'x' || spec.back() == 'X') &&
-          std::isdigit(static_cast<unsigned char>(argv[i + 1][0])))
-        spec += argv[++i];
-      parse_nodes(spec, &out.options.nodes, &out.options.ranks_per_node);
-    } else if (arg == "--netem") {
-      out.options.netem = parse_netem(take());
-    } else if (arg == "--rendezvous") {
-      out.options.rendezvous = take();
-      if (out.options.rendezvous.empty()) throw UsageError("--rendezvous needs a URL");
-    } else if (arg == "--iface-prefix") {
-      const std::string p = take();
-      bool ok = !p.empty() && p.size() <= 4 && std::isalpha(static_cast<unsigned char>(p[0]));
-      for (char c : p) ok = ok && std::isalnum(static_cast<unsigned char>(c));
-      if (!ok) throw UsageError("--iface-prefix '" + p + "' must be 1-4 letters/digits starting with a letter");
-      out.options.iface_prefix = p;
-    } else if (arg == "--grace") {
-      out.options.grace_s = parse_seconds(arg, take());
-    } else if (arg == "--max-restarts") {
-      out.options.max_restarts = parse_int(arg, take(), 0, 1000);
-    } else if (arg == "--master-port") {
-      out.options.master_port = parse_int(arg, take(), 1, 65535);
-    } else {
-      throw UsageError("unknown option '" + std::string(argv[i]) +
-                       "' (options go before '--', the command after it; see dreamddp launch --help)");
-    }
+    parse_option(argc, argv, i, out, have_n);
   }
-  if (out.options.nodes > 0) {
-    const int total = out.options.nodes * out.options.ranks_per_node;
-    if (have_n && out.options.nprocs != total)
-      throw UsageError("-n " + std::to_string(out.options.nprocs) + " does not match --nodes " +
-                       std::to_string(out.options.nodes) + "x" + std::to_string(out.options.ranks_per_node) + " (" +
-                       std::to_string(total) + " ranks); drop -n or make it A*B");
-    out.options.nprocs = total;
-    have_n = true;
-  }
-  if (!have_n) throw UsageError("missing -n N (number of ranks) or --nodes AxB");
+  settle_rank_count(out.options, have_n);
   for (; i < argc; ++i) out.command.emplace_back(argv[i]);
-  if (out.command.empty()) throw UsageError("nothing to run; give the command after '--', e.g. -- train --model mlp");
-  const int hosts = out.options.nodes > 0 ? out.options.nodes : out.options.nprocs;
-  if (out.options.netem && hosts > 250)
-    throw UsageError("--netem supports at most 250 nodes (one /24 subnet), got " + std::to_string(hosts) +
-                     (out.options.nodes > 0 ? "" : " (one per rank without --nodes)"));
+  check_command(out);
   return out;
 }
 

@@ -155,6 +155,119 @@ int send_all(int fd, mmsghdr* msgs, int n, uint64_t* errors) {
   return done;
 }
 
+// The uplink's delay line: a preallocated ring of frame slots that recvmmsg fills in place, each frame due at its
+// kernel arrival plus the delay, drained in order by sendmmsg; the loss draw drops frames on the way in.
+class DelayLine {
+ public:
+  explicit DelayLine(const ImpairConfig& cfg)
+      : cap_(cfg.queue_frames),
+        data_(cap_ * kSlot),
+        due_(cap_),
+        len_(cap_),
+        scratch_(kSlot),
+        delay_ns_(std::llround(cfg.delay_s * 1e9)),
+        threshold_(loss_threshold(cfg.loss_pct)),
+        rng_(cfg.seed) {}
+
+  // Until the oldest frame is due (ns; -1: the line is empty, wait for frames only).
+  int64_t timeout_ns(int64_t now) const {
+    return head_ != tail_ ? std::max<int64_t>(0, due_[head_ % cap_] - now) : -1;
+  }
+
+  // Receives what is there, at most one ring's worth per wake-up so due frames are never starved.
+  void receive(int fd) {
+    for (size_t got_total = 0; got_total < cap_;) {
+      const size_t used = tail_ - head_;
+      const size_t idx = tail_ % cap_;
+      const bool full = used == cap_;
+      const int n = full ? 1 : static_cast<int>(std::min<size_t>({size_t(kBatch), cap_ - idx, cap_ - used}));
+      for (int i = 0; i < n; ++i) {
+        iov_[i] = {full ? scratch_.data() : &data_[(idx + i) * kSlot], kSlot};
+        frame_msg(msgs_[i], iov_[i], &from_[i], control_[i], sizeof control_[i]);
+      }
+      const int r = recvmmsg(fd, msgs_, static_cast<unsigned>(n), MSG_DONTWAIT | MSG_TRUNC, nullptr);
+      if (r <= 0) break;
+      got_total += static_cast<size_t>(r);
+      keep(r, idx, full);
+      if (r < n) break;
+    }
+  }
+
+  // Releases every frame whose time has come, oldest first, in contiguous batches.
+  void release(int fd) {
+    const int64_t now = mono_ns();
+    for (size_t guard = 0; head_ != tail_ && due_[head_ % cap_] <= now && guard < cap_; ++guard) {
+      const size_t idx = head_ % cap_;
+      int n = 0;
+      while (n < kBatch && head_ + n != tail_ && idx + n < cap_ && due_[idx + n] <= now) {
+        iov_[n] = {&data_[(idx + n) * kSlot], len_[idx + n]};
+        frame_msg(msgs_[n], iov_[n]);
+        ++n;
+      }
+      const int sent = send_all(fd, msgs_, n, &c_.send_errors);
+      head_ += static_cast<uint64_t>(sent);
+      if (sent < n) break;  // socket full: retry on the next wake-up
+    }
+  }
+
+  const ImpairCounts& counts() const { return c_; }
+
+ private:
+  // Drop when a uniform 64-bit draw falls below p * 2^64 (loss 100% drops everything).
+  static uint64_t loss_threshold(double loss_pct) {
+    const double p = loss_pct / 100;
+    return p >= 1 ? UINT64_MAX : static_cast<uint64_t>(std::ldexp(p, 64));
+  }
+
+  // Counts the r frames just received into slots from idx and keeps those that pass, compacted towards the
+  // tail in arrival order.
+  void keep(int r, size_t idx, bool full) {
+    const int64_t now = mono_ns();
+    const int64_t real_now = real_ns();
+    uint64_t w = tail_;
+    for (int i = 0; i < r; ++i) {
+      if (from_[i].sll_pkttype == PACKET_OUTGOING) continue;
+      ++c_.up_frames;
+      if ((msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) || msgs_[i].msg_len > kSlot) {
+        ++c_.oversize;
+        continue;
+      }
+      if (full) {
+        ++c_.up_overflow;
+        continue;
+      }
+      if (threshold_ && splitmix64(&rng_) < threshold_) {
+        ++c_.up_dropped;
+        continue;
+      }
+      const size_t at = w % cap_;
+      if (at != idx + static_cast<size_t>(i))
+        std::memmove(&data_[at * kSlot], &data_[(idx + i) * kSlot], msgs_[i].msg_len);
+      len_[at] = msgs_[i].msg_len;
+      // Never earlier than the previous frame: ordering is kept even if two stamps disagree.
+      due_[at] = now + delay_ns_ - age_ns(msgs_[i].msg_hdr, real_now, delay_ns_);
+      if (w != head_ && due_[at] < due_[(w - 1) % cap_]) due_[at] = due_[(w - 1) % cap_];
+      ++w;
+    }
+    tail_ = w;
+  }
+
+  const size_t cap_;
+  std::vector<unsigned char> data_;
+  std::vector<int64_t> due_;
+  std::vector<uint32_t> len_;
+  std::vector<unsigned char> scratch_;  // frames that arrive while the ring is full land here
+  const int64_t delay_ns_;
+  const uint64_t threshold_;
+  uint64_t rng_;
+  uint64_t head_ = 0, tail_ = 0;  // ring positions (monotonic); slot = pos % cap
+  ImpairCounts c_;
+  mmsghdr msgs_[kBatch];
+  iovec iov_[kBatch];
+  sockaddr_ll from_[kBatch];
+  alignas(cmsghdr) char control_[kBatch][CMSG_SPACE(sizeof(timespec))];
+};
+
 }  // namespace
 
 LinkImpair::LinkImpair(int node, const std::string& node_dev, const std::string& bridge_dev,
@@ -201,88 +314,13 @@ void LinkImpair::stop() noexcept {
 
 void LinkImpair::uplink() {
   prepare_thread();
-  const size_t cap = cfg_.queue_frames;
-  std::vector<unsigned char> data(cap * kSlot);
-  std::vector<int64_t> due(cap);
-  std::vector<uint32_t> len(cap);
-  std::vector<unsigned char> scratch(kSlot);  // frames that arrive while the ring is full land here
-  mmsghdr msgs[kBatch];
-  iovec iov[kBatch];
-  sockaddr_ll from[kBatch];
-  alignas(cmsghdr) char control[kBatch][CMSG_SPACE(sizeof(timespec))];
-  const int64_t delay_ns = std::llround(cfg_.delay_s * 1e9);
-  // Drop when a uniform 64-bit draw falls below p * 2^64 (loss 100% drops everything).
-  const double p = cfg_.loss_pct / 100;
-  const uint64_t threshold = p >= 1 ? UINT64_MAX : static_cast<uint64_t>(std::ldexp(p, 64));
-  uint64_t rng = cfg_.seed;
-  uint64_t head = 0, tail = 0;  // ring positions (monotonic); slot = pos % cap
-  ImpairCounts c;
-
+  DelayLine line(cfg_);
   for (;;) {
-    const int64_t now0 = mono_ns();
-    int64_t timeout = -1;
-    if (head != tail) timeout = std::max<int64_t>(0, due[head % cap] - now0);
-    if (!wait_readable(node_fd_, stop_fd_, timeout)) break;
-
-    // Receive what is there, at most one ring's worth per wake-up so due frames are never starved.
-    for (size_t got_total = 0; got_total < cap;) {
-      const size_t used = tail - head;
-      const size_t idx = tail % cap;
-      const bool full = used == cap;
-      const int n = full ? 1 : static_cast<int>(std::min<size_t>({size_t(kBatch), cap - idx, cap - used}));
-      for (int i = 0; i < n; ++i) {
-        iov[i] = {full ? scratch.data() : &data[(idx + i) * kSlot], kSlot};
-        frame_msg(msgs[i], iov[i], &from[i], control[i], sizeof control[i]);
-      }
-      const int r = recvmmsg(node_fd_, msgs, static_cast<unsigned>(n), MSG_DONTWAIT | MSG_TRUNC, nullptr);
-      if (r <= 0) break;
-      got_total += static_cast<size_t>(r);
-      const int64_t now = mono_ns();
-      const int64_t real_now = real_ns();
-      uint64_t w = tail;  // kept frames are compacted towards the tail, in arrival order
-      for (int i = 0; i < r; ++i) {
-        if (from[i].sll_pkttype == PACKET_OUTGOING) continue;
-        ++c.up_frames;
-        if ((msgs[i].msg_hdr.msg_flags & MSG_TRUNC) || msgs[i].msg_len > kSlot) {
-          ++c.oversize;
-          continue;
-        }
-        if (full) {
-          ++c.up_overflow;
-          continue;
-        }
-        if (threshold && splitmix64(&rng) < threshold) {
-          ++c.up_dropped;
-          continue;
-        }
-        const size_t at = w % cap;
-        if (at != idx + static_cast<size_t>(i)) std::memmove(&data[at * kSlot], &data[(idx + i) * kSlot], msgs[i].msg_len);
-        len[at] = msgs[i].msg_len;
-        // Never earlier than the previous frame: ordering is kept even if two stamps disagree.
-        due[at] = now + delay_ns - age_ns(msgs[i].msg_hdr, real_now, delay_ns);
-        if (w != head && due[at] < due[(w - 1) % cap]) due[at] = due[(w - 1) % cap];
-        ++w;
-      }
-      tail = w;
-      if (r < n) break;
-    }
-
-    // Release every frame whose time has come, oldest first, in contiguous batches.
-    const int64_t now = mono_ns();
-    for (size_t guard = 0; head != tail && due[head % cap] <= now && guard < cap; ++guard) {
-      const size_t idx = head % cap;
-      int n = 0;
-      while (n < kBatch && head + n != tail && idx + n < cap && due[idx + n] <= now) {
-        iov[n] = {&data[(idx + n) * kSlot], len[idx + n]};
-        frame_msg(msgs[n], iov[n]);
-        ++n;
-      }
-      const int sent = send_all(bridge_fd_, msgs, n, &c.send_errors);
-      head += static_cast<uint64_t>(sent);
-      if (sent < n) break;  // socket full: retry on the next wake-up
-    }
+    if (!wait_readable(node_fd_, stop_fd_, line.timeout_ns(mono_ns()))) break;
+    line.receive(node_fd_);
+    line.release(bridge_fd_);
   }
-  up_counts_ = c;
+  up_counts_ = line.counts();
 }
 
 void LinkImpair::downlink() {
