@@ -204,52 +204,43 @@ ScheduleReport compute_schedule(const ScheduleArgs& a) {
   return r;
 }
 
-// Print: the per-layer table, the per-phase waits, the summary, the schedule file, and the JSON line last.
-void print_schedule(const ScheduleArgs& a, const ScheduleReport& r) {
+// The per-layer table: backward and comm times, the solved phase, plsgd's phase and (--fillin) extra phases.
+void print_layer_table(const ScheduleArgs& a, const ScheduleReport& r) {
   const auto& prof = r.prof;
-  const auto& b = prof.bp;
-  const auto& c = prof.comm;
-  const auto& sol = r.sol;
-  const auto& fill = r.fill;
-  const auto& k = prof.contention;
-  const int H = a.H;
-  const bool use_fillin = a.fillin;
   std::cout << "DreamDDP schedule (times in ms; phase = step mod H at which the layer is averaged)\n";
   say("%5s  %-44s %10s %10s %6s %6s  %s\n", "layer", "name", "bp_ms", "comm_ms", "phase", "plsgd",
-      use_fillin ? "fill-in phases" : "");
+      a.fillin ? "fill-in phases" : "");
   for (size_t l = 0; l < prof.names.size(); ++l) {
     std::string extra;
-    if (use_fillin)
-      for (int p : fill[l]) extra += (extra.empty() ? "" : ",") + std::to_string(p);
-    say("%5zu  %-44s %10.4f %10.4f %6d %6d  %s\n", l, prof.names[l].c_str(), b[l] * 1e3, c[l] * 1e3,
-        sol.phase[l], r.plsgd_phase[l], extra.c_str());
+    if (a.fillin)
+      for (int p : r.fill[l]) extra += (extra.empty() ? "" : ",") + std::to_string(p);
+    say("%5zu  %-44s %10.4f %10.4f %6d %6d  %s\n", l, prof.names[l].c_str(), prof.bp[l] * 1e3, prof.comm[l] * 1e3,
+        r.sol.phase[l], r.plsgd_phase[l], extra.c_str());
   }
+}
+
+// Per phase: its layers, their comm time and the modelled wait.
+void print_phase_table(const ScheduleArgs& a, const ScheduleReport& r) {
+  const auto& c = r.prof.comm;
   say("\n%5s %7s %12s %12s\n", "phase", "layers", "comm_s", "wait_s");
-  for (int p = 0; p < H; ++p) {
+  for (int p = 0; p < a.H; ++p) {
     int n = 0;
     double cp = 0;
     for (size_t l = 0; l < c.size(); ++l)
-      if (sol.phase[l] == p) ++n, cp += c[l];
+      if (r.sol.phase[l] == p) ++n, cp += c[l];
     say("%5d %7d %12.6f %12.6f\n", p, n, cp, r.waits[p]);
   }
-  size_t n_fill = 0;
-  for (auto& f : fill) n_fill += f.size();
+}
 
-  say("\nprofile            %s (%s)\n", profile_name(a.dir).c_str(), a.dir.c_str());
-  say("layers             %zu\n", prof.names.size());
-  say("H                  %d\n", H);
-  say("B = sum bp         %.6f s\n", r.B);
-  say("C = sum comm       %.6f s\n", r.C);
-  if (!k.none())
-    say("contention         compute x%.3f, communication x%.3f while they overlap (overlap.json; charged to ddp, "
-        "plsgd and dreamddp)\n", 1 + k.compute, 1 + k.comm);
+// The modelled time per iteration of every policy (with fused buckets and --delay where given).
+void print_modelled_times(const ScheduleArgs& a, const ScheduleReport& r) {
   say("modelled time per iteration (s):\n");
   say("  ddp (B+C)        %.6f\n", r.t_ddp);
   say("  ddp, overlapped  %.6f  (all-reduces on one FIFO channel from the hook, as the engine runs ddp)\n",
       r.t_ddp_overlap);
   say("  localsgd (B+C/H) %.6f\n", r.t_local);
   say("  plsgd            %.6f\n", r.t_plsgd);
-  say("  dreamddp         %.6f%s\n", r.t_dream, use_fillin ? "  (with fill-in)" : "");
+  say("  dreamddp         %.6f%s\n", r.t_dream, a.fillin ? "  (with fill-in)" : "");
   if (r.runs_local)
     say("  dreamddp runs Local SGD's schedule: %.6f s, faster than its layer-wise one once overlap is charged\n",
         r.t_local);
@@ -266,25 +257,41 @@ void print_schedule(const ScheduleArgs& a, const ScheduleReport& r) {
     say("  localsgd delay=%d %.6f  (whole model launched after every H-th update, merged T steps later)\n", a.delay,
         r.t_local_delay);
   }
+}
+
+// The summary: the profile, its totals and contention, the modelled times, the bound and the solve.
+void print_summary(const ScheduleArgs& a, const ScheduleReport& r) {
+  const auto& sol = r.sol;
+  const auto& k = r.prof.contention;
+  size_t n_fill = 0;
+  for (auto& f : r.fill) n_fill += f.size();
+  say("\nprofile            %s (%s)\n", profile_name(a.dir).c_str(), a.dir.c_str());
+  say("layers             %zu\n", r.prof.names.size());
+  say("H                  %d\n", a.H);
+  say("B = sum bp         %.6f s\n", r.B);
+  say("C = sum comm       %.6f s\n", r.C);
+  if (!k.none())
+    say("contention         compute x%.3f, communication x%.3f while they overlap (overlap.json; charged to ddp, "
+        "plsgd and dreamddp)\n", 1 + k.compute, 1 + k.comm);
+  print_modelled_times(a, r);
   say("  lower bound      %.6f\n", sol.lower_bound);
   say("gap to bound       %.4f%%  (%s)\n", sol.gap * 100,
       sol.optimal ? "proven optimal" : sol.gap <= 0.01 ? "proven within 1% of optimal"
                                                        : "NOT proven within 1% of optimal");
   say("solve time         %.4f s (%lld branch-and-bound nodes)\n", sol.solve_s, sol.nodes);
-  if (use_fillin) say("fill-in            %zu extra layer syncs in idle bandwidth\n", n_fill);
+  if (a.fillin) say("fill-in            %zu extra layer syncs in idle bandwidth\n", n_fill);
+}
 
-  if (!a.out.empty()) {
-    sync::write_schedule(a.out, prof.names, H, sol.phase, use_fillin ? &fill : nullptr);
-    say("schedule written   %s\n", a.out.c_str());
-  }
+// The JSON line, last: every modelled time, the contention, what dreamddp runs, the bound and its gap.
+void print_json(const ScheduleArgs& a, const ScheduleReport& r) {
   nlohmann::ordered_json j;
   j["ddp"] = r.t_ddp;
   j["ddp_overlap"] = r.t_ddp_overlap;
   j["localsgd"] = r.t_local;
   j["plsgd"] = r.t_plsgd;
   j["dreamddp"] = r.t_dream;
-  j["compute_slowdown"] = k.compute;
-  j["comm_slowdown"] = k.comm;
+  j["compute_slowdown"] = r.prof.contention.compute;
+  j["comm_slowdown"] = r.prof.contention.comm;
   j["dreamddp_runs"] = r.runs_local ? "localsgd" : "layerwise";
   if (r.alpha > 0) {
     j["alpha_s"] = r.alpha;
@@ -296,10 +303,22 @@ void print_schedule(const ScheduleArgs& a, const ScheduleReport& r) {
     j["dreamddp_delay"] = r.t_delay;
     j["localsgd_delay"] = r.t_local_delay;
   }
-  j["lower_bound"] = sol.lower_bound;
-  j["gap"] = sol.gap;
-  j["H"] = H;
+  j["lower_bound"] = r.sol.lower_bound;
+  j["gap"] = r.sol.gap;
+  j["H"] = a.H;
   std::cout << j.dump() << std::endl;
+}
+
+// Print: the per-layer table, the per-phase waits, the summary, the schedule file, and the JSON line last.
+void print_schedule(const ScheduleArgs& a, const ScheduleReport& r) {
+  print_layer_table(a, r);
+  print_phase_table(a, r);
+  print_summary(a, r);
+  if (!a.out.empty()) {
+    sync::write_schedule(a.out, r.prof.names, a.H, r.sol.phase, a.fillin ? &r.fill : nullptr);
+    say("schedule written   %s\n", a.out.c_str());
+  }
+  print_json(a, r);
 }
 
 }  // namespace

@@ -78,10 +78,10 @@ int train_in_run_dir(train::TrainConfig& cfg, train::RunData& data, bool joining
                  cfg.model.c_str(), cfg.data.c_str(), cfg.world, (long long)cfg.batch, (long long)cfg.steps,
                  cfg.policy.c_str(), cfg.threads);
   if (cfg.rank == 0)  // a switch the run never reaches breaks nothing, but the user meant something by it
-    for (const auto& sw : sync::parse_switches(cfg.switches))
+    for (const auto& sw : cfg.policy_switches)
       if (sw.step >= cfg.steps)
         std::fprintf(stderr, "train: note: --switch %lld:%s is not before the last step (%lld steps): it will not "
-                     "apply in this run\n", (long long)sw.step, sw.spec.c_str(), (long long)cfg.steps);
+                     "apply in this run\n", (long long)sw.step, sw.spec.text.c_str(), (long long)cfg.steps);
   train::Trainer t(cfg, backend.get(), &data);
   if (backend && cfg.shrink_on_peer_loss) {
     // The survivors of a lost peer agree in the rendezvous directory and meet there again, under a fresh key

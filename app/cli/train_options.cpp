@@ -39,14 +39,15 @@ po::typed_value<T>* with_default(T* v) {
   return po::value(v)->default_value(*v, as_written(*v));
 }
 
-}  // namespace
-
-bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
+// Options read as words and parsed once after the command line (and --config): the rest of the program sees only
+// values.
+struct Words {
   std::string seed, optimizer;
-  // Enumerated options are read as words and parsed once below; the rest of the program sees only values.
-  std::string backend = name(c.backend), device = name(c.device), lr_schedule = name(c.lr_schedule),
-              anomaly = name(c.anomaly), on_peer_loss = "exit";
-  po::options_description d("dreamddp train options");
+  std::string backend, device, lr_schedule, anomaly, on_peer_loss = "exit";
+};
+
+// Every train option, bound to `c` or, for the enumerated ones, to `w`.
+void describe_train_options(po::options_description& d, train::TrainConfig& c, Words& w) {
   // clang-format off
   d.add_options()
     ("help,h", "show this help")
@@ -56,18 +57,18 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     ("data-dir", po::value(&c.data_dir), "dataset location (default: the Debian package's)")
     ("policy", with_default(&c.policy), "ddp | localsgd:k=8 | plsgd:h=8 | dreamddp:h=8[,profile=DIR][,fillin=1] | fixed:... | threshold:... | autothreshold | staleness:t=T | hybrid | hier:nodes=AxB | A+staleness:t=T (core/sync/policies/POLICIES.md)")
     ("switch", po::value(&c.switches)->composing(), "STEP:SPEC, change policy at STEP (repeatable)")
-    ("backend", with_default(&backend), "gloo | mpi | nccl")
-    ("device", with_default(&device), "cpu | cuda")
+    ("backend", with_default(&w.backend), "gloo | mpi | nccl")
+    ("device", with_default(&w.device), "cpu | cuda")
     ("batch", with_default(&c.batch), "per-rank batch size")
     ("steps", with_default(&c.steps), "training steps")
     ("lr", po::value(&c.lr), "learning rate (default: sgd 0.05, adamw 0.001)")
     ("momentum", with_default(&c.momentum), "SGD momentum")
     ("nesterov", po::bool_switch(&c.nesterov), "Nesterov momentum")
     ("weight-decay", with_default(&c.weight_decay), "weight decay (AdamW: decoupled)")
-    ("optimizer", po::value(&optimizer), "sgd | adamw (default: sgd; adamw for gpt-mini, gpt2, llama)")
-    ("lr-schedule", with_default(&lr_schedule), "const | cosine | step")
+    ("optimizer", po::value(&w.optimizer), "sgd | adamw (default: sgd; adamw for gpt-mini, gpt2, llama)")
+    ("lr-schedule", with_default(&w.lr_schedule), "const | cosine | step")
     ("warmup", po::value(&c.warmup), "linear warm-up steps (default 2% of --steps)")
-    ("seed", po::value(&seed)->default_value("0"), "seed of initialization and data order (0 .. 2^64-1)")
+    ("seed", po::value(&w.seed)->default_value("0"), "seed of initialization and data order (0 .. 2^64-1)")
     ("eval-every", with_default(&c.eval_every), "test-set evaluation every N steps (and at the end)")
     ("eval-samples", with_default(&c.eval_samples), "test samples per evaluation (0: all; text: 512)")
     ("out", po::value(&c.out), "run directory: metrics.h5, summary.json")
@@ -79,14 +80,14 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     ("rendezvous", po::value(&c.rendezvous), "file:///path | redis://host:port")
     ("iface", po::value(&c.iface), "network interface for Gloo (also GLOO_SOCKET_IFNAME)")
     ("timeout", with_default(&c.timeout_s), "collective timeout, seconds")
-    ("on-peer-loss", with_default(&on_peer_loss), "exit | shrink: a lost peer ends the run (exit 3), or the survivors continue")
+    ("on-peer-loss", with_default(&w.on_peer_loss), "exit | shrink: a lost peer ends the run (exit 3), or the survivors continue")
     ("rejoin", po::bool_switch(&c.rejoin), "join the live run of this rendezvous (with --on-peer-loss shrink)")
     ("threads", with_default(&c.threads), "compute threads per rank (0: auto)")
     ("log-every", with_default(&c.log_every), "progress line every N steps (0: auto)")
     ("check-collectives", po::bool_switch(&c.check_collectives), "fingerprint every collective across ranks")
     ("staleness-lr", po::value(&c.staleness_gamma)->implicit_value(0.9, as_written(0.9)), "scale lr_l by GAMMA^stale_l (default 0.9)")
     ("immediate-update", po::bool_switch(&c.immediate_update), "update each layer as soon as its sync is done")
-    ("anomaly", with_default(&anomaly), "off | fallback | stop: on NaN/Inf or a loss spike")
+    ("anomaly", with_default(&w.anomaly), "off | fallback | stop: on NaN/Inf or a loss spike")
     ("anomaly-spike", with_default(&c.anomaly_spike), "loss spike factor over its EMA (0: off)")
     ("anomaly-window", with_default(&c.anomaly_window), "fallback: lock-step steps")
     ("inject-nan", with_default(&c.inject_nan), "testing: poison a gradient on rank 0 at STEP")
@@ -95,7 +96,10 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
     ("bucket-cap-mb", with_default(&c.bucket_cap_mb), "bucket cap, MiB")
     ("first-bucket-mb", with_default(&c.first_bucket_mb), "first bucket cap, MiB");
   // clang-format on
-  po::variables_map vm;
+}
+
+// The command line, then --config FILE; false when --help was printed.
+bool read_train_options(int argc, char** argv, const po::options_description& d, po::variables_map& vm) {
   auto parsed = po::command_line_parser(argc, argv).options(d).run();
   for (auto& o : parsed.options)
     if (o.unregistered || o.string_key.empty())
@@ -117,8 +121,12 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
       throw UsageError("--config " + file + ": " + e.what());
     }
   }
-  po::notify(vm);
-  // Values Boost accepts but that are out of range for us (a given value never silently means "the default").
+  return true;
+}
+
+// Values Boost accepts but that are out of range for us (a given value never silently means "the default").
+void check_numbers(const po::variables_map& vm, const Words& w, train::TrainConfig& c) {
+  const std::string& seed = w.seed;
   if (seed.empty() || seed.find_first_not_of("0123456789") != std::string::npos || seed.size() > 20)
     throw UsageError("--seed " + seed + ": expected an integer in [0, 2^64)");
   errno = 0;
@@ -128,19 +136,41 @@ bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
   if (vm.count("staleness-lr") && !(c.staleness_gamma > 0 && c.staleness_gamma <= 1))
     throw UsageError("--staleness-lr must be in (0, 1]");
   if (vm.count("warmup") && c.warmup < 0) throw UsageError("--warmup must be >= 0");
-  if (vm.count("optimizer") && optimizer.empty()) throw UsageError("--optimizer: empty value (expected sgd or adamw)");
-  c.device = train::parse_device(device);
-  c.backend = train::parse_backend(backend);
-  c.optimizer = train::parse_optimizer(optimizer);
-  c.lr_schedule = train::parse_lr_schedule(lr_schedule);
-  c.anomaly = train::parse_anomaly(anomaly);
-  if (on_peer_loss != "exit" && on_peer_loss != "shrink")
-    throw UsageError("--on-peer-loss '" + on_peer_loss + "' is not one of exit, shrink");
-  c.shrink_on_peer_loss = on_peer_loss == "shrink";
+  if (vm.count("optimizer") && w.optimizer.empty())
+    throw UsageError("--optimizer: empty value (expected sgd or adamw)");
+}
+
+// The enumerated options' words as values, and what --on-peer-loss and --rejoin (or DREAMDDP_REJOIN) ask for.
+void parse_words(const Words& w, train::TrainConfig& c) {
+  c.device = train::parse_device(w.device);
+  c.backend = train::parse_backend(w.backend);
+  c.optimizer = train::parse_optimizer(w.optimizer);
+  c.lr_schedule = train::parse_lr_schedule(w.lr_schedule);
+  c.anomaly = train::parse_anomaly(w.anomaly);
+  if (w.on_peer_loss != "exit" && w.on_peer_loss != "shrink")
+    throw UsageError("--on-peer-loss '" + w.on_peer_loss + "' is not one of exit, shrink");
+  c.shrink_on_peer_loss = w.on_peer_loss == "shrink";
   // `dreamddp launch --max-restarts` starts a lost rank again this way (docs/elastic.md "Rejoin").
   if (const char* j = std::getenv("DREAMDDP_REJOIN"); j && std::string(j) == "1") c.rejoin = true;
   if (c.rejoin && !c.shrink_on_peer_loss)
     throw UsageError("--rejoin joins a live world that admits ranks: it needs --on-peer-loss shrink");
+}
+
+}  // namespace
+
+bool parse_train_options(int argc, char** argv, train::TrainConfig& c) {
+  Words w;
+  w.backend = name(c.backend);
+  w.device = name(c.device);
+  w.lr_schedule = train::name(c.lr_schedule);
+  w.anomaly = name(c.anomaly);
+  po::options_description d("dreamddp train options");
+  describe_train_options(d, c, w);
+  po::variables_map vm;
+  if (!read_train_options(argc, argv, d, vm)) return false;
+  po::notify(vm);
+  check_numbers(vm, w, c);
+  parse_words(w, c);
   return true;
 }
 

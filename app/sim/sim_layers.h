@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/sync/engine/bucket_plan.h"
 #include "core/sync/policy/layer_meta.h"
-#include "core/sync/profile/contention.h"
+#include "core/sync/types/bucket_plan.h"
+#include "core/sync/types/contention.h"
 
 namespace dd::sim {
 

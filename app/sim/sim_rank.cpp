@@ -82,11 +82,12 @@ class ProfileCompute final : public train::StepCompute {
 class SizesDataPath final : public sync::DataPath {
  public:
   explicit SizesDataPath(float* scratch) : scratch_(scratch) {}
-  bool on_device() const override { return false; }
+  bool host_memory() const override { return true; }
   bool moves_data() const override { return false; }
   WorkPtr allreduce(Backend& g, float* p, size_t n, ReduceOp op, int) override { return g.allreduce(p, n, op); }
   WorkPtr broadcast(Backend& g, float* p, size_t n, int root) override { return g.broadcast(p, n, root); }
   WorkPtr allreduce_host(Backend& g, float* p, size_t n, ReduceOp op) override { return g.allreduce(p, n, op); }
+  void broadcast_host(Backend& g, float* p, size_t n, int root) override { g.broadcast(p, n, root)->wait(); }
   void save(const float*, size_t, std::vector<float>&) override {}
   void restore(float*, size_t, const std::vector<float>&) override {}
   float* scratch(size_t n) override {
@@ -128,8 +129,8 @@ void run_rank(SimRun& run, int rank) {
   const bool rank0 = rank == 0;
   auto b = SimBackend::world(run.net, rank);
   sync::EngineOptions eo;
-  eo.policy = o.policy;
-  eo.switches = o.switches;
+  eo.policy = sync::PolicySpec::parse(o.policy);
+  eo.switches = sync::parse_switches(o.switches);
   eo.bucket_cap_bytes = o.bucket_cap_bytes;
   eo.first_bucket_bytes = o.first_bucket_bytes;
   eo.average_optimizer_state = o.average_optimizer_state;
@@ -142,7 +143,7 @@ void run_rank(SimRun& run, int rank) {
   eo.contention = run.layers->contention;
   auto engine = sync::make_layer_sync(eo, run.table, run.arenas, std::make_unique<SizesDataPath>(run.scratch), *b);
 
-  auto timing = sync::make_policy(sync::PolicySpec::parse(o.policy));
+  auto timing = sync::make_policy(eo.policy);
   timing->setup(run.table.meta, b->size());
   const sync::TimedWindow tw = sync::timed_window(*timing, 0, o.steps);
   const int64_t end = tw.end > tw.warm ? tw.end : o.steps;
@@ -153,9 +154,9 @@ void run_rank(SimRun& run, int rank) {
   for (int64_t step = 0; step < o.steps; ++step) {
     if (step == tw.warm) t_warm = now_s();
     const double t0 = now_s();
-    engine->begin_step(step);
+    engine->begin(step);
     const train::StepResult r = train::train_step(compute, engine.get(), 1.0f, false, watch);
-    const sync::StepCommStats cs = engine->step_stats();
+    const sync::StepCommStats& cs = r.comm;
     if (step + 1 == end) t_end = r.end_s;
     if (step >= tw.warm && step < end) exposed_s += cs.exposed_ms / 1e3, step_s += r.end_s - t0;
     if (rank0) {

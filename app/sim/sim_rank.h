@@ -12,8 +12,8 @@
 #include "app/sim/sim_backend.h"
 #include "app/sim/sim_layers.h"
 #include "app/sim/simulator.h"
-#include "core/sync/engine/data_path.h"
 #include "core/sync/engine/make_layer_sync.h"
+#include "core/sync/types/data_path.h"
 
 namespace dd::sim {
 

@@ -71,76 +71,78 @@ void check_actor_budget(int ranks, const std::string& what) {
                    " ranks, or raise it as root (sysctl -w vm.max_map_count=" + std::to_string(need + 4096) + ")");
 }
 
-SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const SimOptions& opt,
-                   const std::function<void(int64_t)>& progress, telemetry::MetricsWriter* metrics) {
-  // Refuse what the simulation cannot run faithfully, before SimGrid starts.
-  for (const std::string& spec : [&] {
-         std::vector<std::string> all{opt.policy};
-         for (auto& s : opt.switches) all.push_back(s.substr(s.find(':') + 1));
-         return all;
-       }()) {
+namespace {
+
+// Refuses, before SimGrid starts, a policy (the first or a --switch one) that decides from gradient signals a
+// simulation does not have, unless they are faked (--signals constant).
+void refuse_signal_policies(const SimOptions& opt) {
+  std::vector<std::string> all{opt.policy};
+  for (auto& s : opt.switches) all.push_back(s.substr(s.find(':') + 1));
+  for (const std::string& spec : all) {
     auto p = sync::make_policy(sync::PolicySpec::parse(spec));
     if (p->caps().voting && p->caps().voting->wants_signals() && !opt.constant_signals)
       throw UsageError("--policy " + spec + ": decides from local gradient signals, which a simulation has "
                        "none of; add --signals constant (every layer cos = 1, norm = 1) or use ddp, localsgd, "
                        "plsgd, dreamddp, fixed, staleness");
   }
-  static bool started = false;
-  if (started) throw std::logic_error("simulate: SimGrid runs once per process");
-  started = true;
-  const auto t_wall = std::chrono::steady_clock::now();
-  int argc = 2;
-  char name[] = "dreamddp-simulate";
-  char quiet[] = "--log=root.thres:warning";  // SimGrid's INFO lines (configuration changes) are not ours to print
-  char* argv[] = {name, quiet, nullptr};
-  sg4::Engine e(&argc, argv);
+}
+
+// SimGrid checks model names only when the platform is built, and then aborts the process: check them here.
+void check_model_name(const std::string& c) {
+  static const std::map<std::string, std::vector<std::string>> models = {
+      {"network/model", {"LV08", "CM02", "Constant", "SMPI", "IB"}},
+      {"cpu/model", {"Cas01"}},
+      {"host/model", {"default", "compound"}}};
+  const std::string key = c.substr(0, c.find(':')), val = c.substr(c.find(':') + 1);
+  auto m = models.find(key);
+  if (m != models.end() && std::find(m->second.begin(), m->second.end(), val) == m->second.end()) {
+    std::string known;
+    for (auto& k : m->second) known += (known.empty() ? "" : ", ") + k;
+    throw UsageError("--cfg " + c + ": unknown " + key + " (known: " + known + ")");
+  }
+}
+
+// The actors' stack size, then every --cfg KEY:VALUE.
+void configure_engine(const SimOptions& opt) {
   // The schedule solver runs inside the actors (self-profiling policies): 128 KiB stacks overflowed at 128 ranks.
   sg4::Engine::set_config("contexts/stack-size:4096");
   for (auto& c : opt.simgrid_cfg) {
-    // SimGrid checks model names only when the platform is built, and then aborts the process: check them here.
-    static const std::map<std::string, std::vector<std::string>> models = {
-        {"network/model", {"LV08", "CM02", "Constant", "SMPI", "IB"}},
-        {"cpu/model", {"Cas01"}},
-        {"host/model", {"default", "compound"}}};
-    const std::string key = c.substr(0, c.find(':')), val = c.substr(c.find(':') + 1);
-    auto m = models.find(key);
-    if (m != models.end() && std::find(m->second.begin(), m->second.end(), val) == m->second.end()) {
-      std::string known;
-      for (auto& k : m->second) known += (known.empty() ? "" : ", ") + k;
-      throw UsageError("--cfg " + c + ": unknown " + key + " (known: " + known + ")");
-    }
+    check_model_name(c);
     try {
       sg4::Engine::set_config(c);
     } catch (const std::exception& ex) {
       throw UsageError("--cfg " + c + ": " + ex.what());
     }
   }
-  std::vector<sg4::Host*> hosts;
-  std::vector<std::string> nodes;
-  if (!platform.file.empty()) {
-    try {
-      e.load_platform(platform.file);
-    } catch (const std::exception& ex) {
-      throw UsageError("--platform " + platform.file + ": " + ex.what());
-    }
-    hosts = e.get_all_hosts();
-    check_actor_budget(int(hosts.size()), "--platform " + platform.file);
-    std::sort(hosts.begin(), hosts.end(), [](auto* a, auto* b) { return a->get_name() < b->get_name(); });
-    if (hosts.empty()) throw UsageError("--platform " + platform.file + ": no hosts");
-    for (auto* h : hosts) nodes.push_back(h->get_englobing_zone()->get_name());
-  } else {
-    build_cluster(platform, hosts, nodes);
-  }
-  for (auto& [r, f] : platform.slow)
-    if (r >= int(hosts.size()))
-      throw UsageError("--slow " + std::to_string(r) + "=...: rank " + std::to_string(r) + " is not below the world size " +
-                       std::to_string(hosts.size()));
+}
 
+// The ranks' hosts (sorted by name) and the zone of each from --platform FILE, else the --cluster built here.
+void load_hosts(sg4::Engine& e, const PlatformSpec& platform, std::vector<sg4::Host*>& hosts,
+                std::vector<std::string>& nodes) {
+  if (platform.file.empty()) return build_cluster(platform, hosts, nodes);
+  try {
+    e.load_platform(platform.file);
+  } catch (const std::exception& ex) {
+    throw UsageError("--platform " + platform.file + ": " + ex.what());
+  }
+  hosts = e.get_all_hosts();
+  check_actor_budget(int(hosts.size()), "--platform " + platform.file);
+  std::sort(hosts.begin(), hosts.end(), [](auto* a, auto* b) { return a->get_name() < b->get_name(); });
+  if (hosts.empty()) throw UsageError("--platform " + platform.file + ": no hosts");
+  for (auto* h : hosts) nodes.push_back(h->get_englobing_zone()->get_name());
+}
+
+void check_slow_ranks(const PlatformSpec& platform, size_t world) {
+  for (auto& [r, f] : platform.slow)
+    if (r >= int(world))
+      throw UsageError("--slow " + std::to_string(r) + "=...: rank " + std::to_string(r) + " is not below the world size " +
+                       std::to_string(world));
+}
+
+// What every rank's actor shares: the layers, the options, the network's state, the arenas and the outputs.
+void fill_run(SimRun& run, const SimLayers& layers, const PlatformSpec& platform, const SimOptions& opt,
+              const std::vector<sg4::Host*>& hosts, const std::vector<std::string>& nodes) {
   const int n = int(hosts.size());
-  SimResult res;
-  res.world = n;
-  res.hosts = nodes;
-  SimRun run;
   run.layers = &layers;
   run.o = &opt;
   run.net.hosts = hosts;
@@ -155,15 +157,20 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   run.arenas = sizes_only_arenas(layers, opt.opt_slots, run.net, &run.scratch);
   run.nodes = nodes;
   run.slow = platform.slow;
-  run.metrics = metrics;
-  run.progress = &progress;
-  run.res = &res;
-  {  // a hier topology that does not cover the ranks is refused here, not inside an actor
-    auto p = sync::make_policy(sync::PolicySpec::parse(opt.policy));
-    p->setup(layers.meta, n);
-    auto g = p->caps().grouped ? p->caps().grouped->groups(nodes) : std::vector<int>{};
-    if (!g.empty() && int(g.size()) != n) throw UsageError("--policy " + opt.policy + ": topology does not cover the ranks");
-  }
+}
+
+// A hier topology that does not cover the ranks is refused here, not inside an actor.
+void check_topology(const SimOptions& opt, const SimLayers& layers, const std::vector<std::string>& nodes, int n) {
+  auto p = sync::make_policy(sync::PolicySpec::parse(opt.policy));
+  p->setup(layers.meta, n);
+  auto g = p->caps().grouped ? p->caps().grouped->groups(nodes) : std::vector<int>{};
+  if (!g.empty() && int(g.size()) != n) throw UsageError("--policy " + opt.policy + ": topology does not cover the ranks");
+}
+
+// One actor per rank on its host, then the simulation to its end on SimGrid's clock. Rethrows the first rank's
+// failure; throws when ranks were left waiting.
+void run_ranks(sg4::Engine& e, SimRun& run, const std::vector<sg4::Host*>& hosts) {
+  const int n = int(hosts.size());
   SimBackend::make_world(run.net);
   set_clock(&simgrid_clock);
   for (int r = 0; r < n; ++r)
@@ -187,6 +194,39 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   if (run.finished != n)  // SimGrid found every actor waiting: the ranks' collectives did not match
     throw std::runtime_error("simulate: " + std::to_string(n - run.finished) + " of " + std::to_string(n) +
                              " simulated ranks never finished (their collectives did not match); no result");
+}
+
+}  // namespace
+
+SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const SimOptions& opt,
+                   const std::function<void(int64_t)>& progress, telemetry::MetricsWriter* metrics) {
+  refuse_signal_policies(opt);
+  static bool started = false;
+  if (started) throw std::logic_error("simulate: SimGrid runs once per process");
+  started = true;
+  const auto t_wall = std::chrono::steady_clock::now();
+  int argc = 2;
+  char name[] = "dreamddp-simulate";
+  char quiet[] = "--log=root.thres:warning";  // SimGrid's INFO lines (configuration changes) are not ours to print
+  char* argv[] = {name, quiet, nullptr};
+  sg4::Engine e(&argc, argv);
+  configure_engine(opt);
+  std::vector<sg4::Host*> hosts;
+  std::vector<std::string> nodes;
+  load_hosts(e, platform, hosts, nodes);
+  check_slow_ranks(platform, hosts.size());
+
+  const int n = int(hosts.size());
+  SimResult res;
+  res.world = n;
+  res.hosts = nodes;
+  SimRun run;
+  fill_run(run, layers, platform, opt, hosts, nodes);
+  run.metrics = metrics;
+  run.progress = &progress;
+  run.res = &res;
+  check_topology(opt, layers, nodes, n);
+  run_ranks(e, run, hosts);
   res.simulated_s = run.last_end;
   res.flows = run.net.flows;
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wall).count();

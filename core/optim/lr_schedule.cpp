@@ -9,16 +9,14 @@ namespace dd::optim {
 
 float LrSchedule::at(int64_t step) const {
   if (warmup > 0 && step < warmup) return base_lr * float(step + 1) / float(warmup);
-  if (kind == "const") return base_lr;
-  if (kind == "step") return base_lr * std::pow(gamma, float(step / std::max<int64_t>(1, step_every)));
+  if (kind == ScheduleKind::Const) return base_lr;
+  if (kind == ScheduleKind::Step) return base_lr * std::pow(gamma, float(step / std::max<int64_t>(1, step_every)));
   const double span = double(std::max<int64_t>(1, total - warmup));
   const double progress = std::min(1.0, double(step - warmup) / span);
   return float(min_lr + 0.5 * (base_lr - min_lr) * (1.0 + std::cos(M_PI * progress)));
 }
 
 void LrSchedule::validate() const {
-  if (kind != "const" && kind != "cosine" && kind != "step")
-    throw UsageError("--lr-schedule: unknown schedule '" + kind + "' (expected const, cosine or step)");
   if (!(base_lr > 0) || !std::isfinite(base_lr)) throw UsageError("--lr must be a positive number");
   if (warmup < 0) throw UsageError("--warmup must be >= 0");
   if (step_every < 1) throw UsageError("--lr-step-every must be >= 1");

@@ -5,10 +5,9 @@
 
 namespace dd::optim {
 
+const char* name(OptimizerKind k) { return k == OptimizerKind::AdamW ? "adamw" : "sgd"; }
+
 Optimizer::Optimizer(const OptimConfig& cfg, const ParamTable& table) : cfg_(cfg), table_(table) {
-  if (cfg.kind != "sgd" && cfg.kind != "adamw")
-    throw UsageError("unknown optimizer '" + cfg.kind + "' (expected sgd or adamw)");
-  is_sgd_ = cfg.kind == "sgd";
   state_ = ops::DeviceFloats(table.device(), size_t(table.num_params()) * state_slots());
   steps_.assign(table.num_layers(), 0);
 }
@@ -22,7 +21,7 @@ void Optimizer::update_layer(int layer, float lr) {
   const int64_t step = ++steps_[layer];
   // One fused pass each (core/ops/optim_step.cpp, core/ops/cuda/optimizer.cu): the update and the zeroing of g.
   ops::Device& dev = table_.device();
-  if (is_sgd_) {
+  if (cfg_.kind == OptimizerKind::Sgd) {
     dev.sgd_update(p, g, state_.data() + off, n, lr, cfg_.momentum, wd, cfg_.nesterov);
   } else {
     float* m = state_.data() + off;
@@ -33,7 +32,7 @@ void Optimizer::update_layer(int layer, float lr) {
 
 void Optimizer::copy_state_to(Optimizer& dst) const {
   DD_CHECK(dst.cfg_.kind == cfg_.kind && dst.state_.size() == state_.size() && dst.steps_.size() == steps_.size(),
-           "optimizer state: '" + cfg_.kind + "' and '" + dst.cfg_.kind + "' states have different layouts");
+           "optimizer state: '" + std::string(name(cfg_.kind)) + "' and '" + name(dst.cfg_.kind) + "' states have different layouts");
   ops::copy_across(dst.state_.device(), dst.state_.data(), state_.device(), state_.data(),
                    sizeof(float) * state_.size());
   dst.steps_ = steps_;

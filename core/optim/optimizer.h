@@ -10,8 +10,12 @@
 
 namespace dd::optim {
 
+// The update rule; name() spells it as the CLI, checkpoints and summary.json do.
+enum class OptimizerKind { Sgd, AdamW };
+const char* name(OptimizerKind k);  // "sgd" | "adamw"
+
 struct OptimConfig {
-  std::string kind = "sgd";  // sgd | adamw
+  OptimizerKind kind = OptimizerKind::Sgd;
   float momentum = 0.9f;
   bool nesterov = false;
   float weight_decay = 0.0f;
@@ -27,7 +31,7 @@ class Optimizer {
   // State arena on the table's device, parameter layout: SGD momentum [P]; AdamW m [P] then v [P]. Averaged as
   // an option of the sync engine; saved in checkpoints.
   ops::DeviceFloats& state() { return state_; }
-  int state_slots() const { return cfg_.kind == "adamw" ? 2 : 1; }
+  int state_slots() const { return cfg_.kind == OptimizerKind::AdamW ? 2 : 1; }
   std::vector<int64_t>& layer_steps() { return steps_; }  // AdamW bias-correction counters, per layer
   const OptimConfig& config() const { return cfg_; }
   // State and step counters into `dst` (same configuration and layout, any device). Synchronizing.
@@ -38,7 +42,6 @@ class Optimizer {
   const ParamTable& table_;
   ops::DeviceFloats state_;
   std::vector<int64_t> steps_;
-  bool is_sgd_ = true;
 };
 
 }  // namespace dd::optim

@@ -2,18 +2,18 @@
 #include "core/train/anomaly.h"
 
 #include <cmath>
-#include <cstring>
 
-#include "core/ops/ops.h"
+#include "core/ops/device.h"
 
 namespace dd::train {
 
 bool AnomalyGuard::admit_layer(models::Model& m, int l) {
   auto* layer = m.layers()[size_t(l)];
-  // ops::all_finite tests exponent bits with integer ORs (vectorizes); a float sum of x - x, the old scan,
-  // may not be reordered by the compiler and took 3.2 ms of the mlp's 4.6 ms update per step.
-  if (ops::all_finite(layer->grads(), layer->num_params())) return true;
-  std::memset(layer->grads(), 0, sizeof(float) * size_t(layer->num_params()));
+  // On the model's device; the host's all_finite tests exponent bits with integer ORs (vectorizes); a float sum of
+  // x - x, the old scan, may not be reordered by the compiler and took 3.2 ms of the mlp's 4.6 ms update per step.
+  ops::Device& d = m.device();
+  if (d.all_finite(layer->grads(), layer->num_params())) return true;
+  d.fill_zero(layer->grads(), layer->num_params());
   if (bad_layer_ < 0 || l < bad_layer_) {
     bad_layer_ = l;
     bad_name_ = layer->name;

@@ -16,7 +16,7 @@ class AnomalyGuard {
  public:
   AnomalyGuard(double spike_factor, int64_t warmup_steps) : spike_(spike_factor), warmup_(warmup_steps) {}
   // Whether layer l may be updated this step: true if its gradient is finite; otherwise zeroes the gradient
-  // and remembers the layer for finish_step. (Not called on a device, whose gradients are not on the host.)
+  // and remembers the layer for finish_step. Runs on the model's device; only the verdict crosses to the host.
   bool admit_layer(models::Model& m, int l);
   // After the step's updates: this rank's anomaly, "" if none — the lowest-index layer admit_layer refused,
   // else a non-finite loss, else a loss spike over the EMA. Only a step without an anomaly moves the EMA.

@@ -2,6 +2,7 @@
 // files of earlier versions), then a CRC32 of all of it (zlib), so truncation or corruption is detected before
 // anything is loaded.
 #include "core/train/checkpoint.h"
+#include "core/train/checkpoint_file.h"
 
 #include <sys/stat.h>
 #include <zlib.h>
@@ -74,8 +75,8 @@ std::string fingerprint_of(const TrainConfig& c, int64_t num_params) {
   return s.str();
 }
 
-// The fields in which fingerprint `got` (a checkpoint's) differs from `want` (this run's), as
-// "model (checkpoint: model=cnn, now: model=mlp), ..."; "" when they agree.
+}  // namespace
+
 std::string fingerprint_diff(const std::string& want, const std::string& got) {
   if (want == got) return "";
   std::istringstream a(want), b(got);
@@ -86,8 +87,6 @@ std::string fingerprint_diff(const std::string& want, const std::string& got) {
   }
   return diff.empty() ? "fields differ" : diff;
 }
-
-}  // namespace
 
 std::string checkpoint_fingerprint(const TrainConfig& c, const models::Model& m) {
   return fingerprint_of(c, m.num_params());
@@ -209,14 +208,15 @@ ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
 }
 
 void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t step, models::Model& m,
-                      optim::Optimizer& opt, sync::SyncEngine* engine, const SensitivityProbe* probe,
+                      optim::Optimizer& opt, sync::SyncSession* engine, const SensitivityProbe* probe,
                       int64_t data_position) {
   ByteWriter w;
   w.put_str(checkpoint_fingerprint(cfg, m));
   w.put<int64_t>(step);
-  w.put_floats(m.params().data(), m.params().size());
-  w.put_floats(m.buffers().data(), m.buffers().size());
-  w.put_floats(opt.state().data(), opt.state().size());
+  for (const ops::DeviceFloats* a : {&m.params(), &m.buffers(), &opt.state()}) {
+    const std::vector<float> host = ops::to_host(*a);  // the state on the model's device; the file on the host
+    w.put_floats(host.data(), host.size());
+  }
   w.put_vec(opt.layer_steps());
   w.put_str(engine ? engine->save_state() : std::string());
   w.put_str(probe ? probe->save_state() : std::string());
@@ -240,8 +240,7 @@ void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t s
   write_file_atomic(path, file);
 }
 
-// The verified body of a checkpoint file (magic and CRC checked).
-static std::string checkpoint_body(const std::string& path) {
+std::string checkpoint_body(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) throw UsageError("--resume: cannot read checkpoint " + path);
   const std::streamoff n = f.tellg();
@@ -328,50 +327,5 @@ std::pair<std::string, int64_t> checkpoint_header(const std::string& path) {
 }  // namespace
 
 int64_t checkpoint_step(const std::string& path) { return checkpoint_header(path).second; }
-
-int64_t read_checkpoint(const std::string& path, const TrainConfig& cfg, models::Model& m, optim::Optimizer& opt,
-                        sync::SyncEngine* engine, SensitivityProbe* probe, int from_world, int from_rank,
-                        int64_t* data_position) {
-  const std::string body = checkpoint_body(path);
-  try {
-    ByteReader r(body);
-    TrainConfig writer = cfg;  // the run that wrote the file, as far as the fingerprint names it
-    if (from_world > 0) writer.world = from_world;
-    if (from_rank >= 0) writer.rank = from_rank;
-    const std::string want = checkpoint_fingerprint(writer, m), got = r.get_str();
-    if (const std::string diff = fingerprint_diff(want, got); !diff.empty())
-      throw UsageError("--resume: " + path + " is from another run configuration: " + diff);
-    const int64_t step = r.get<int64_t>();
-    if (step < 0 || step >= cfg.steps)
-      throw UsageError("--resume: " + path + " was written after step " + std::to_string(step) +
-                       ", outside this run's steps 0.." + std::to_string(cfg.steps - 1) + " (raise --steps?)");
-    r.get_floats(m.params().data(), m.params().size());
-    r.get_floats(m.buffers().data(), m.buffers().size());
-    r.get_floats(opt.state().data(), opt.state().size());
-    auto steps = r.get_vec<int64_t>();
-    if (steps.size() != opt.layer_steps().size()) throw UsageError("--resume: " + path + ": optimizer state of another model");
-    opt.layer_steps() = steps;
-    const std::string eng = r.get_str();
-    if (engine) {
-      if (eng.empty()) throw UsageError("--resume: " + path + " was written by a single-process run");
-      engine->load_state(eng);
-    }
-    if (!r.done()) {
-      const std::string ps = r.get_str();
-      if (probe && !ps.empty()) probe->load_state(ps);
-    }
-    // The data position (absent in files of earlier versions: they all follow the plain order).
-    int64_t position = (step + 1) * int64_t(writer.world) * cfg.batch;
-    if (!r.done()) position = r.get<int64_t>();
-    if (position < 0) throw UsageError("--resume: " + path + ": negative data position");
-    if (data_position) *data_position = position;
-    if (!r.done()) throw UsageError("--resume: " + path + " has trailing bytes");
-    return step;
-  } catch (const UsageError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw UsageError("--resume: " + path + ": " + e.what());
-  }
-}
 
 }  // namespace dd::train

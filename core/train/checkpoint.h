@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
@@ -14,7 +15,7 @@ namespace dd {
 class Backend;
 }
 namespace dd::sync {
-class SyncEngine;
+class SyncSession;
 }
 
 namespace dd::train {
@@ -57,19 +58,37 @@ std::string checkpoint_fingerprint(const TrainConfig& cfg, const models::Model& 
 // Writes the state after completed step `step` (with the sensitivity probe's open probe when `probe` is given)
 // and the global data position the next step starts at (-1: (step + 1) * world * batch, the plain order).
 void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t step, models::Model& m,
-                      optim::Optimizer& opt, sync::SyncEngine* engine, const SensitivityProbe* probe = nullptr,
+                      optim::Optimizer& opt, sync::SyncSession* engine, const SensitivityProbe* probe = nullptr,
                       int64_t data_position = -1);
 
 // The last completed step recorded in a checkpoint (validates magic and CRC). Throws dd::UsageError.
 int64_t checkpoint_step(const std::string& path);
 
-// Loads a checkpoint into model, optimizer, engine and (when given) the sensitivity probe; returns the last
+// A checkpoint read and checked in full (magic, CRC, this run's configuration and model, its steps, every size),
+// held on the host until it is applied: what a resume checks before anything is written. The sensitivity probe's
+// state (when `probe` is given) is loaded here; the engine's is checked when applied, once the engine exists.
+struct LoadedCheckpoint {
+  std::string path;
+  int64_t step = -1;  // the last completed step
+  std::vector<float> params, buffers, opt_state;
+  std::vector<int64_t> layer_steps;
+  std::string engine;          // the engine's state ("" from a single process)
+  int64_t data_position = 0;   // the global data position the next step starts at
+};
+LoadedCheckpoint parse_checkpoint(const std::string& path, const TrainConfig& cfg, const models::Model& m,
+                                  const optim::Optimizer& opt, SensitivityProbe* probe = nullptr, int from_world = 0,
+                                  int from_rank = -1);
+// Puts a parsed checkpoint into the model and optimizer (on their device) and the engine (when given).
+void apply_checkpoint(const LoadedCheckpoint& c, models::Model& m, optim::Optimizer& opt, sync::SyncSession* engine);
+
+// parse_checkpoint then apply_checkpoint: loads a checkpoint into model, optimizer, engine and (when given) the
+// sensitivity probe; returns the last
 // completed step. Throws dd::UsageError for a missing, truncated or corrupt file, or one from another model or
 // configuration (naming the fields).
 // `from_world`/`from_rank` (> 0 / >= 0): the file was written by that rank of a run of that world size
 // (plan_resume); `data_position` (when given) receives the global data position the next step starts at.
 int64_t read_checkpoint(const std::string& path, const TrainConfig& cfg, models::Model& m, optim::Optimizer& opt,
-                        sync::SyncEngine* engine, SensitivityProbe* probe = nullptr, int from_world = 0,
+                        sync::SyncSession* engine, SensitivityProbe* probe = nullptr, int from_world = 0,
                         int from_rank = -1, int64_t* data_position = nullptr);
 
 }  // namespace dd::train

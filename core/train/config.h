@@ -4,14 +4,17 @@
 #include <string>
 #include <vector>
 
+#include "core/optim/lr_schedule.h"
+#include "core/sync/policy/policy_spec.h"
+
 namespace dd::train {
 
 // The options that name one of a fixed set, parsed once where a run is configured (the CLI or a test) and compared
 // as values from there on. name() spells each as the CLI, metrics.h5, summary.json and checkpoints do.
 enum class Device { Cpu, Cuda };
 enum class BackendKind { Gloo, Mpi, Nccl };
-enum class OptimizerKind { Auto, Sgd, AdamW };  // Auto: sgd, adamw for the language models
-enum class LrSchedule { Const, Cosine, Step };
+enum class OptimizerKind { Auto, Sgd, AdamW };  // Auto: sgd, adamw for the language models (optim_config maps it)
+using LrSchedule = optim::ScheduleKind;          // the schedule's own kind: const | cosine | step
 enum class AnomalyMode { Off, Fallback, Stop };
 
 const char* name(Device v);
@@ -32,6 +35,10 @@ struct TrainConfig {
   std::string data_dir;                 // empty: the dataset's Debian location
   std::string policy = "ddp";
   std::vector<std::string> switches;    // "STEP:SPEC"
+  // `policy` and `switches` parsed, once, by resolve_and_validate (the Trainer parses them itself only when they
+  // were changed after it); every later use of the spec reads these.
+  sync::PolicySpec policy_spec;
+  std::vector<sync::PolicySwitch> policy_switches;
   BackendKind backend = BackendKind::Gloo;
   Device device = Device::Cpu;
   int64_t batch = 64;                   // per rank

@@ -1,4 +1,5 @@
-// Builds the sync engine for a multi-rank run from the --policy spec.
+// Builds the sync engine for a multi-rank run from the --policy spec, over the arenas of the model and optimizer
+// on their device.
 #include "base/error.h"
 #include "core/sync/engine/make_layer_sync.h"
 #include "core/train/device_state.h"
@@ -6,14 +7,14 @@
 
 namespace dd::train {
 
-std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
-                                                  Backend& b, telemetry::MetricsWriter* metrics, DeviceState* dev,
+std::unique_ptr<sync::SyncSession> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
+                                                  Backend& b, telemetry::MetricsWriter* metrics, DeviceState& dev,
                                                   int64_t first_step, std::shared_ptr<sync::ProfileCarry> profile_out,
                                                   const sync::ProfileCarry* profile_in,
                                                   std::shared_ptr<sync::InPlaceUndo> undo) {
   sync::EngineOptions eo;
-  eo.policy = cfg.policy;
-  eo.switches = cfg.switches;
+  eo.policy = cfg.policy_spec;
+  eo.switches = cfg.policy_switches;
   eo.bucket_cap_bytes = cfg.bucket_cap_mb << 20;
   eo.first_bucket_bytes = int64_t(cfg.first_bucket_mb * double(1 << 20));
   eo.check_collectives = cfg.check_collectives;
@@ -22,14 +23,14 @@ std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models
   eo.metrics = metrics;
   eo.anomaly_votes = cfg.anomaly != AnomalyMode::Off;
   eo.control_file = cfg.control_file;
-  eo.control_check = [cfg, layers = m.layers()](const std::string& spec) { return control_spec_refusal(cfg, layers, spec); };
+  eo.control_check = [cfg, layers = m.layers()](const sync::PolicySpec& spec) { return control_spec_refusal(cfg, layers, spec); };
   eo.verbose = cfg.rank == 0;
   eo.first_step = first_step;
   eo.profile_out = std::move(profile_out);
   eo.profile_in = profile_in;
   eo.undo = std::move(undo);
-  if (dev) return dev->make_engine(eo, m, b);
-  return sync::make_layer_sync(eo, m, o, b);
+  const sync::Arenas a = sync::arenas_of(m, o);  // the model's and the optimizer's own, on their device
+  return sync::make_layer_sync(eo, sync::layer_table(m), a, dev.data_path(a, m.num_layers(), b), b);
 }
 
 }  // namespace dd::train

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "core/train/batch_upload.h"
 #include "core/train/trainer_parts.h"
 
 namespace dd::train {
@@ -30,12 +31,13 @@ static nlohmann::json evaluate_local(models::Model& m, const data::Dataset& test
   limit = std::min(limit, test.size);
   const int64_t chunk = test.tokens ? 16 : 500;
   data::Batch b;
+  BatchUpload up(m.device());  // evaluation runs where the model is
   double loss_sum = 0;
   int64_t correct = 0, preds = 0;
   for (int64_t first = 0; first < limit; first += chunk) {
     int64_t n = std::min(chunk, limit - first);
     data::gather_range(test, first, n, &b);
-    auto r = m.forward(make_input(b), false);
+    auto r = m.forward(up.upload(b), false);
     loss_sum += double(r.loss) * double(r.predictions);
     correct += r.correct;
     preds += r.predictions;
@@ -49,7 +51,7 @@ static nlohmann::json evaluate_local(models::Model& m, const data::Dataset& test
   return ev;
 }
 
-nlohmann::json evaluate(models::Model& m, const data::Dataset& test, const TrainConfig& cfg, sync::SyncEngine* e) {
+nlohmann::json evaluate(models::Model& m, const data::Dataset& test, const TrainConfig& cfg, sync::SyncSession* e) {
   if (!e) return evaluate_local(m, test, cfg);
   nlohmann::json ev;
   e->with_consensus([&] { ev = evaluate_local(m, test, cfg); });

@@ -11,7 +11,7 @@
 #include "base/error.h"
 #include "core/data/shuffle.h"
 #include "core/telemetry/metrics_writer.h"
-#include "core/tensor/buffer.h"
+#include "core/train/batch_upload.h"
 #include "core/train/trainer_parts.h"
 
 namespace dd::train {
@@ -78,24 +78,28 @@ SensitivityConfig parse_sensitivity(const std::string& spec, int64_t steps) {
 struct SensitivityProbe::Impl {
   SensitivityConfig cfg;
   models::Model& m;
+  ops::Device& dev;  // the model's: snapshots and cosines stay there, only the cosines cross to the host
   Backend* b;
   telemetry::MetricsWriter* w;
   std::vector<int64_t> starts;
   data::Batch probe;            // the fixed probe batch
-  FloatBuffer ref;              // g(t0) of the open probe
+  BatchUpload probe_in, minibatch_in;
+  models::Input probe_input;    // the fixed batch in the model's memory (uploaded once)
+  ops::DeviceFloats ref;        // g(t0) of the open probe
   int64_t open_t0 = -1;
   std::vector<std::pair<int32_t, std::vector<float>>> measured;  // (delay, mean cosines) of the open probe
-  FloatBuffer buffers_backup;
+  ops::DeviceFloats buffers_backup;
 
   Impl(const SensitivityConfig& c, models::Model& m, Backend* b, telemetry::MetricsWriter* w)
-      : cfg(c), m(m), b(b), w(w) {}
+      : cfg(c), m(m), dev(m.device()), b(b), w(w), probe_in(dev), minibatch_in(dev), ref(dev),
+        buffers_backup(dev) {}
 
   // Gradient of the mean loss over `in` (in chunks), left in m.grads(); BN buffers restored afterwards.
   void gradient(const models::Input& in) {
     const size_t nb = m.buffers().size();
     if (nb) {
       buffers_backup.ensure(nb);
-      std::memcpy(buffers_backup.data(), m.buffers().data(), 4 * nb);
+      dev.copy(buffers_backup.data(), m.buffers().data(), 4 * nb);
     }
     const int64_t chunk = m.takes_tokens() ? 16 : 256;
     const int64_t x_numel = in.x ? [&] { int64_t n = 1; for (auto s : m.input_shape()) n *= s; return n; }() : 0;
@@ -109,7 +113,7 @@ struct SensitivityProbe::Impl {
       m.forward(c, true);
       m.backward(nullptr, float(c.n) / float(in.n));
     }
-    if (nb) std::memcpy(m.buffers().data(), buffers_backup.data(), 4 * nb);
+    if (nb) dev.copy(m.buffers().data(), buffers_backup.data(), 4 * nb);
   }
 
   void record(int64_t t0, int delay, const std::vector<float>& cos) {
@@ -120,16 +124,9 @@ struct SensitivityProbe::Impl {
   std::vector<float> cosines() {
     std::vector<float> out;
     for (auto* l : m.layers()) {
-      const float* g = l->grads();
-      const float* r = ref.data() + l->param_offset();
-      double gr = 0, gg = 0, rr = 0;
-      const int64_t n = l->num_params();  // computed from the layer's specs: once, not per element
-      for (int64_t i = 0; i < n; ++i) {
-        gr += double(g[i]) * r[i];
-        gg += double(g[i]) * g[i];
-        rr += double(r[i]) * r[i];
-      }
-      out.push_back(gg > 0 && rr > 0 ? float(gr / std::sqrt(gg * rr)) : NAN);
+      double s[3];  // (g.g, r.r, g.r), in double on the model's device
+      dev.dot3(l->grads(), ref.data() + l->param_offset(), l->num_params(), s);
+      out.push_back(s[0] > 0 && s[1] > 0 ? float(s[2] / std::sqrt(s[0] * s[1])) : NAN);
     }
     if (b && b->size() > 1) b->allreduce(out.data(), out.size(), ReduceOp::Avg)->wait();
     return out;
@@ -143,6 +140,7 @@ SensitivityProbe::SensitivityProbe(const SensitivityConfig& cfg, models::Model& 
   if (!cfg.minibatch) {
     auto idx = data::fixed_subset(train.size, std::min(cfg.batch, train.size), seed ^ 0x5E15u);
     data::gather(train, idx.data(), int64_t(idx.size()), &impl_->probe);
+    impl_->probe_input = impl_->probe_in.upload(impl_->probe);
   }
 }
 
@@ -157,7 +155,7 @@ void SensitivityProbe::attach(telemetry::MetricsWriter* w) {
 
 SensitivityProbe::~SensitivityProbe() = default;
 
-void SensitivityProbe::before_step(int64_t step, const models::Input& minibatch) {
+void SensitivityProbe::before_step(int64_t step, const data::Batch& minibatch) {
   auto& I = *impl_;
   const bool start = std::binary_search(I.starts.begin(), I.starts.end(), step);
   int delay = -1;
@@ -165,7 +163,7 @@ void SensitivityProbe::before_step(int64_t step, const models::Input& minibatch)
     for (int d : I.cfg.delays)
       if (step == I.open_t0 + d) delay = d;
   if (!start && delay < 0) return;
-  const models::Input in = I.cfg.minibatch ? minibatch : make_input(I.probe);
+  const models::Input in = I.cfg.minibatch ? I.minibatch_in.upload(minibatch) : I.probe_input;
   // The training step's gradients start at zero (the optimizer zeroes them); the probe borrows the arena.
   I.gradient(in);
   if (delay > 0) {
@@ -176,7 +174,7 @@ void SensitivityProbe::before_step(int64_t step, const models::Input& minibatch)
   }
   if (start) {
     I.ref.ensure(I.m.grads().size());
-    std::memcpy(I.ref.data(), I.m.grads().data(), 4 * I.m.grads().size());
+    I.dev.copy(I.ref.data(), I.m.grads().data(), 4 * I.m.grads().size());
     I.open_t0 = step;
     I.measured.clear();
   }
@@ -202,7 +200,8 @@ std::string SensitivityProbe::save_state() const {
   w.put_str(identity(I.cfg, I.starts, I.m.grads().size()));
   w.put<int64_t>(I.open_t0);
   if (I.open_t0 >= 0) {
-    w.put_floats(I.ref.data(), I.m.grads().size());
+    const std::vector<float> ref = ops::to_host(I.ref);  // the open probe's g(t0), all of it
+    w.put_floats(ref.data(), I.m.grads().size());
     w.put<uint64_t>(I.measured.size());
     for (const auto& [d, cos] : I.measured) {
       w.put<int32_t>(d);
@@ -221,8 +220,10 @@ void SensitivityProbe::load_state(const std::string& state) {
   if (t0 >= 0) {
     if (!std::binary_search(I.starts.begin(), I.starts.end(), t0))
       throw std::runtime_error("sensitivity probe state: step " + std::to_string(t0) + " is not a probe step");
-    I.ref.ensure(I.m.grads().size());
-    r.get_floats(I.ref.data(), I.m.grads().size());
+    std::vector<float> ref(I.m.grads().size());
+    r.get_floats(ref.data(), ref.size());
+    I.ref.ensure(ref.size());
+    ops::from_host(I.ref, ref.data(), ref.size());
     const uint64_t n = r.get<uint64_t>();
     for (uint64_t i = 0; i < n && i < I.cfg.delays.size(); ++i) {
       const int32_t d = r.get<int32_t>();

@@ -46,8 +46,10 @@ class SensitivityProbe {
   // Where the cosines go (rank 0's metrics file; null elsewhere): declares the probe's shape there and records
   // what a loaded state had already measured. Call once, before the first before_step.
   void attach(telemetry::MetricsWriter* w);
-  // Called at the start of every training step, before its forward. `minibatch` is the step's training batch.
-  void before_step(int64_t step, const models::Input& minibatch);
+  // Called at the start of every training step, before its forward. `minibatch` is the step's training batch (on
+  // the host; the probe puts what it uses in the model's memory). The probe runs on the model's device: its
+  // gradients, the snapshot g(t0) and the cosines stay there, and only the cosines come back.
+  void before_step(int64_t step, const data::Batch& minibatch);
   // Checkpoint support (state after a completed step): the open probe's t0, this rank's g_l(t0) and the cosines
   // measured so far, so a resumed run finishes it exactly as the uninterrupted run would. load_state (before
   // attach) ignores a state saved under another probe configuration and throws on a malformed one; attach then

@@ -11,8 +11,8 @@
 
 namespace dd::train {
 
-// Where a step computes: the host model and its optimizer (HostCompute below), or a device (the trainer's
-// adapter of core/train/device_state.h).
+// Where a step computes: a model and its optimizer on the host (HostCompute below, the tests' harness), or on the
+// rank's device (the trainer's DeviceCompute, core/train/run_loop.h).
 class StepCompute {
  public:
   virtual ~StepCompute() = default;
@@ -45,45 +45,57 @@ class StepWatch {
   // Whether layer l is updated this step (the anomaly guard: not with a non-finite gradient). Called once per
   // layer, right before its update, in the order the updates come up.
   virtual bool admit(int /*layer*/) { return true; }
-  // After every update, before the engine's after_update (whose control votes carry an anomaly report).
-  virtual void after_updates(const models::ForwardResult& /*fr*/) {}
+  // After every update: whether this rank saw an anomaly in the step (the engine's end() carries the report in
+  // its control votes).
+  virtual bool after_updates(const models::ForwardResult& /*fr*/) { return false; }
 };
 
 struct StepResult {
   models::ForwardResult forward;
   double forward_ms = 0, backward_ms = 0;
   double update_ms = 0;  // from the end of the synchronization wait (deferred) or its start (immediate)
-  double end_s = 0;      // now_s() when the step (after_update included) was done
+  double end_s = 0;      // now_s() when the step (the engine's end() included) was done
+  sync::StepCommStats comm;  // the step's communication (none without an engine)
 };
 
 // engine null: a single process (no hook, plain updates). immediate_update: each layer is updated as soon as
-// the engine allows (finish_backward_and_update), else after finish_backward, from the last layer down. Layer
-// l's learning rate is lr times the engine's staleness factor. begin_step(step) is the caller's, before this.
+// the engine allows, else once every collective has ended, from the last layer down (SyncEngine::
+// finalize_backward). Layer l's learning rate is lr times the engine's staleness factor. The engine's begin(step)
+// is the caller's, before this.
 inline StepResult train_step(StepCompute& c, sync::SyncEngine* engine, float lr, bool immediate_update,
                              StepWatch& watch) {
   StepResult r;
-  auto update = [&](int l) {
-    if (watch.admit(l)) c.update_layer(l, engine ? lr * engine->lr_factor(l) : lr);
-  };
+  double t4 = 0;
+  struct Updates final : sync::LayerUpdates {
+    Updates(StepCompute& c, StepWatch& w, float lr, double& t4) : c(c), w(w), lr(lr), t4(t4) {}
+    void synced() override {
+      t4 = now_s();
+      w.after_sync();
+    }
+    void update(int l, float factor) override {
+      if (w.admit(l)) c.update_layer(l, lr * factor);
+    }
+    StepCompute& c;
+    StepWatch& w;
+    float lr;
+    double& t4;
+  } updates(c, watch, lr, t4);
   const double t1 = now_s();
   r.forward = c.forward();
   const double t2 = now_s();
-  if (engine) engine->begin_backward();
+  if (engine) engine->prepare_for_backward();
   c.backward(engine);
   const double t3 = now_s();
-  double t4;
-  if (engine && immediate_update) {  // layers are updated as their averages arrive, inside the wait
-    t4 = now_s();
-    engine->finish_backward_and_update(update);
+  if (engine) {
+    if (immediate_update) t4 = now_s();  // layers are updated as their averages arrive, inside the wait
+    engine->finalize_backward(updates, immediate_update);
   } else {
-    if (engine) engine->finish_backward();
-    t4 = now_s();
-    watch.after_sync();
-    for (int l = c.num_layers() - 1; l >= 0; --l) update(l);
+    updates.synced();
+    for (int l = c.num_layers() - 1; l >= 0; --l) updates.update(l, 1.0f);
   }
-  watch.after_updates(r.forward);
+  const bool anomaly = watch.after_updates(r.forward);
   const double t_upd = now_s();
-  if (engine) engine->after_update();  // its waiting (e.g. Local SGD's blocking average) is exposed comm
+  if (engine) r.comm = engine->end({anomaly});  // its waiting (e.g. Local SGD's blocking average) is exposed comm
   r.end_s = now_s();
   r.forward_ms = (t2 - t1) * 1e3;
   r.backward_ms = (t3 - t2) * 1e3;

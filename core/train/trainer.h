@@ -66,5 +66,9 @@ class Trainer {
 // --data fits --model (data::check_fits; nothing is read). Throws dd::UsageError naming the option. Returns what
 // the model reads, for load_run_data().
 data::InputSpec resolve_and_validate(TrainConfig& cfg);
+// cfg.policy_spec and cfg.policy_switches from cfg.policy and cfg.switches (resolve_and_validate calls it; the
+// Trainer again only when they no longer match, a config changed after validation). Throws dd::UsageError.
+void parse_policy_specs(TrainConfig& cfg);
+bool policy_specs_current(const TrainConfig& cfg);
 
 }  // namespace dd::train

@@ -31,18 +31,16 @@ void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, 
   }
   // The training state: what an unfinished in-place collective must not leave behind (gradients are not: a
   // redone step computes them again).
-  s->undo->protect(I.model->params().data(), I.model->params().size());
-  s->undo->protect(I.model->buffers().data(), I.model->buffers().size());
-  s->undo->protect(I.opt->state().data(), I.opt->state().size());
+  for (ops::DeviceFloats* a : {&I.model->params(), &I.model->buffers(), &I.opt->state()})
+    s->undo->protect(a->data(), a->size(), a->device());
   I.shrink = std::move(s);
 }
 
 size_t Trainer::Impl::keep_recovery_start() {
   const size_t undone = shrink->undo->undo();
-  auto copy = [](auto& arena, std::vector<float>& to) { to.assign(arena.data(), arena.data() + arena.size()); };
-  copy(model->params(), shrink->params);
-  copy(model->buffers(), shrink->buffers);
-  copy(opt->state(), shrink->opt_state);
+  shrink->params = ops::to_host(model->params());
+  shrink->buffers = ops::to_host(model->buffers());
+  shrink->opt_state = ops::to_host(opt->state());
   shrink->layer_steps = opt->layer_steps();
   return undone;
 }
@@ -59,6 +57,69 @@ void Trainer::Impl::share_layer_steps(const char* what, bool take) {
                              " optimizer layers, this rank " + std::to_string(opt->layer_steps().size()) +
                              " (not the same model?)");
   if (take) opt->layer_steps() = ls;
+}
+
+// A new world of the agreed members: its backend, this rank's state where it failed (unfinished collectives
+// undone) averaged across the survivors, a new sharder and engine. Throws PeerLost when another member is lost.
+void Trainer::Impl::rebuild_world(const Membership& next, int new_rank, int new_world, int64_t position,
+                                  RunRecorder& rec) {
+  Shrink& S = *shrink;
+  *S.owner = S.make(new_rank, new_world, "dd-g" + std::to_string(next.generation));
+  backend = S.owner->get();
+  cfg.rank = new_rank;
+  cfg.world = new_world;
+  // This rank's state where it failed (unfinished collectives undone), averaged across the survivors on the host
+  // (each attempt starts again from the kept copy), then put back on the model's device.
+  std::vector<float> params = S.params, buffers = S.buffers, opt_state = S.opt_state;
+  if (!params.empty()) backend->allreduce(params.data(), params.size(), ReduceOp::Avg)->wait();
+  if (!buffers.empty()) backend->allreduce(buffers.data(), buffers.size(), ReduceOp::Avg)->wait();
+  // Survivors may have got to different points of different steps (one finished the step the others failed in):
+  // the optimizer's state and step counts become rank 0's, or ranks whose parameters are now equal would go on
+  // updating them differently (ddp never averages them again).
+  if (!opt_state.empty()) backend->broadcast(opt_state.data(), opt_state.size(), 0)->wait();
+  ops::from_host(model->params(), params.data(), params.size());
+  ops::from_host(model->buffers(), buffers.data(), buffers.size());
+  ops::from_host(opt->state(), opt_state.data(), opt_state.size());
+  opt->layer_steps() = S.layer_steps;
+  share_layer_steps("shrink", true);
+  auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, new_world, new_rank, cfg.batch);
+  moved->continue_at(next.step, position);
+  sharder = std::move(moved);
+  // The survivors scale the profile they carry when every one of them carries the same (a loss inside the
+  // collective that agreed it may have left some without it); otherwise the new engine profiles again.
+  const sync::ProfileCarry carried = *profile_carry;
+  const auto prints = backend->allgather(carried.fingerprint());
+  const bool same = carried.has() && std::all_of(prints.begin(), prints.end(),
+                                                 [&](const std::string& p) { return p == prints[0]; });
+  engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), *dev, next.step, profile_carry,
+                           same ? &carried : nullptr, S.undo);
+}
+
+// The shrink's /events line and progress message: who was lost, the new numbering, the times t (detect, agree,
+// rebuild, recover) and what was redone.
+void Trainer::Impl::report_shrink(const Membership& old, const Membership& next, const double* t, size_t undone,
+                                  int64_t position, RunRecorder& rec, Progress& progress) {
+  const int new_world = int(next.members.size());
+  std::vector<int> lost;
+  for (int id : old.members)
+    if (std::find(next.members.begin(), next.members.end(), id) == next.members.end()) lost.push_back(id);
+  char times[160];
+  std::snprintf(times, sizeof(times), "detect %.2f s, agree %.2f s, rebuild %.2f s, recover %.2f s", t[0], t[1], t[2],
+                t[3]);
+  const std::string what =
+      std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
+      std::to_string(next.generation) + ": lost rank " + (lost.empty() ? std::string("none") : join_ranks(lost)) +
+      "; ranks " + join_ranks(next.members) + " now 0.." + std::to_string(new_world - 1) + "): " + times +
+      "; step " + std::to_string(next.step) + " redone (what the failed step finished kept, " +
+      std::to_string(undone) + " floats of unfinished averages put back), parameters averaged over the " +
+      std::to_string(new_world) + " survivors; data continues at sample position " + std::to_string(position) +
+      ", global batch " + std::to_string(int64_t(old.members.size()) * cfg.batch) + " -> " +
+      std::to_string(int64_t(new_world) * cfg.batch);
+  if (auto* w = rec.metrics()) {
+    w->append_event(next.step, "shrink", what);
+    w->flush();
+  }
+  if (rank0()) progress.message("shrink: " + what);
 }
 
 int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
@@ -105,33 +166,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
     const int new_world = int(next.members.size());
     const int64_t position = sharder->position_of(next.step);
     try {
-      *S.owner = S.make(new_rank, new_world, "dd-g" + std::to_string(next.generation));
-      backend = S.owner->get();
-      cfg.rank = new_rank;
-      cfg.world = new_world;
-      // This rank's state where it failed (unfinished collectives undone); then one average across the survivors.
-      std::copy(S.params.begin(), S.params.end(), model->params().data());
-      std::copy(S.buffers.begin(), S.buffers.end(), model->buffers().data());
-      std::copy(S.opt_state.begin(), S.opt_state.end(), opt->state().data());
-      opt->layer_steps() = S.layer_steps;
-      if (!S.params.empty()) backend->allreduce(model->params().data(), S.params.size(), ReduceOp::Avg)->wait();
-      if (!S.buffers.empty()) backend->allreduce(model->buffers().data(), S.buffers.size(), ReduceOp::Avg)->wait();
-      // Survivors may have got to different points of different steps (one finished the step the others failed in):
-      // the optimizer's state and step counts become rank 0's, or ranks whose parameters are now equal would go on
-      // updating them differently (ddp never averages them again).
-      if (!S.opt_state.empty()) backend->broadcast(opt->state().data(), S.opt_state.size(), 0)->wait();
-      share_layer_steps("shrink", true);
-      auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, new_world, new_rank, cfg.batch);
-      moved->continue_at(next.step, position);
-      sharder = std::move(moved);
-      // The survivors scale the profile they carry when every one of them carries the same (a loss inside the
-      // collective that agreed it may have left some without it); otherwise the new engine profiles again.
-      const sync::ProfileCarry carried = *profile_carry;
-      const auto prints = backend->allgather(carried.fingerprint());
-      const bool same = carried.has() && std::all_of(prints.begin(), prints.end(),
-                                                     [&](const std::string& p) { return p == prints[0]; });
-      engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, next.step, profile_carry,
-                               same ? &carried : nullptr, S.undo);
+      rebuild_world(next, new_rank, new_world, position, rec);
     } catch (const QuorumLost&) {
       throw;
     } catch (const PeerLost& e) {
@@ -142,26 +177,8 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
     const double t_done = now_s();
     S.world = next;
     S.join_check.restart_at(next.step);  // survivors that did and did not pass a check step before the loss agree
-    std::vector<int> lost;
-    for (int id : old.members)
-      if (std::find(next.members.begin(), next.members.end(), id) == next.members.end()) lost.push_back(id);
-    char times[160];
-    std::snprintf(times, sizeof(times), "detect %.2f s, agree %.2f s, rebuild %.2f s, recover %.2f s",
-                  t_detect - t_step, t_agreed - t_detect, t_done - t_agreed, t_done - t_detect);
-    const std::string what =
-        std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
-        std::to_string(next.generation) + ": lost rank " + (lost.empty() ? std::string("none") : join_ranks(lost)) +
-        "; ranks " + join_ranks(next.members) + " now 0.." + std::to_string(new_world - 1) + "): " + times +
-        "; step " + std::to_string(next.step) + " redone (what the failed step finished kept, " +
-        std::to_string(undone) + " floats of unfinished averages put back), parameters averaged over the " +
-        std::to_string(new_world) + " survivors; data continues at sample position " + std::to_string(position) +
-        ", global batch " + std::to_string(int64_t(old.members.size()) * cfg.batch) + " -> " +
-        std::to_string(int64_t(new_world) * cfg.batch);
-    if (auto* w = rec.metrics()) {
-      w->append_event(next.step, "shrink", what);
-      w->flush();
-    }
-    if (rank0()) progress.message("shrink: " + what);
+    const double times[4] = {t_detect - t_step, t_agreed - t_detect, t_done - t_agreed, t_done - t_detect};
+    report_shrink(old, next, times, undone, position, rec, progress);
     return next.step;
   }
 }
@@ -169,7 +186,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
 
 namespace {
 
-uint32_t crc_of(const float* p, size_t n) { return crc32_of(p, n * sizeof(float)); }
+uint32_t crc_of(const std::vector<float>& v) { return crc32_of(v.data(), v.size() * sizeof(float)); }
 
 std::string hex(uint32_t v) {
   char s[9];
@@ -283,13 +300,9 @@ int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
   // Optimizer state: the joiner takes rank 0's, the others keep their own. Parameters and buffers come with the
   // engine below, whose construction broadcasts rank 0's (the old members' are bitwise equal to them already).
   if (const size_t n = opt->state().size()) {
-    std::vector<float> scratch;
-    float* dst = opt->state().data();
-    if (!joiner && !rank0()) {
-      scratch.assign(dst, dst + n);
-      dst = scratch.data();
-    }
-    backend->broadcast(dst, n, 0)->wait();
+    std::vector<float> state = ops::to_host(opt->state());
+    backend->broadcast(state.data(), n, 0)->wait();
+    if (joiner) ops::from_host(opt->state(), state.data(), n);
   }
   auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
   moved->continue_at(step, position);
@@ -298,12 +311,11 @@ int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
   // grown world scales it instead of profiling again; none there (a loss during the profiling steps): it profiles.
   const sync::ProfileCarry carried =
       sync::ProfileCarry::decode(backend->allgather(rank0() ? profile_carry->encode() : std::string())[0]);
-  engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), nullptr, step, profile_carry,
+  engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), *dev, step, profile_carry,
                            carried.has() ? &carried : nullptr, undo());
   // Every rank compares: parameters and buffers equal everywhere, the joiner's optimizer state equal to rank 0's.
-  const std::string h = hex(crc_of(model->params().data(), model->params().size())) + "," +
-                        hex(crc_of(model->buffers().data(), model->buffers().size())) + "," +
-                        hex(crc_of(opt->state().data(), opt->state().size())) + (joiner ? ",j" : "");
+  const std::string h = hex(crc_of(ops::to_host(model->params()))) + "," + hex(crc_of(ops::to_host(model->buffers()))) + "," +
+                        hex(crc_of(ops::to_host(opt->state()))) + (joiner ? ",j" : "");
   const auto all = backend->allgather(h);
   for (size_t r = 0; r < all.size(); ++r) {
     const bool j = all[r].size() > 2 && all[r].substr(all[r].size() - 2) == ",j";

@@ -22,19 +22,24 @@
 
 namespace dd::train {
 
+struct RunLoop;
+struct StepResult;
+struct ResumePlan;
+struct LoadedCheckpoint;
+
 struct Trainer::Impl {
   TrainConfig cfg;
   Backend* backend;
+  // Where the rank computes; the model and optimizer are built there and are the one training state. Declared
+  // first: the model's memory and the engine's data path belong to the device, so it goes last.
+  std::unique_ptr<DeviceState> dev;
   std::unique_ptr<models::Model> model;
   std::unique_ptr<optim::Optimizer> opt;
   optim::LrSchedule sched;
   data::Dataset train, test;
   std::unique_ptr<data::Sharder> sharder;
   data::Batch batch;
-  // --device cuda: the training state lives there; model/opt are host copies. Declared before the engine, whose
-  // data path refers to the device model: the engine goes first.
-  std::unique_ptr<DeviceState> dev;
-  std::unique_ptr<sync::SyncEngine> engine;
+  std::unique_ptr<sync::SyncSession> engine;
   // The engine's agreed self-profile, kept across a change of world size (profile_carry.h): after a shrink the
   // survivors scale it instead of profiling again.
   std::shared_ptr<sync::ProfileCarry> profile_carry = std::make_shared<sync::ProfileCarry>();
@@ -72,6 +77,9 @@ struct Trainer::Impl {
   // After a lost peer in `failed_step` (begun at t_step): agree, rebuild, restore; returns the step to continue at.
   int64_t shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
                        Progress& progress);
+  void rebuild_world(const Membership& next, int new_rank, int new_world, int64_t position, RunRecorder& rec);
+  void report_shrink(const Membership& old, const Membership& next, const double* t, size_t undone, int64_t position,
+                     RunRecorder& rec, Progress& progress);
   // Collective: rank 0's per-layer optimizer step counts, taken by this rank when `take`; a rank with another
   // number of layers throws, naming `what`.
   void share_layer_steps(const char* what, bool take);
@@ -87,7 +95,14 @@ struct Trainer::Impl {
   int64_t admit(bool joiner, RunRecorder& rec);
   void end_elastic();  // the run is over: a joiner still waiting gives up
 
-  // The parts of run() around the step, each at its point of the loop.
+  // The parts of run(), each at its point of the loop (trainer.cpp).
+  void start_run(RunLoop& L);
+  void resume_with_engine(RunLoop& L, const ResumePlan& plan, const LoadedCheckpoint& c);
+  void time_window(RunLoop& L);
+  void train_one(int64_t step, double t0, RunLoop& L);
+  void after_step(int64_t step, double t0, float lr, const StepResult& r, RunLoop& L);
+  int64_t recover(int64_t step, double t0, const PeerLost& e, RunLoop& L);  // rethrows what shrink cannot take
+  nlohmann::json finish_run(RunLoop& L);
   void on_agreed_anomaly(int64_t step, int anomalies, int64_t seen_at, RunRecorder& rec, Progress& progress);
   void checkpoint(int64_t step, RunRecorder& rec, const SensitivityProbe* probe);
   nlohmann::json evaluate_now(int64_t step);  // the consensus model; the last step first finalizes the engine

@@ -33,7 +33,7 @@ models::Input make_input(const data::Batch& b);
 
 // Test-set evaluation (eval mode) on the consensus model: with an engine, on a rank-averaged copy of parameters
 // and buffers; training state is untouched. Returns {"test_loss", "test_accuracy"} (+ "perplexity" for text).
-nlohmann::json evaluate(models::Model& m, const data::Dataset& test, const TrainConfig& cfg, sync::SyncEngine* e);
+nlohmann::json evaluate(models::Model& m, const data::Dataset& test, const TrainConfig& cfg, sync::SyncSession* e);
 std::string format_eval(int64_t step, const nlohmann::json& ev);
 
 // docs/cli.md --save-params: raw little-endian float32, layers in forward order, weight then bias (BatchNorm:
@@ -42,13 +42,14 @@ void save_params(models::Model& m, const std::string& path, int rank);
 
 // Why `spec`, read from --control-file while the run goes on, cannot be switched to ("" when it can): what --policy
 // and --switch are refused for beyond parsing (the device, the model, --on-peer-loss shrink), so the three agree.
-std::string control_spec_refusal(const TrainConfig& c, const std::vector<nn::Layer*>& layers, const std::string& spec);
+std::string control_spec_refusal(const TrainConfig& c, const std::vector<nn::Layer*>& layers,
+                                 const sync::PolicySpec& spec);
 
-// `dev` (--device cuda): the engine runs on the device arenas; m and o then only supply the layer table.
+// The engine over m's and o's arenas on their device; `dev` says how collectives run there.
 class DeviceState;
-std::unique_ptr<sync::SyncEngine> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
-                                                  Backend& b, telemetry::MetricsWriter* metrics,
-                                                  DeviceState* dev = nullptr, int64_t first_step = 0,
+std::unique_ptr<sync::SyncSession> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
+                                                  Backend& b, telemetry::MetricsWriter* metrics, DeviceState& dev,
+                                                  int64_t first_step = 0,
                                                   std::shared_ptr<sync::ProfileCarry> profile_out = nullptr,
                                                   const sync::ProfileCarry* profile_in = nullptr,
                                                   std::shared_ptr<sync::InPlaceUndo> undo = nullptr);

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static std::unique_ptr<dd::models::Model> model = dd::models::make_model(cfg.model, 0);
   static std::unique_ptr<dd::optim::Optimizer> opt = [] {
     dd::optim::OptimConfig oc;
-    oc.kind = "sgd";
+    oc.kind = dd::optim::OptimizerKind::Sgd;
     return std::make_unique<dd::optim::Optimizer>(oc, *model);
   }();
   std::string file = "DDCKPT1\n";

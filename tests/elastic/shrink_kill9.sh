@@ -3,15 +3,22 @@
 # mid-run. The 3 survivors agree on who is left, rebuild their world and finish every requested step without a
 # checkpoint: each exits 0, their final parameters are bitwise equal, metrics.h5 holds every step once and a
 # `shrink` event with the timings. MODE hand: ranks started by hand; launch: under `dreamddp launch -n 4`, which
-# lets the survivors continue and exits 0. Usage: shrink_kill9.sh DREAMDDP_BIN POLICY MODE
+# lets the survivors continue and exits 0. DEVICE (default cpu): cuda runs the 4 ranks on the GPU (exit 77, a skip,
+# where none is visible). Usage: shrink_kill9.sh DREAMDDP_BIN POLICY MODE [DEVICE]
 set -euo pipefail
 BIN=$1
 POLICY=$2
 MODE=$3
+DEVICE=${4:-cpu}
+if [ "$DEVICE" = cuda ] && ! { [ -e /dev/nvidia0 ] || nvidia-smi -L >/dev/null 2>&1; }; then
+  echo "no GPU visible: skipped"
+  exit 77
+fi
 STEPS=300
 W=$(mktemp -d /tmp/dd_shrink.XXXXXX)
 source "$(dirname "$0")/shrink_lib.sh"
 ARGS=(train --model mlp:width=64 --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3 --policy "$POLICY"
+      --device "$DEVICE"
       --eval-every 0 --eval-samples 64 --log-every 1 --on-peer-loss shrink --out "$W/run" --save-params "$W/p%r.bin")
 t0=$SECONDS
 if [ "$MODE" = hand ]; then

@@ -166,7 +166,10 @@ for t in kernels:CudaKernels.MaxPoolKMatchesCpuIncludingTiesAndPadding \
          kernels:CudaKernels.SwiGluForwardBackwardMatchCpu models:GpuModelTest.MatchesCpuStepAndUpdates/resnet18_sgd \
          models:GpuModelTest.MatchesCpuStepAndUpdates/resnet50_image_32_sgd \
          models:GpuModelTest.MatchesCpuStepAndUpdates/gpt2 models:GpuModelTest.MatchesCpuStepAndUpdates/llama \
-         train:TrainGpu.NcclOneRankMatchesCpu train:TrainGpu.DreamddpHybridRanksAgree; do
+         train:TrainGpu.NcclOneRankMatchesCpu train:TrainGpu.DreamddpHybridRanksAgree \
+         kernels:CudaArena.Dot3MatchesCpuWithinSummationBound train:TrainGpu.SensitivityProbeMatchesCpu \
+         train:TrainGpu.AnomalyGuardOnTheDevice train:Signals/SignalPolicy.RanksAgreeOnTheGpu/threshold \
+         train:Merges/HybridPolicy.TwoRanksGlooMatchCpu/delay0 train:Merges/HybridPolicy.TwoRanksGlooMatchCpu/outer1; do
   s=${t%%:*} name=${t#*:}
   grep -qF -- "[       OK ] " <(grep -F -- "$name" "$logs/$s.log" 2>/dev/null) ||
     { failed=1; result[$s]=FAIL; note[$s]+=" $name did not pass"; }
@@ -177,6 +180,18 @@ done
 run_gtest nccl "$(exe test_backends_nccl)" 60 --gtest_filter='Nccl.*:-Nccl.NoGpuIsAUsageError'
 grep -q '^\[       OK \] Nccl\.SingleRankCollectivesOnDevice' "$logs/nccl.log" 2>/dev/null ||
   { failed=1; result[nccl]=FAIL; note[nccl]+=" SingleRankCollectivesOnDevice did not pass"; }
+
+# ---- the instruments on the GPU: a sensitivity run (cosines against delay into metrics.h5, read back with h5py
+# where it exists) and a shrink: rank 2 of 4 killed mid-run, the survivors finish on the device ----
+stage sensitivity 60 bash -c '"$1" train --device cuda --model resnet20 --data synthetic --batch 64 --steps 60 \
+  --threads 2 --sensitivity delays=1/2/4,every=20,batch=256 --eval-every 0 --out "$2/sens-run" --log-every 20 &&
+  { ! python3 -c "import h5py" 2>/dev/null ||
+    python3 -c "import h5py, numpy as np, sys; c = h5py.File(sys.argv[1])[\"sensitivity/cosine\"][:];
+print(\"cosine [probe, layer, delay]\", c.shape, \"mean by delay\", np.nanmean(c, axis=(0, 1)));
+assert np.all(np.isfinite(c)) and np.all(np.abs(c) <= 1 + 1e-6)" "$2/sens-run/metrics.h5"; }' \
+  _ "$(exe dreamddp)" "$logs"
+rm -rf "$logs/sens-run"
+stage shrink 90 bash "$root/tests/elastic/shrink_kill9.sh" "$(exe dreamddp)" localsgd:k=4 hand cuda
 
 # ---- step time: ours vs PyTorch (the peer runs under the first python3 that imports torch) ----
 peer_py=/usr/bin/python3

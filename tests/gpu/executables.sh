@@ -7,4 +7,5 @@ declare -A GPU_CHECK_EXES=(
   [test_models_gpu]=tests/gpu/test_models_gpu
   [test_train_gpu]=tests/gpu/test_train_gpu
   [test_backends_nccl]=tests/backends/test_backends_nccl
+  [dreamddp]=dreamddp
 )

@@ -121,7 +121,7 @@ TEST_P(GpuModelTest, MatchesCpuStepAndUpdates) {
   constexpr float kPerturb = 1e-6f;
   const Case& c = GetParam();
   optim::OptimConfig oc;
-  oc.kind = c.optimizer;
+  oc.kind = c.optimizer == "adamw" ? optim::OptimizerKind::AdamW : optim::OptimizerKind::Sgd;
   oc.momentum = 0.9f;
   oc.weight_decay = 1e-4f;
   auto cpu = models::make_model(c.model, 42);

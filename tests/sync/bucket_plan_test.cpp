@@ -1,7 +1,7 @@
 // plan_buckets: launch order, contiguity, caps, and breaks at layers that do nothing.
 #include <gtest/gtest.h>
 
-#include "core/sync/engine/bucket_plan.h"
+#include "core/sync/types/bucket_plan.h"
 
 using namespace dd::sync;
 

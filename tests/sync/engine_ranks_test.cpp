@@ -342,12 +342,17 @@ TEST(LayerSync, ImmediateUpdateMatchesDeferredUpdate) {
           engine_step(*m, opt, *e, data.slice((s * world + r) * 4, 4), s, 0.05f);
           continue;
         }
-        e->begin_step(s);
+        struct Updates final : sync::LayerUpdates {
+          explicit Updates(optim::Optimizer& o) : opt(o) {}
+          void update(int l, float factor) override { opt.update_layer(l, 0.05f * factor); }
+          optim::Optimizer& opt;
+        } updates(opt);
+        e->begin(s);
         m->forward(data.slice((s * world + r) * 4, 4), true);
-        e->begin_backward();
+        e->prepare_for_backward();
         m->backward(e.get());
-        e->finish_backward_and_update([&](int l) { opt.update_layer(l, 0.05f * e->lr_factor(l)); });
-        e->after_update();
+        e->finalize_backward(updates, /*immediate=*/true);
+        e->end({});
       }
       if (r == 0) got[immediate] = snapshot(*m);
     });

@@ -267,12 +267,15 @@ TEST(LayerSyncHook, MissingOrOutOfOrderLayerReportsFail) {
     in.n = 4;
     in.x = x.data();
     in.y = y.data();
-    e->begin_step(0);
+    struct NoUpdates final : sync::LayerUpdates {
+      void update(int, float) override {}
+    } none;
+    e->begin(0);
     m->forward(in, true);
-    e->begin_backward();
+    e->prepare_for_backward();
     m->backward(nullptr);  // the hook is never called
-    EXPECT_THROW(e->finish_backward(), std::logic_error);
-    e->begin_step(1);
+    EXPECT_THROW(e->finalize_backward(none, /*immediate=*/false), std::logic_error);
+    e->begin(1);
     EXPECT_THROW(e->on_layer_ready(0), std::logic_error);  // layer 0 is the last one backward reaches
   });
 }

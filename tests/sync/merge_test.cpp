@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "core/sync/merge/codec.h"
+#include "core/ops/ops.h"
 #include "core/sync/merge/param_merge.h"
 #include "core/sync/policy/registry.h"
 #include "core/tensor/rng.h"
@@ -87,7 +88,7 @@ TEST(Codec, AutoCompressesTheStaleTolerantLayersHarder) {
 TEST(OuterStep, LrOneMomentumZeroIsTheAverage) {
   auto anchor = random_values(1000, 3, 2.0f), avg = random_values(1000, 4, 2.0f);
   std::vector<float> mom(1000, 0.0f), a = anchor;
-  outer_nesterov(a.data(), mom.data(), avg.data(), 1000, 1.0f, 0.0f);
+  dd::ops::outer_nesterov(a.data(), mom.data(), avg.data(), 1000, 1.0f, 0.0f);
   for (size_t i = 0; i < a.size(); ++i) {
     // a - (a - v) rounds twice: within one unit in the last place of the larger magnitude.
     const float big = std::max(std::fabs(anchor[i]), std::fabs(avg[i]));
@@ -100,10 +101,10 @@ TEST(OuterStep, NesterovSequenceByHand) {
   // g1 = 0.5, m1 = 0.5, anchor = 1 - 0.7 (0.5 + 0.45) = 0.335; g2 = 0.135, m2 = 0.585, anchor -= 0.7 (0.135 + 0.5265).
   float a = 1, m = 0;
   const float v1 = 0.5f, v2 = 0.2f;
-  outer_nesterov(&a, &m, &v1, 1, 0.7f, 0.9f);
+  dd::ops::outer_nesterov(&a, &m, &v1, 1, 0.7f, 0.9f);
   EXPECT_NEAR(a, 0.335, 1e-6);
   EXPECT_NEAR(m, 0.5, 1e-7);
-  outer_nesterov(&a, &m, &v2, 1, 0.7f, 0.9f);
+  dd::ops::outer_nesterov(&a, &m, &v2, 1, 0.7f, 0.9f);
   EXPECT_NEAR(m, 0.585, 1e-6);
   EXPECT_NEAR(a, 0.335 - 0.7 * (0.135 + 0.9 * 0.585), 1e-6);
 }
@@ -145,7 +146,7 @@ TEST(MergeSpec, BadMergeKeysAreUsageErrors) {
 // Where collectives move no data (a simulation) the spec still transforms, but nothing of the parameters' size is
 // kept: no anchors, momentum or residuals, and the parameters are never read.
 TEST(ParamMerge, SizesOnlyKeepsNothing) {
-  ParamMerge pm(int64_t(1) << 40);  // far more than this machine holds, were anything allocated
+  ParamMerge pm(int64_t(1) << 40, dd::ops::host_device());  // far more than this machine holds, were anything allocated
   MergeSpec m;
   m.compress = Codec::Int8;
   m.nesterov = true;
@@ -160,7 +161,7 @@ TEST(ParamMerge, SizesOnlyKeepsNothing) {
 TEST(ParamMerge, AnchorsAverageAndOuterStep) {
   const int64_t n = 6;
   std::vector<float> theta = {1, 2, 3, 4, 5, 6};
-  ParamMerge pm(n);
+  ParamMerge pm(n, dd::ops::host_device());
   MergeSpec plain;
   pm.configure(plain, theta.data());
   EXPECT_FALSE(pm.active());
@@ -181,7 +182,7 @@ TEST(ParamMerge, AnchorsAverageAndOuterStep) {
   // Checkpoint round trip.
   dd::ByteWriter w;
   pm.save(w);
-  ParamMerge back(n);
+  ParamMerge back(n, dd::ops::host_device());
   back.configure(m, theta.data());
   dd::ByteReader r(w.bytes());
   back.load(r);

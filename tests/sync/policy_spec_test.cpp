@@ -36,9 +36,9 @@ TEST(PolicySpec, SwitchesParseSortAndRefuseBadSteps) {
   auto sw = parse_switches({"20:localsgd:k=2", "5:ddp"});
   ASSERT_EQ(sw.size(), 2u);
   EXPECT_EQ(sw[0].step, 5);
-  EXPECT_EQ(sw[0].spec, "ddp");
+  EXPECT_EQ(sw[0].spec.text, "ddp");
   EXPECT_EQ(sw[1].step, 20);
-  EXPECT_EQ(sw[1].spec, "localsgd:k=2");
+  EXPECT_EQ(sw[1].spec.text, "localsgd:k=2");
   for (const char* bad : {"ddp", ":ddp", "x:ddp", "-1:ddp", "5x:ddp", "99999999999999999999:ddp", "5:nosuch"})
     EXPECT_THROW(parse_switches({bad}), dd::UsageError) << bad;
 }

@@ -57,7 +57,7 @@ inline void engine_step(models::Model& m, optim::Optimizer& opt, sync::SyncEngin
     }
   } watch(after_sync);
   train::HostCompute compute(m, opt, in);
-  e.begin_step(step);
+  e.begin(step);
   train::train_step(compute, &e, lr, /*immediate_update=*/false, watch);
 }
 
@@ -71,7 +71,7 @@ inline std::vector<float> snapshot(models::Model& m) {
 // Small buckets so that even small models launch several collectives per step.
 inline sync::EngineOptions engine_options(const std::string& policy) {
   sync::EngineOptions o;
-  o.policy = policy;
+  o.policy = sync::PolicySpec::parse(policy);
   o.verbose = false;
   o.first_bucket_bytes = 64 << 10;
   o.bucket_cap_bytes = 1 << 20;

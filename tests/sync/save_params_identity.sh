@@ -48,6 +48,25 @@ run)
       --policy "$spec" --save-params "$out/$name.p%r.bin" --out "$out/run$name" >"$out/$name.log" 2>&1 ||
       echo "$name FAILED" >>"$out/index.txt"
   done < <(specs "$prof")
+  # The instruments around the step: the sensitivity probe (its cosines are compared as a file too), the anomaly
+  # guard on a poisoned batch, and a resume from a checkpoint.
+  for extra in "sens --sensitivity delays=1/2,every=5" "anom --anomaly fallback --inject-nan 7" \
+               "ckpt --checkpoint-every 12"; do
+    name=${extra%% *}
+    echo "$name dreamddp:h=4,profile=$prof ${extra#* }" >>"$out/index.txt"
+    # shellcheck disable=SC2086
+    "$build/dreamddp" launch -n 2 -- train --model mlp --data synthetic --steps 30 --batch 16 --threads 1 \
+      --policy dreamddp:h=4,profile=$prof ${extra#* } --save-params "$out/$name.p%r.bin" --out "$out/run$name" \
+      >"$out/$name.log" 2>&1 || echo "$name FAILED" >>"$out/index.txt"
+  done
+  "$build/dreamddp" launch -n 2 -- train --model mlp --data synthetic --steps 30 --batch 16 --threads 1 \
+    --policy dreamddp:h=4,profile=$prof --resume "$out/runckpt" --save-params "$out/resume.p%r.bin" \
+    --out "$out/runresume" >"$out/resume.log" 2>&1 || echo "resume FAILED" >>"$out/index.txt"
+  if [[ -e "$out/runsens/metrics.h5" ]]; then
+    /usr/bin/python3 -c 'import h5py, sys; f = h5py.File(sys.argv[1], "r"); g = f["sensitivity"]
+open(sys.argv[2], "wb").write(b"".join(g[k][()].tobytes() for k in sorted(g.keys())))' \
+      "$out/runsens/metrics.h5" "$out/sens.cosines.bin"
+  fi
   # Switches: into every kind of policy at a step > 0, and out of one.
   j=0
   for sw in "10:dreamddp:h=4,profile=$prof" "12:localsgd:k=4,outer=nesterov" "8:threshold" "9:hier:nodes=2x1,profile_steps=4"; do

@@ -4,8 +4,8 @@
 
 #include <mutex>
 
-#include "core/sync/engine/data_path.h"
 #include "core/sync/profile/self_profile.h"
+#include "core/sync/types/data_path.h"
 #include "tests/sync/ranks_harness.h"
 
 using dd::testing_harness::run_ranks;

@@ -70,7 +70,7 @@ Outcome run(const std::string& from, const std::string& to, bool control_file) {
     optim::Optimizer opt({}, *m);
     auto o = engine_options(from);
     o.check_collectives = true;
-    if (!to.empty() && !control_file) o.switches = {std::to_string(kSwitchAt) + ":" + to};
+    if (!to.empty() && !control_file) o.switches = sync::parse_switches({std::to_string(kSwitchAt) + ":" + to});
     if (!to.empty() && control_file) o.control_file = ctl;
     auto e = sync::make_layer_sync(o, *m, opt, be);
     for (int s = 0; s < kSteps; ++s) {

@@ -14,11 +14,12 @@
 #include "backends/gloo/gloo_backend.h"
 #include "base/error.h"
 #include "core/models/model.h"
-#include "core/sync/engine/bucket_plan.h"
 #include "core/sync/policy/registry.h"
+#include "core/sync/types/bucket_plan.h"
 #include "core/train/checkpoint.h"
 #include "core/train/run_dir.h"
 #include "core/train/trainer.h"
+#include "core/train/trainer_parts.h"
 #include <nlohmann/json.hpp>
 #include <cmath>
 
@@ -114,6 +115,63 @@ TEST(Sensitivity, BadSpecsAreUsageErrors) {
   for (const char* bad : {"delays=0", "delays=1/x", "every=0", "probe=weird", "nosuch=1", "delays=30", "delays=4,every=3"}) {
     c.sensitivity = bad;
     EXPECT_ANY_THROW(train::resolve_and_validate(c)) << bad;
+  }
+}
+
+// --policy and --switch are parsed once, by resolve_and_validate; a config changed afterwards no longer matches
+// its parsed specs (the Trainer then parses again).
+TEST(Config, ValidationParsesThePolicyAndSwitchesOnce) {
+  train::TrainConfig c;
+  c.model = "mlp";
+  c.data = "synthetic";
+  c.steps = 20;
+  c.threads = 1;
+  c.policy = "plsgd:h=3";
+  c.switches = {"12:ddp", "5:localsgd:k=2"};
+  EXPECT_FALSE(train::policy_specs_current(c));
+  train::resolve_and_validate(c);
+  EXPECT_EQ(c.policy_spec.name, "plsgd");
+  EXPECT_EQ(c.policy_spec.text, "plsgd:h=3");
+  EXPECT_EQ(c.policy_spec.kv.at("h"), "3");
+  ASSERT_EQ(c.policy_switches.size(), 2u);
+  EXPECT_EQ(c.policy_switches[0].step, 5);
+  EXPECT_EQ(c.policy_switches[0].spec.name, "localsgd");
+  EXPECT_EQ(c.policy_switches[1].step, 12);
+  EXPECT_EQ(c.policy_switches[1].spec.text, "ddp");
+  EXPECT_TRUE(train::policy_specs_current(c));
+  auto d = c;
+  d.policy = "ddp";
+  EXPECT_FALSE(train::policy_specs_current(d));
+  d = c;
+  d.switches[1] = "6:localsgd:k=2";
+  EXPECT_FALSE(train::policy_specs_current(d));
+}
+
+// The optimizer Auto resolves from the model itself (a language model takes tokens: adamw); the optimizer and the
+// schedule reach core/optim as its own kinds.
+TEST(Config, AutoOptimizerFollowsTheModel) {
+  auto resolved = [](const char* model) {
+    train::TrainConfig c;
+    c.data = "synthetic";
+    c.steps = 10;
+    c.threads = 1;
+    c.model = model;
+    train::resolve_and_validate(c);
+    return c;
+  };
+  train::TrainConfig c = resolved("mlp");
+  EXPECT_EQ(c.optimizer, train::OptimizerKind::Sgd);
+  EXPECT_EQ(train::optim_config(c).kind, optim::OptimizerKind::Sgd);
+  c = resolved("gpt-mini");
+  EXPECT_EQ(c.optimizer, train::OptimizerKind::AdamW);
+  EXPECT_EQ(train::optim_config(c).kind, optim::OptimizerKind::AdamW);
+  EXPECT_STREQ(optim::name(train::optim_config(c).kind), "adamw");
+  c.inject_nan = 3;
+  try {
+    train::resolve_and_validate(c);
+    ADD_FAILURE() << "--inject-nan on a language model was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--inject-nan poisons image inputs; gpt-mini takes tokens");
   }
 }
 

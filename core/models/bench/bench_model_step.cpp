@@ -77,7 +77,7 @@ int run(const Args& a) {
   ops::set_threads(a.threads);
   auto m = models::make_model(a.model, 1);
   optim::OptimConfig oc;  // SGD, momentum 0.9: the PyTorch peer's optimizer
-  oc.kind = "sgd";
+  oc.kind = optim::OptimizerKind::Sgd;
   oc.momentum = 0.9f;
   optim::Optimizer opt(oc, *m);
   int64_t per = 1;

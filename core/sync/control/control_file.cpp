@@ -24,9 +24,10 @@ bool ControlFile::poll(int64_t step) {
   last_ = spec;
   last_step_ = step;
   try {
-    make_policy(PolicySpec::parse(spec));
+    const PolicySpec parsed = PolicySpec::parse(spec);
+    make_policy(parsed);
     if (check_)
-      if (const std::string why = check_(spec); !why.empty()) throw UsageError(why);
+      if (const std::string why = check_(parsed); !why.empty()) throw UsageError(why);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sync: ignoring control file %s: %s\n", path_.c_str(), e.what());
     return false;

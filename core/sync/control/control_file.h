@@ -8,12 +8,13 @@
 #include <string>
 
 #include "core/common/bytes.h"
+#include "core/sync/policy/policy_spec.h"
 
 namespace dd::sync {
 
 // Why a spec the control file holds cannot be switched to in this run ("" when it can): the checks the same spec
 // meets as --policy or --switch beyond parsing (device, model, --on-peer-loss shrink).
-using SpecCheck = std::function<std::string(const std::string& spec)>;
+using SpecCheck = std::function<std::string(const PolicySpec& spec)>;
 
 class ControlFile {
  public:

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/common/bytes.h"
-#include "core/sync/engine/data_path.h"
+#include "core/sync/types/data_path.h"
 #include "core/tensor/buffer.h"
 
 namespace dd::sync {

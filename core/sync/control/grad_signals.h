@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "core/common/bytes.h"
-#include "core/sync/engine/bucket_plan.h"
 #include "core/sync/policy/layer_signals.h"
-#include "core/tensor/buffer.h"
+#include "core/sync/types/bucket_plan.h"
+#include "core/ops/device.h"
 
 namespace dd::sync {
 
@@ -17,9 +17,11 @@ class GradSignals {
   // On: previous gradients of `num_params` floats and signals of `layers` layers, reset (no previous gradient).
   // Off: nothing is taken (the previous state is kept, unused). `constant`: no gradient is read, every layer's
   // norm and cosine are 1 (a simulation, whose collectives and gradients carry no data).
-  void configure(bool on, int layers, int64_t num_params, bool constant = false);
+  // `dev`: the gradients' device, where the previous gradients are kept.
+  void configure(bool on, int layers, int64_t num_params, bool constant, ops::Device& dev);
   bool on() const { return on_; }
   // Layer l's signals from its gradient `g` (r.param_n floats); `stale` = its local updates since its last sync.
+  // On the gradients' device (given to configure): only the three sums come back.
   void take(int l, const LayerRange& r, const float* g, int64_t stale);
   const LayerSignals& signals() const { return s_; }
 
@@ -29,7 +31,7 @@ class GradSignals {
  private:
   bool on_ = false, constant_ = false;
   LayerSignals s_;
-  FloatBuffer prev_;
+  ops::DeviceFloats prev_;  // on the gradients' device
   std::vector<bool> has_prev_;
 };
 

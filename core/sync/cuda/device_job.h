@@ -5,12 +5,13 @@
 
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 
 #include "backends/backend.h"
 #include "core/ops/cuda/cuda_check.h"
-#include "core/sync/engine/data_path.h"
+#include "core/sync/types/data_path.h"
 
 namespace dd::sync::device {
 
@@ -20,7 +21,7 @@ inline cudaEvent_t new_event() {
   return e;
 }
 
-enum class JobKind { Allreduce, Broadcast, HostAllreduce };
+enum class JobKind { Allreduce, Broadcast, HostAllreduce, Host };
 
 // One collective between its submission and its completion; shared by the staging thread and the Work.
 struct Job {
@@ -31,8 +32,10 @@ struct Job {
   size_t n = 0;
   ReduceOp op = ReduceOp::Avg;
   int root = 0;
+  std::function<WorkPtr()> start;  // Host: host work issuing backend collectives, run in queue order
   cudaEvent_t gate = nullptr;  // data final on the device (Nccl) / copied to the pinned mirror (Staged)
   cudaEvent_t h2d = nullptr;   // Staged: the result is back in the arena
+  float* owned_host = nullptr; // Staged, memory outside the arenas: the job's own pinned buffer
 
   std::mutex m;
   std::condition_variable cv;
@@ -44,6 +47,7 @@ struct Job {
   ~Job() {
     if (gate) cudaEventDestroy(gate);
     if (h2d) cudaEventDestroy(h2d);
+    if (owned_host) cudaFreeHost(owned_host);  // synchronizes with the device: its H2D copy has ended
   }
 };
 

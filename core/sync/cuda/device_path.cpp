@@ -49,7 +49,7 @@ class DevicePath : public DataPath {
     if (scratch_) cudaFree(scratch_);
   }
 
-  bool on_device() const override { return true; }
+  bool host_memory() const override { return false; }
 
   WorkPtr allreduce(Backend& g, float* p, size_t n, ReduceOp op, int ready_layer) override {
     return arena_job(JobKind::Allreduce, g, p, n, op, 0, ready_layer);
@@ -66,6 +66,14 @@ class DevicePath : public DataPath {
     j->n = n;
     j->op = op;
     if (kind_ == DeviceCollectives::Nccl) j->dev = take_device(n);
+    push(j);
+    return std::make_shared<DeviceWork>(j, this);
+  }
+
+  WorkPtr run_host(const std::function<WorkPtr()>& start) override {
+    auto j = std::make_shared<Job>();
+    j->kind = JobKind::Host;
+    j->start = start;
     push(j);
     return std::make_shared<DeviceWork>(j, this);
   }
@@ -132,10 +140,11 @@ class DevicePath : public DataPath {
     regions_.push_back({dev, static_cast<float*>(h), n});
   }
 
+  // The pinned mirror of [dev, dev + n) in a registered arena; null elsewhere (a job on a copy pins its own).
   float* host_of(float* dev, size_t n) {
     for (auto& r : regions_)
       if (dev >= r.dev && dev + n <= r.dev + r.n) return r.host + (dev - r.dev);
-    throw std::logic_error("device path: a collective on memory outside the registered arenas");
+    return nullptr;
   }
 
   // The compute stream's current position, as a point `s` waits for.
@@ -160,6 +169,10 @@ class DevicePath : public DataPath {
     else after_compute(gate_);
     if (kind_ == DeviceCollectives::Staged) {
       j->host = host_of(p, n);
+      if (!j->host) {  // an average on a copy (delay=, outer=): a pinned buffer for this job, freed with it
+        DD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&j->owned_host), 4 * n, cudaHostAllocDefault));
+        j->host = j->owned_host;
+      }
       DD_CUDA_CHECK(cudaMemcpyAsync(j->host, p, 4 * n, cudaMemcpyDeviceToHost, gate_));
       j->h2d = new_event();
     }
@@ -204,6 +217,10 @@ class DevicePath : public DataPath {
   }
 
   void run(Job& j) {
+    if (j.kind == JobKind::Host) {
+      j.inner = j.start();
+      return;
+    }
     if (j.kind == JobKind::HostAllreduce) {
       if (kind_ == DeviceCollectives::Staged) {
         j.inner = j.g->allreduce(j.host, j.n, j.op);

@@ -6,7 +6,7 @@
 #include <functional>
 #include <memory>
 
-#include "core/sync/engine/data_path.h"
+#include "core/sync/types/data_path.h"
 
 namespace dd::sync {
 

@@ -37,22 +37,19 @@ WorkPtr Collectives::compressed(Backend& g, Codec c, float* buf, int64_t n, floa
               : c == Codec::TopK ? "average-params-topk"
                                  : "average-params-bf16",
               n);
-  auto start = [&]() -> WorkPtr {
-    if (c == Codec::TopK) {
-      const int64_t sent = sparse_bytes(topk, size_t(n), g.size());
-      stats_.bytes += sent;
-      *bytes += sent;
-      ++stats_.collectives;
-      if (!dp_.moves_data()) return sparse_average_sizes(g, topk, size_t(n));
-      return sparse_average(g, topk, buf, size_t(n), e1, buf);
-    }
-    const int64_t sent = compressed_bytes(c, size_t(n), g.size());
-    stats_.bytes += sent;
-    *bytes += sent;
-    ++stats_.collectives;
-    if (!dp_.moves_data()) return compressed_average_sizes(g, c, size_t(n));
-    return compressed_average(g, c, buf, size_t(n), e1, e2, buf);
+  const int64_t sent = c == Codec::TopK ? sparse_bytes(topk, size_t(n), g.size()) : compressed_bytes(c, size_t(n), g.size());
+  stats_.bytes += sent;
+  *bytes += sent;
+  ++stats_.collectives;
+  // Host memory throughout (the payload staged there when the arenas are not): the data path queues it in the
+  // order of its own collectives (run_host).
+  const bool data = dp_.moves_data();
+  const std::function<WorkPtr()> codec = [&g, c, buf, n, e1, e2, topk, data]() -> WorkPtr {
+    if (c == Codec::TopK)
+      return data ? sparse_average(g, topk, buf, size_t(n), e1, buf) : sparse_average_sizes(g, topk, size_t(n));
+    return data ? compressed_average(g, c, buf, size_t(n), e1, e2, buf) : compressed_average_sizes(g, c, size_t(n));
   };
+  auto start = [&] { return dp_.run_host(codec); };
   return undo_ && dp_.moves_data() ? undo_->launch(buf, size_t(n), start) : start();
 }
 

@@ -6,10 +6,10 @@
 #include <memory>
 
 #include "backends/backend.h"
-#include "core/sync/engine/data_path.h"
 #include "core/sync/engine/in_place_undo.h"
 #include "core/sync/engine/sync_engine.h"
 #include "core/sync/policy/merge_spec.h"
+#include "core/sync/types/data_path.h"
 
 namespace dd::sync {
 

@@ -2,7 +2,6 @@
 #include "core/sync/engine/in_place_undo.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace dd::sync {
 
@@ -29,23 +28,32 @@ bool overlaps(const float* a, size_t an, const float* b, size_t bn) { return a <
 
 }  // namespace
 
-void InPlaceUndo::protect(const float* p, size_t n) {
+void InPlaceUndo::protect(const float* p, size_t n, ops::Device& d) {
   std::lock_guard<std::mutex> l(mu_);
-  if (p && n) arenas_.emplace_back(p, n);
+  if (p && n) arenas_.push_back({p, n, &d});
+}
+
+ops::Device* InPlaceUndo::device_of(const float* p, size_t n) const {
+  for (const auto& a : arenas_)
+    if (p >= a.p && p + n <= a.p + a.n) return a.dev;
+  return nullptr;
 }
 
 bool InPlaceUndo::covers(const float* p, size_t n) const {
   std::lock_guard<std::mutex> l(mu_);
-  for (const auto& [a, an] : arenas_)
-    if (p >= a && p + n <= a + an) return true;
-  return false;
+  return device_of(p, n) != nullptr;
 }
 
 WorkPtr InPlaceUndo::launch(float* p, size_t n, const std::function<WorkPtr()>& start) {
-  if (n == 0 || !covers(p, n)) return start();
+  if (n == 0) return start();
   uint64_t id = 0;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::unique_lock<std::mutex> l(mu_);
+    ops::Device* dev = device_of(p, n);  // the arena's device; null: not the training state, nothing kept
+    if (!dev) {
+      l.unlock();
+      return start();
+    }
     // The engine never launches two collectives on the same floats at once: a kept range this one overlaps has
     // completed (its Work was dropped after a successful test(), or never waited), so it is forgotten.
     Record* slot = nullptr;
@@ -57,10 +65,14 @@ WorkPtr InPlaceUndo::launch(float* p, size_t n, const std::function<WorkPtr()>& 
       recs_.emplace_back();
       slot = &recs_.back();
     }
+    ops::Device& d = *dev;
+    if (slot->dev != &d) slot->old = ops::DeviceFloats(d);
+    slot->dev = &d;
     slot->p = p;
     slot->n = n;
-    slot->old.resize(n);
-    std::memcpy(slot->old.data(), p, n * sizeof(float));
+    slot->old.ensure(n);
+    d.copy(slot->old.data(), p, n * sizeof(float));
+    d.synchronize();  // the collective launched next may write p: the copy has read it
     slot->id = id = next_id_++;
     slot->live = true;
     kept_ += int64_t(n);
@@ -85,7 +97,8 @@ size_t InPlaceUndo::undo() {
   std::sort(live.begin(), live.end(), [](const Record* a, const Record* b) { return a->id > b->id; });
   size_t n = 0;
   for (Record* r : live) {
-    std::memcpy(r->p, r->old.data(), r->n * sizeof(float));
+    r->dev->copy(r->p, r->old.data(), r->n * sizeof(float));
+    r->dev->synchronize();
     r->live = false;
     n += r->n;
   }

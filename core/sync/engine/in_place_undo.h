@@ -14,13 +14,15 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "core/ops/device.h"
 
 namespace dd::sync {
 
 class InPlaceUndo : public std::enable_shared_from_this<InPlaceUndo> {
  public:
-  // The training state's arenas (host memory): a range inside one is kept; any other (gradients, copies) is not.
-  void protect(const float* p, size_t n);
+  // The training state's arenas, in the memory of `d` (where their kept values are copied, and copied back): a
+  // range inside one is kept; any other (gradients, copies) is not.
+  void protect(const float* p, size_t n, ops::Device& d = ops::host_device());
   bool covers(const float* p, size_t n) const;
   // Launches an in-place collective on [p, p+n) with `start`, keeping the range's values first when it is covered.
   // The returned Work forgets them once its wait() returns.
@@ -35,13 +37,20 @@ class InPlaceUndo : public std::enable_shared_from_this<InPlaceUndo> {
   struct Record {
     float* p = nullptr;
     size_t n = 0;
-    std::vector<float> old;
+    ops::Device* dev = nullptr;
+    ops::DeviceFloats old;
     uint64_t id = 0;
     bool live = false;
   };
   void forget(uint64_t id);
   mutable std::mutex mu_;
-  std::vector<std::pair<const float*, size_t>> arenas_;
+  struct Protected {
+    const float* p;
+    size_t n;
+    ops::Device* dev;
+  };
+  ops::Device* device_of(const float* p, size_t n) const;  // null: not inside a protected arena (mu_ held)
+  std::vector<Protected> arenas_;
   std::vector<Record> recs_;  // reused: a range launched again takes its record's buffer
   uint64_t next_id_ = 1;
   int64_t kept_ = 0;

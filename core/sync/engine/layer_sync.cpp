@@ -22,8 +22,8 @@ LayerTable layer_table(const models::Model& m) {
 LayerSync::LayerSync(const EngineOptions& o, const LayerTable& layers, const Arenas& a, std::unique_ptr<DataPath> dp,
                      Backend& b)
     : dp_(std::move(dp)), o_(o), a_(a), b_(b), meta_(layers.meta), ranges_(layers.ranges),
-      switches_(parse_switches(o.switches)), control_file_(o.control_file, o.control_check), profile_(layers.size()),
-      telemetry_(o.metrics, b.rank()), pm_(a.num_params), coll_(*dp_, b, o.check_collectives, o.undo),
+      switches_(o.switches), control_file_(o.control_file, o.control_check), profile_(layers.size()),
+      telemetry_(o.metrics, b.rank()), pm_(a.num_params, *a.device), coll_(*dp_, b, o.check_collectives, o.undo),
       copies_(coll_, a_, ranges_, pm_, auto_.codecs(), o.average_optimizer_state ? a.state_slots : 0) {
   const int L = num_layers();
   actions_.assign(L, Action::None);
@@ -91,11 +91,32 @@ void LayerSync::plan_launches() {
         for (int l = bk.lo; l <= bk.hi; ++l) delayed_now_[size_t(l)] = true;
 }
 
-void LayerSync::begin_backward() { t_bwd_ = now_s(); }
+StepStart LayerSync::begin(int64_t step) {
+  begin_step(step);
+  return {agreed_anomalies_, agreed_anomaly_step_};
+}
+
+void LayerSync::prepare_for_backward() { t_bwd_ = now_s(); }
+
+void LayerSync::finalize_backward(LayerUpdates& u, bool immediate) {
+  if (immediate) {
+    finish_backward_and_update([&](int l) { u.update(l, lr_factor(l)); });
+    return;
+  }
+  finish_backward();
+  u.synced();
+  for (int l = num_layers() - 1; l >= 0; --l) u.update(l, lr_factor(l));
+}
+
+StepCommStats LayerSync::end(const StepEnd& report) {
+  if (report.anomaly) local_anomaly_ = true;  // rides in the votes cast by after_update
+  after_update();
+  return coll_.stats();
+}
 
 void LayerSync::on_layer_ready(int l) {
   // On a device the hook runs when the layer's kernels are queued: profiling steps wait for them to run.
-  if (dp_->on_device() && policy_->profiling(step_)) dp_->wait_layer_ready(l);
+  if (policy_->profiling(step_)) dp_->wait_layer_ready(l);
   ready_[l] = now_s();
   // compress=auto needs the signals only while it measures; the policy's own, every step.
   if (signals_.on() && (wants_signals_ || auto_.measuring()))
@@ -207,8 +228,12 @@ void LayerSync::log_sync_event(const InFlight& f, double t_end, int64_t step, do
   telemetry_.bucket(step, f.bucket, f.works, f.bytes, f.launch_s, t_end, t_bwd, 1 + group_);
 }
 
-std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt,
+std::unique_ptr<SyncSession> make_layer_sync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt,
                                             Backend& b) {
+  return std::make_unique<LayerSync>(o, layer_table(m), arenas_of(m, opt), std::make_unique<HostDataPath>(), b);
+}
+
+Arenas arenas_of(models::Model& m, optim::Optimizer& opt) {
   Arenas a;
   a.params = m.params().data();
   a.grads = m.grads().data();
@@ -217,10 +242,11 @@ std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Mode
   a.num_params = int64_t(m.params().size());
   a.num_buffers = int64_t(m.buffers().size());
   a.state_slots = opt.state_slots();
-  return std::make_unique<LayerSync>(o, layer_table(m), a, std::make_unique<HostDataPath>(), b);
+  a.device = &m.device();
+  return a;
 }
 
-std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, const LayerTable& layers, const Arenas& a,
+std::unique_ptr<SyncSession> make_layer_sync(const EngineOptions& o, const LayerTable& layers, const Arenas& a,
                                             std::unique_ptr<DataPath> dp, Backend& b) {
   return std::make_unique<LayerSync>(o, layers, a, std::move(dp), b);
 }

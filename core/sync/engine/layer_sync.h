@@ -17,16 +17,16 @@
 #include "core/sync/control/control_file.h"
 #include "core/sync/control/control_votes.h"
 #include "core/sync/control/grad_signals.h"
-#include "core/sync/engine/bucket_plan.h"
 #include "core/sync/engine/collectives.h"
-#include "core/sync/engine/data_path.h"
+#include "core/sync/engine/copy_average.h"
 #include "core/sync/engine/make_layer_sync.h"
 #include "core/sync/engine/sync_telemetry.h"
 #include "core/sync/merge/auto_codec.h"
-#include "core/sync/merge/copy_average.h"
 #include "core/sync/merge/param_merge.h"
 #include "core/sync/policy/registry.h"
 #include "core/sync/profile/self_profile.h"
+#include "core/sync/types/bucket_plan.h"
+#include "core/sync/types/data_path.h"
 
 namespace dd::sync {
 
@@ -39,28 +39,25 @@ struct InFlight {
   int record = -1;     // index into LayerSync::instep_ of a transformed average to finish when the works end
 };
 
-class LayerSync : public SyncEngine {
+class LayerSync : public SyncSession {
  public:
   LayerSync(const EngineOptions& o, const LayerTable& layers, const Arenas& a, std::unique_ptr<DataPath> dp,
             Backend& b);
 
   // SyncEngine (sync_engine.h). The step, in layer_sync.cpp:
-  const std::vector<std::string>& hosts() const override { return hosts_; }
-  void begin_step(int64_t step) override;
-  void begin_backward() override;
+  StepStart begin(int64_t step) override;
+  void prepare_for_backward() override;
   void on_layer_ready(int l) override;
-  void finish_backward() override;
-  void finish_backward_and_update(const std::function<void(int)>& update) override;
+  void finalize_backward(LayerUpdates& updates, bool immediate) override;
+  StepCommStats end(const StepEnd& report) override;
+  // SyncSession:
+  const std::vector<std::string>& hosts() const override { return hosts_; }
   float lr_factor(int l) const override;
-  void after_update() override;
   StepCommStats step_stats() const override { return coll_.stats(); }
   // layer_sync_averages.cpp:
   void finalize() override;
   void with_consensus(const std::function<void()>& fn) override;
-  // layer_sync_votes.cpp / layer_sync_policy.cpp:
-  void report_anomaly() override { local_anomaly_ = true; }
-  int agreed_anomalies() const override { return agreed_anomalies_; }
-  int64_t agreed_anomaly_step() const override { return agreed_anomaly_step_; }
+  // layer_sync_policy.cpp:
   void fallback(int64_t steps) override;
   // layer_sync_state.cpp:
   std::string save_state() override;
@@ -68,6 +65,10 @@ class LayerSync : public SyncEngine {
 
  private:
   // layer_sync.cpp
+  void begin_step(int64_t step);
+  void finish_backward();
+  void finish_backward_and_update(const std::function<void(int)>& update);
+  void after_update();
   void enter_lockstep(const std::vector<bool>& entering);
   void plan_launches();
   void check_all_launched() const;
@@ -84,8 +85,8 @@ class LayerSync : public SyncEngine {
   void average_all(bool count_stats, bool log = false);
   void average_layers(const std::vector<bool>& which, bool optimizer_state, bool all_buffers, bool log = false);
   // layer_sync_policy.cpp
-  void set_policy(const std::string& spec);
-  void switch_policy(const std::string& spec, const std::string& why);
+  void set_policy(const PolicySpec& spec);
+  void switch_policy(const PolicySpec& spec, const std::string& why);
   void apply_switches();
   void print_plan_if_changed();
   void record_decisions();  // the policy's decisions() into metrics.h5's /decisions (rank 0)

@@ -13,9 +13,10 @@
 
 namespace dd::sync {
 
-void LayerSync::set_policy(const std::string& spec) {
+void LayerSync::set_policy(const PolicySpec& parsed) {
   ++generation_;  // votes cast under an earlier policy are not handed to this one
-  policy_ = make_policy(PolicySpec::parse(spec));
+  policy_ = make_policy(parsed);
+  const std::string& spec = parsed.text;
   policy_spec_ = spec;
   policy_->setup(meta_, b_.size());
   // In force from this step (the constructor's 0, a switch's step; a resume restores the saved one): its
@@ -31,13 +32,10 @@ void LayerSync::set_policy(const std::string& spec) {
   // steps later, would queue behind them (10-20 ms exposed two steps after each 4 MB launch on the 1 Gbit/s mlp
   // with delay=4). It gets a channel of its own (collective: every rank sets a policy at the same step).
   if (merge_.delay > 0 && !control_ && b_.size() > 1) control_ = b_.split(0);
-  check_policy_fits_device(*policy_, spec, dp_->on_device());
-  if ((merge_.delay > 0 || merge_.transforms()) && dp_->on_device())
-    throw UsageError("--policy " + spec + ": delay=, outer= and compress= keep host copies of the averaged layers; not on --device cuda");
-  if (merge_.compress != Codec::None && b_.name() == "nccl")
+  if (merge_.compress != Codec::None && !b_.has_byte_channel())
     throw UsageError("--policy " + spec + ": compress= needs the byte channel of gloo or mpi, not nccl");
   pm_.configure(merge_, a_.params, !dp_->moves_data());
-  signals_.configure(wants_signals_ || merge_.compress_auto, L, a_.num_params, !dp_->moves_data());
+  signals_.configure(wants_signals_ || merge_.compress_auto, L, a_.num_params, !dp_->moves_data(), *a_.device);
   auto_.reset(merge_, L, step_);
   // Control vector: the policy's votes, then [control-file switch request, anomaly flag] when those are on, then
   // compress=auto's per-layer cosines.
@@ -69,12 +67,12 @@ void LayerSync::set_policy(const std::string& spec) {
 
 // A layer that changes regime is first averaged once: averaging everything local is that, in one go. Every layer
 // is then equal on all ranks: the anchors of transformed averages restart from there.
-void LayerSync::switch_policy(const std::string& spec, const std::string& why) {
+void LayerSync::switch_policy(const PolicySpec& spec, const std::string& why) {
   merge_delayed(/*all=*/true);
   average_all(false, /*log=*/true);
   set_policy(spec);
   pm_.anchor(a_.params, 0, a_.num_params);
-  if (o_.metrics) o_.metrics->append_event(step_, "switch", spec + why);
+  if (o_.metrics) o_.metrics->append_event(step_, "switch", spec.text + why);
 }
 
 void LayerSync::apply_switches() {

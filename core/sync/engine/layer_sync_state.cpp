@@ -33,7 +33,7 @@ std::string LayerSync::save_state() {
 void LayerSync::load_state(const std::string& blob) {
   ByteReader r(blob);
   const std::string spec = r.get_str();
-  if (spec != policy_spec_) set_policy(spec);  // after a switch (collective for hier's sub-groups)
+  if (spec != policy_spec_) set_policy(PolicySpec::parse(spec));  // after a switch (collective for hier's sub-groups)
   next_switch_ = r.get<uint64_t>();
   step_ = r.get<int64_t>();
   auto stale = r.get_vec<int64_t>();

@@ -55,7 +55,7 @@ void LayerSync::apply_votes(const ControlVector& c) {
   if (switch_requested) {
     // Rank 0 read a new spec; everyone learns it (one small blocking allgather) and switches at this step.
     const std::string spec = b_.allgather(b_.rank() == 0 ? control_file_.pending() : std::string())[0];
-    switch_policy(spec, " (control file)");
+    switch_policy(PolicySpec::parse(spec), " (control file)");  // parsed as read: once here
   }
 }
 

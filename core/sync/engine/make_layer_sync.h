@@ -9,13 +9,14 @@
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
 #include "core/sync/control/control_file.h"
-#include "core/sync/engine/bucket_plan.h"
-#include "core/sync/engine/data_path.h"
 #include "core/sync/engine/in_place_undo.h"
 #include "core/sync/engine/sync_engine.h"
 #include "core/sync/policy/layer_meta.h"
-#include "core/sync/profile/contention.h"
+#include "core/sync/policy/policy_spec.h"
 #include "core/sync/profile/profile_carry.h"
+#include "core/sync/types/bucket_plan.h"
+#include "core/sync/types/contention.h"
+#include "core/sync/types/data_path.h"
 
 namespace dd {
 class Backend;
@@ -27,8 +28,8 @@ class MetricsWriter;
 namespace dd::sync {
 
 struct EngineOptions {
-  std::string policy = "ddp";
-  std::vector<std::string> switches;         // "STEP:SPEC"
+  PolicySpec policy = {"ddp", {}, "ddp"};  // parsed by the caller (PolicySpec::parse), once
+  std::vector<PolicySwitch> switches;        // --switch values, parsed (parse_switches)
   int64_t bucket_cap_bytes = 25 << 20;
   int64_t first_bucket_bytes = 1 << 20;
   bool check_collectives = false;            // fingerprint every collective across ranks (debug)
@@ -63,13 +64,15 @@ struct LayerTable {
 };
 LayerTable layer_table(const models::Model& m);
 
+// The arenas of a model and its optimizer, on their device.
+Arenas arenas_of(models::Model& m, optim::Optimizer& opt);
+
 // Host arenas: the model's and the optimizer's own (CPU training).
-std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt,
+std::unique_ptr<SyncSession> make_layer_sync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt,
                                             Backend& b);
 // Arenas elsewhere (a device, or a simulation's): `layers` in the arenas' layout; `a` the arenas; `dp` how to run
-// collectives on them (the engine owns it). Policies that read local gradients on the host are refused
-// (dd::UsageError) when dp->on_device().
-std::unique_ptr<SyncEngine> make_layer_sync(const EngineOptions& o, const LayerTable& layers, const Arenas& a,
+// collectives on them (the engine owns it).
+std::unique_ptr<SyncSession> make_layer_sync(const EngineOptions& o, const LayerTable& layers, const Arenas& a,
                                             std::unique_ptr<DataPath> dp, Backend& b);
 
 }  // namespace dd::sync

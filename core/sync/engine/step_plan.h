@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/sync/engine/bucket_plan.h"
 #include "core/sync/policy/policy.h"
+#include "core/sync/types/bucket_plan.h"
 
 namespace dd::sync {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "core/sync/engine/bucket_plan.h"
+#include "core/sync/types/bucket_plan.h"
 
 namespace dd::telemetry {
 class MetricsWriter;

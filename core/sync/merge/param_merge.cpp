@@ -1,72 +1,67 @@
-// ParamMerge: anchors, outer momentum and residuals of transformed layer averages (see param_merge.h).
+// ParamMerge: anchors, outer momentum and residuals of transformed layer averages (see param_merge.h), on the
+// parameters' device.
 #include "core/sync/merge/param_merge.h"
 
-#include <algorithm>
-#include <stdexcept>
+#include <vector>
 
 namespace dd::sync {
 
-void outer_nesterov(float* anchor, float* mom, const float* avg, int64_t n, float lr, float mu) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = anchor[i] - avg[i];
-    mom[i] = mu * mom[i] + g;
-    anchor[i] -= lr * (g + mu * mom[i]);
-  }
-}
-
 void ParamMerge::configure(const MergeSpec& m, const float* params, bool sizes_only) {
-  const bool had_anchor = !anchor_.empty();
+  const bool had_anchor = anchor_.size() != 0;
   m_ = m;
-  auto size = [&](std::vector<float>& v, bool want) {
+  auto size = [&](ops::DeviceFloats& v, bool want) {
+    want = want && !sizes_only;
+    if (!want) v = ops::DeviceFloats(dev_);
+    else if (v.size() == 0) v = ops::DeviceFloats(dev_, size_t(n_));  // zero-filled
+  };
+  auto size_host = [&](std::vector<float>& v, bool want) {
     want = want && !sizes_only;
     if (!want) std::vector<float>().swap(v);
     else if (v.empty()) v.assign(size_t(n_), 0.0f);
   };
   size(anchor_, m.transforms());
   size(mom_, m.nesterov);
-  size(e1_, m.compress != Codec::None);
-  size(e2_, m.owner_residual());
-  if (!had_anchor && !anchor_.empty()) anchor(params, 0, n_);
+  size_host(e1_, m.compress != Codec::None);
+  size_host(e2_, m.owner_residual());
+  if (!had_anchor && anchor_.size() != 0) anchor(params, 0, n_);
 }
 
 void ParamMerge::anchor(const float* params, int64_t off, int64_t n) {
-  if (anchor_.empty()) return;
-  std::copy(params + off, params + off + n, anchor_.begin() + off);
+  if (anchor_.size() == 0) return;
+  dev_.copy(anchor_.data() + off, params + off, 4 * size_t(n));
 }
 
 void ParamMerge::payload(const float* orig, int64_t off, int64_t n, float* buf) const {
-  if (m_.compress != Codec::None) {
-    const float* a = anchor_.data() + off;
-    for (int64_t i = 0; i < n; ++i) buf[i] = orig[i] - a[i];
-  } else {
-    std::copy(orig, orig + n, buf);
-  }
+  if (m_.compress != Codec::None) dev_.sub(buf, orig, anchor_.data() + off, n);
+  else dev_.copy(buf, orig, 4 * size_t(n));
 }
 
 void ParamMerge::finish(int64_t off, int64_t n, float* buf) {
   float* a = anchor_.data() + off;
-  if (m_.compress != Codec::None)
-    for (int64_t i = 0; i < n; ++i) buf[i] += a[i];
+  if (m_.compress != Codec::None) dev_.add_inplace(buf, a, n);
   if (m_.nesterov) {
-    outer_nesterov(a, mom_.data() + off, buf, n, float(m_.outer_lr), float(m_.outer_momentum));
-    std::copy(a, a + n, buf);
+    dev_.outer_nesterov(a, mom_.data() + off, buf, n, float(m_.outer_lr), float(m_.outer_momentum));
+    dev_.copy(buf, a, 4 * size_t(n));
   } else {
-    std::copy(buf, buf + n, a);
+    dev_.copy(a, buf, 4 * size_t(n));
   }
 }
 
 void ParamMerge::save(ByteWriter& w) const {
-  w.put_floats(anchor_.data(), anchor_.size());
-  w.put_floats(mom_.data(), mom_.size());
-  w.put_floats(e1_.data(), e1_.size());
-  w.put_floats(e2_.data(), e2_.size());
+  for (const auto* v : {&anchor_, &mom_}) {
+    const std::vector<float> host = ops::to_host(*v);
+    w.put_floats(host.data(), host.size());
+  }
+  for (const auto* v : {&e1_, &e2_}) w.put_floats(v->data(), v->size());
 }
 
 void ParamMerge::load(ByteReader& r) {
-  r.get_floats(anchor_.data(), anchor_.size());
-  r.get_floats(mom_.data(), mom_.size());
-  r.get_floats(e1_.data(), e1_.size());
-  r.get_floats(e2_.data(), e2_.size());
+  for (auto* v : {&anchor_, &mom_}) {
+    std::vector<float> host(v->size());
+    r.get_floats(host.data(), host.size());
+    ops::from_host(*v, host.data(), host.size());
+  }
+  for (auto* v : {&e1_, &e2_}) r.get_floats(v->data(), v->size());
 }
 
 }  // namespace dd::sync

@@ -11,15 +11,18 @@
 #pragma once
 #include <cstdint>
 #include <vector>
+#include <vector>
 
 #include "core/common/bytes.h"
+#include "core/ops/device.h"
 #include "core/sync/policy/merge_spec.h"
 
 namespace dd::sync {
 
 class ParamMerge {
  public:
-  explicit ParamMerge(int64_t num_params) : n_(num_params) {}
+  // The per-parameter state lives on `dev`, the parameters' device, and is computed there (core/ops arena kernels).
+  ParamMerge(int64_t num_params, ops::Device& dev) : n_(num_params), dev_(dev) {}
   // For a (new) policy's merge spec: allocates what it needs (fresh anchors are copies of `params`, which must be
   // identical on every rank when the spec starts transforming), frees what it does not. `sizes_only`: collectives
   // move no data (a simulation): the spec still decides which averages are transformed and how many bytes they
@@ -34,6 +37,7 @@ class ParamMerge {
   void finish(int64_t off, int64_t n, float* buf);
   // Residuals of error feedback at parameter `off` (compress only; see compressed_average; compress=topk has no
   // owner residual: sparse_average).
+  // They are host memory: the codecs encode and exchange bytes on the host, whatever the parameters' device.
   float* residual_send(int64_t off) { return e1_.empty() ? nullptr : e1_.data() + off; }
   float* residual_owner(int64_t off) { return e2_.empty() ? nullptr : e2_.data() + off; }
 
@@ -42,12 +46,11 @@ class ParamMerge {
 
  private:
   int64_t n_;
+  ops::Device& dev_;
   MergeSpec m_;
-  std::vector<float> anchor_, mom_, e1_, e2_;
+  ops::DeviceFloats anchor_, mom_;  // on dev_
+  std::vector<float> e1_, e2_;      // host (the codecs')
 };
 
-// One step of DiLoCo's outer optimizer on n values (torch.optim.SGD(nesterov=True) on the pseudo-gradient
-// g = anchor - avg): m = mu m + g; anchor -= lr (g + mu m).
-void outer_nesterov(float* anchor, float* mom, const float* avg, int64_t n, float lr, float mu);
 
 }  // namespace dd::sync

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/sync/policy/layer_signals.h"
-#include "core/sync/profile/layer_times.h"
+#include "core/sync/types/layer_times.h"
 
 namespace dd::sync {
 
@@ -30,8 +30,7 @@ class Profiled {
 class Voting {
  public:
   virtual int votes_per_layer() const = 0;
-  // The GPU data path keeps gradients on the device: a policy that reads local gradient statistics on the host
-  // every step is refused there (check_policy_fits_device).
+  // Whether the engine takes each layer's gradient signals for it (GradSignals, on the gradients' device).
   virtual bool wants_signals() const { return votes_per_layer() > 0; }
   virtual void cast_votes(int64_t step, const LayerSignals& s, float* votes) = 0;
   virtual void on_agreed(int64_t step, const float* vote_sums, int world) = 0;

@@ -13,8 +13,8 @@ std::vector<LayerMeta> layer_metas(const std::vector<nn::Layer*>& layers) {
   return meta;
 }
 
-void check_policy_fits_model(const std::string& spec, const std::vector<nn::Layer*>& layers, int world) {
-  make_policy(PolicySpec::parse(spec))->setup(layer_metas(layers), world);
+void check_policy_fits_model(const PolicySpec& spec, const std::vector<nn::Layer*>& layers, int world) {
+  make_policy(spec)->setup(layer_metas(layers), world);
 }
 
 }  // namespace dd::sync

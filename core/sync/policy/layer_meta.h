@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/sync/policy/policy_spec.h"
+
 namespace dd::nn {
 class Layer;
 }
@@ -23,6 +25,6 @@ std::vector<LayerMeta> layer_metas(const std::vector<nn::Layer*>& layers);
 
 // Builds the policy of `spec` and runs its setup on this model, so that model-dependent mistakes (a `fixed`
 // pattern that names no layer, a profile of another model) are refused before any work. Throws UsageError.
-void check_policy_fits_model(const std::string& spec, const std::vector<nn::Layer*>& layers, int world);
+void check_policy_fits_model(const PolicySpec& spec, const std::vector<nn::Layer*>& layers, int world);
 
 }  // namespace dd::sync

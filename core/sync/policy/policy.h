@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "core/sync/policy/action.h"
 #include "core/sync/policy/capabilities.h"
 #include "core/sync/policy/layer_meta.h"
 #include "core/sync/policy/merge_spec.h"
+#include "core/sync/types/action.h"
 
 namespace dd::sync {
 

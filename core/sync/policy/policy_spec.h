@@ -25,4 +25,10 @@ struct PolicySpec {
   void allow_only_with_merge_keys(std::vector<std::string> keys) const;  // keys + merge_keys()
 };
 
+// A --switch STEP:SPEC value: from `step` on, the policy of `spec` (parse_switches in registry.h).
+struct PolicySwitch {
+  int64_t step;
+  PolicySpec spec;
+};
+
 }  // namespace dd::sync

@@ -43,12 +43,6 @@ std::unique_ptr<Policy> make_policy(const PolicySpec& s) {
   throw UsageError("--policy: unknown policy '" + s.name + "' (known: " + known + ")");
 }
 
-void check_policy_fits_device(const Policy& p, const std::string& spec, bool on_device) {
-  if (on_device && p.caps().voting && p.caps().voting->wants_signals())
-    throw UsageError("--policy " + spec + ": reads local gradient statistics on the host every step; with "
-                     "--device cuda use ddp, localsgd, plsgd, dreamddp, fixed or staleness");
-}
-
 std::vector<PolicySwitch> parse_switches(const std::vector<std::string>& v) {
   std::vector<PolicySwitch> out;
   for (auto& s : v) {
@@ -61,13 +55,14 @@ std::vector<PolicySwitch> parse_switches(const std::vector<std::string>& v) {
     long long step = std::strtoll(step_text.c_str(), &end, 10);
     if (!end || *end || step < 0 || errno == ERANGE)
       throw UsageError("--switch '" + s + "': STEP must be a non-negative integer");
-    std::string spec = s.substr(colon + 1);
+    PolicySpec spec;
     try {
-      make_policy(PolicySpec::parse(spec));  // validate now, before any work
+      spec = PolicySpec::parse(s.substr(colon + 1));
+      make_policy(spec);  // validate now, before any work
     } catch (const UsageError& e) {
       throw UsageError("--switch '" + s + "': " + e.what());
     }
-    out.push_back({step, spec});
+    out.push_back({step, std::move(spec)});
   }
   std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.step < b.step; });
   return out;

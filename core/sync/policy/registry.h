@@ -15,15 +15,8 @@ namespace dd::sync {
 // registered ones.
 std::unique_ptr<Policy> make_policy(const PolicySpec& spec);
 
-// The GPU data path keeps gradients on the device: a policy that reads local gradient statistics on the host every
-// step (Voting::wants_signals) is refused there. Throws dd::UsageError naming `spec` when `on_device`.
-void check_policy_fits_device(const Policy& p, const std::string& spec, bool on_device);
-
-// --switch STEP:SPEC values, validated (each SPEC builds a policy) and sorted by step. Throws dd::UsageError.
-struct PolicySwitch {
-  int64_t step;
-  std::string spec;
-};
+// --switch STEP:SPEC values, each SPEC parsed and validated (it builds a policy), sorted by step. Throws
+// dd::UsageError.
 std::vector<PolicySwitch> parse_switches(const std::vector<std::string>& args);
 
 // A policy is one C++ file: implement Policy and register a factory under a name, e.g.

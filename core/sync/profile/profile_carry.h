@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/sync/policy/layer_meta.h"
-#include "core/sync/profile/layer_times.h"
+#include "core/sync/types/layer_times.h"
 
 namespace dd::sync {
 

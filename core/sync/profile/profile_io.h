@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sync/profile/contention.h"
+#include "core/sync/types/contention.h"
 
 namespace dd::sync {
 

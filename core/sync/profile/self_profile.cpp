@@ -46,12 +46,7 @@ LayerTimes SelfProfile::finish(DataPath& dp, Backend& b, const std::vector<Layer
 
 void agree_floats(DataPath& dp, Backend& b, std::vector<float>& v, ReduceOp op) {
   dp.allreduce_host(b, v.data(), v.size(), op)->wait();
-  if (!dp.on_device()) {
-    b.broadcast(v.data(), v.size(), 0)->wait();
-  } else {  // the broadcast of rank 0's floats, as an allreduce of (rank 0's values, zeros elsewhere)
-    if (b.rank() != 0) std::fill(v.begin(), v.end(), 0.0f);
-    dp.allreduce_host(b, v.data(), v.size(), ReduceOp::Sum)->wait();
-  }
+  dp.broadcast_host(b, v.data(), v.size(), 0);
 }
 
 void agree_profile(DataPath& dp, Backend& b, std::vector<double>& bp, std::vector<double>& comm, Contention* k) {
@@ -106,7 +101,7 @@ std::vector<double> measure_comm_model(DataPath& dp, Backend& b, const std::vect
 }
 
 Contention measure_contention(DataPath& dp, Backend& b) {
-  if (dp.on_device() || b.size() < 2) return {};  // the same on every rank: no collective is skipped by one
+  if (!dp.host_memory() || b.size() < 2) return {};  // the same on every rank: no collective is skipped by one
   const int64_t n = 256;
   std::vector<float> A(size_t(n * n), 0.5f), B(size_t(n * n), 0.25f), C(size_t(n * n), 0.0f);
   auto gemms = [&](int reps) {

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "core/common/bytes.h"
-#include "core/sync/engine/data_path.h"
 #include "core/sync/policy/layer_meta.h"
 #include "core/sync/profile/comm_fit.h"
-#include "core/sync/profile/layer_times.h"
+#include "core/sync/types/data_path.h"
+#include "core/sync/types/layer_times.h"
 
 namespace dd::sync {
 

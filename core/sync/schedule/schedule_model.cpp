@@ -19,7 +19,7 @@ void check_inputs(const std::vector<double>& b, const std::vector<double>& c, in
 }
 
 // Chain end of one phase as the engine launches it: adjacent layers that sync together are fused into one bucket
-// (core/sync/engine/bucket_plan.h), launched when its lowest layer, the last of them in backward, is ready. (The bucket
+// (core/sync/types/bucket_plan.h), launched when its lowest layer, the last of them in backward, is ready. (The bucket
 // caps, which would split a long run, are ignored: that errs towards a later end.) Launch order L-1 .. 0.
 // Chain end of one phase, every layer launched on its own when ready (the time model's assumption).
 double phase_end(const std::vector<double>& R, const std::vector<double>& c, const std::vector<char>& member) {

@@ -1,5 +1,5 @@
-// CudaState: DeviceState on one CUDA device (the model built for the CUDA kernel table with its ready events, the
-// same optim::Optimizer as on the host, pinned batch upload, the device sync engine).
+// CudaState: DeviceState on one CUDA device (the CUDA kernel table, pinned batch upload, one ready event per
+// layer recorded before the engine's hook, the device data path).
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -9,6 +9,7 @@
 #include "backends/backend.h"
 #include "base/error.h"
 #include "core/models/cuda/gpu_model.h"
+#include "core/ops/cuda/device_cuda.h"
 #include "core/ops/cuda/cuda_check.h"
 #include "core/ops/cuda/ops_cuda.h"
 #include "core/sync/cuda/device_path.h"
@@ -49,63 +50,66 @@ class Upload {
   size_t cap_ = 0;
 };
 
-class CudaState : public DeviceState {
+// Records layer l's ready event on the compute stream, then calls the engine's hook: the data path's copies and
+// collectives wait on that event rather than the host on the device.
+class ReadyHook final : public nn::BackwardHook {
  public:
-  CudaState(const TrainConfig& cfg, const models::Model& m, const optim::OptimConfig& oc) {
+  ~ReadyHook() override {
+    for (auto e : ready_) cudaEventDestroy(e);
+  }
+  void on_layer_ready(int index) override {
+    DD_CUDA_CHECK(cudaEventRecord(event(index), cuops::stream()));
+    if (inner) inner->on_layer_ready(index);
+  }
+  // Layer l's event (created on first use; recorded by every backward before the hook).
+  cudaEvent_t event(int l) {
+    while (ready_.size() <= size_t(l)) {
+      cudaEvent_t e;
+      DD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      ready_.push_back(e);
+    }
+    return ready_[size_t(l)];
+  }
+  nn::BackwardHook* inner = nullptr;
+
+ private:
+  std::vector<cudaEvent_t> ready_;
+};
+
+class CudaState final : public DeviceState {
+ public:
+  explicit CudaState(const TrainConfig& cfg) {
     check_cuda_usable();
     int n = 0;
     DD_CUDA_CHECK(cudaGetDeviceCount(&n));
     DD_CUDA_CHECK(cudaSetDevice(cfg.local_rank % n));  // the device NcclBackend picks too
-    gpu_ = std::make_unique<models::gpu::GpuModel>(m);
-    opt_ = std::make_unique<optim::Optimizer>(oc, gpu_->model());  // state on the device
   }
 
-  models::ForwardResult forward(const data::Batch& b, bool train) override {
+  ops::Device& kernels() override { return cuops::device(); }
+
+  models::Input upload(const data::Batch& b) override {
     models::Input in;
     in.n = b.n;
     in.x = x_.upload(b.xf);
     in.tokens = tok_.upload(b.xi);
     in.y = y_.upload(b.y);
-    return gpu_->forward(in, train);
+    return in;
   }
 
-  void backward(nn::BackwardHook* hook) override { gpu_->backward(hook); }
-
-  void update_layer(int layer, float lr) override { opt_->update_layer(layer, lr); }
-
-  void params_to_host(models::Model& m) override { gpu_->model().copy_params_to(m); }
-
-  // The one optimizer's state and step counters travel both ways, so an AdamW checkpoint resumes on the GPU.
-  void to_host(models::Model& m, optim::Optimizer& o) override {
-    gpu_->model().copy_params_to(m);
-    opt_->copy_state_to(o);
+  nn::BackwardHook* hook(nn::BackwardHook* engine) override {
+    hook_.inner = engine;
+    return &hook_;
   }
 
-  void from_host(const models::Model& m, optim::Optimizer& o) override {
-    m.copy_params_to(gpu_->model());
-    o.copy_state_to(*opt_);
-  }
-
-  std::unique_ptr<sync::SyncEngine> make_engine(const sync::EngineOptions& eo, models::Model& m,
-                                                Backend& b) override {
-    models::Model& dm = gpu_->model();
-    sync::Arenas a;
-    a.params = dm.params().data();
-    a.grads = dm.grads().data();
-    a.buffers = dm.buffers().data();
-    a.opt_state = opt_->state().data();
-    a.num_params = dm.num_params();
-    a.num_buffers = dm.num_buffers();
-    a.state_slots = opt_->state_slots();
-    const auto kind = b.name() == "nccl" ? sync::DeviceCollectives::Nccl : sync::DeviceCollectives::Staged;
-    models::gpu::GpuModel* g = gpu_.get();
-    auto path = sync::make_device_path(kind, a, cuops::stream(), [g](int l) { return g->layer_ready_event(l); });
-    return sync::make_layer_sync(eo, sync::layer_table(m), a, std::move(path), b);
+  std::unique_ptr<sync::DataPath> data_path(const sync::Arenas& a, int layers, Backend& b) override {
+    const auto kind = b.collectives_on_device_memory() ? sync::DeviceCollectives::Nccl : sync::DeviceCollectives::Staged;
+    for (int l = 0; l < layers; ++l) hook_.event(l);  // all made here: the path's thread only reads them
+    ReadyHook* h = &hook_;
+    return sync::make_device_path(kind, a, cuops::stream(), [h](int l) { return h->event(l); });
   }
 
  private:
-  std::unique_ptr<models::gpu::GpuModel> gpu_;
-  std::unique_ptr<optim::Optimizer> opt_;  // after gpu_: it refers to the device model
+  ReadyHook hook_;
   Upload<float> x_;
   Upload<int32_t> tok_, y_;
 };
@@ -117,9 +121,6 @@ void check_cuda_usable() {
     throw UsageError("--device cuda: no CUDA device is visible to this process (use --device cpu)");
 }
 
-std::unique_ptr<DeviceState> make_device_state(const TrainConfig& cfg, const models::Model& m,
-                                               const optim::OptimConfig& oc) {
-  return std::make_unique<CudaState>(cfg, m, oc);
-}
+std::unique_ptr<DeviceState> make_cuda_state(const TrainConfig& cfg) { return std::make_unique<CudaState>(cfg); }
 
 }  // namespace dd::train

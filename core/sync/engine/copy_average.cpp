@@ -1,5 +1,5 @@
 // CopyAverages: averages on copies (delayed merge, outer step, compression), see copy_average.h.
-#include "core/sync/merge/copy_average.h"
+#include "core/sync/engine/copy_average.h"
 
 #include <algorithm>
 
@@ -42,17 +42,32 @@ CopyAverage CopyAverages::launch(Backend& g, const Bucket& bk, int64_t step, int
   // theta(t) is kept only for a delayed merge (the correction needs it); an in-step average replaces the layers.
   // Where collectives move no data (a simulation), nothing is copied or computed: the collectives run on the arena
   // (never read) with the sizes they would have, a transformed payload's codec sizing its bytes.
+  // A copy is made on the arenas' device, queued behind the layer's backward: its collective waits for everything
+  // issued so far (ready layer -1) rather than for the layer alone.
   const bool delayed = merge_step > step, data = c_.data_path().moves_data();
+  ops::Device& dev = *a_.device;
+  auto copy_of = [&](const float* x, int64_t n) {
+    ops::DeviceFloats v(dev);
+    v.ensure(size_t(n));
+    dev.copy(v.data(), x, 4 * size_t(n));
+    return v;
+  };
   for (auto& part : d.parts) {
     float* x = arena_ptr(a_, part);
     const bool payload = d.transformed && part.arena == Arena::Params;
-    d.orig.emplace_back(delayed && data ? std::vector<float>(x, x + part.n) : std::vector<float>());
-    d.avg.emplace_back(!data ? std::vector<float>()
-                             : payload ? std::vector<float>(size_t(part.n)) : std::vector<float>(x, x + part.n));
+    d.orig.push_back(delayed && data ? copy_of(x, part.n) : ops::DeviceFloats(dev));
+    d.avg.push_back(!data ? ops::DeviceFloats(dev) : payload ? ops::DeviceFloats(dev, size_t(part.n)) : copy_of(x, part.n));
+    d.staged.emplace_back();
     float* buf = data ? d.avg.back().data() : x;
+    const int ready = data ? -1 : ready_layer;
     if (payload) {
       if (data) pm_.payload(x, part.off, part.n, buf);
       if (pm_.codec() != Codec::None) {
+        if (data && !c_.data_path().host_memory()) {  // the codec encodes on the host: stage the payload there
+          d.staged.back().resize(size_t(part.n));
+          dev.copy_to_host(d.staged.back().data(), buf, 4 * size_t(part.n));
+          buf = d.staged.back().data();
+        }
         // One compressed average per run of adjacent layers with the same codec (compress=auto mixes them); one per
         // layer for topk (each layer sends its own top entries).
         for (int l = bk.lo; l <= bk.hi;) {
@@ -70,7 +85,7 @@ CopyAverage CopyAverages::launch(Backend& g, const Bucket& bk, int64_t step, int
       }
     }
     bytes += 4 * part.n;
-    d.works.push_back(c_.average(g, buf, part.n, part.what, ready_layer));
+    d.works.push_back(c_.average(g, buf, part.n, part.what, ready));
   }
   if (compressed_any) d.bytes = bytes;
   return d;
@@ -81,13 +96,10 @@ void CopyAverages::apply(CopyAverage& d, bool in_step) {
   for (size_t i = 0; i < d.parts.size(); ++i) {
     float* x = arena_ptr(a_, d.parts[i]);
     float* avg = d.avg[i].data();
+    if (!d.staged[i].empty()) ops::from_host(d.avg[i], d.staged[i].data(), d.staged[i].size());
     if (d.transformed && d.parts[i].arena == Arena::Params) pm_.finish(d.parts[i].off, d.parts[i].n, avg);
-    if (in_step) {
-      std::copy(avg, avg + d.parts[i].n, x);
-      continue;
-    }
-    const float* orig = d.orig[i].data();
-    for (int64_t j = 0; j < d.parts[i].n; ++j) x[j] += avg[j] - orig[j];
+    if (in_step) a_.device->copy(x, avg, 4 * size_t(d.parts[i].n));
+    else a_.device->add_diff(x, avg, d.orig[i].data(), d.parts[i].n);
   }
 }
 
@@ -104,9 +116,16 @@ void CopyAverages::save(ByteWriter& w) {
     w.put<uint8_t>(d.transformed);
     w.put<int64_t>(d.bytes);
     for (size_t i = 0; i < d.parts.size(); ++i) {
-      w.put_floats(d.orig[i].data(), d.orig[i].size());
-      w.put_floats(d.avg[i].data(), d.avg[i].size());
+      if (!d.staged[i].empty()) {  // the average is complete: into avg, where apply() would have put it
+        ops::from_host(d.avg[i], d.staged[i].data(), d.staged[i].size());
+        d.staged[i].clear();
+      }
     }
+    for (size_t i = 0; i < d.parts.size(); ++i)
+      for (const ops::DeviceFloats* v : {&d.orig[i], &d.avg[i]}) {
+        const std::vector<float> host = ops::to_host(*v);
+        w.put_floats(host.data(), host.size());
+      }
   }
 }
 
@@ -131,12 +150,15 @@ void CopyAverages::load(ByteReader& r, int num_layers) {
     d.bucket.buffer_off = ranges_[size_t(lo)].buffer_off;
     d.bucket.buffer_n = ranges_[size_t(hi)].buffer_off + ranges_[size_t(hi)].buffer_n - d.bucket.buffer_off;
     d.parts = bucket_parts(d.bucket, true, opt_slots_, a_.num_params);
-    for (auto& part : d.parts) {
-      d.orig.emplace_back(size_t(part.n));
-      d.avg.emplace_back(size_t(part.n));
-      r.get_floats(d.orig.back().data(), d.orig.back().size());
-      r.get_floats(d.avg.back().data(), d.avg.back().size());
-    }
+    std::vector<float> host;
+    for (auto& part : d.parts)
+      for (auto* v : {&d.orig, &d.avg}) {
+        host.assign(size_t(part.n), 0.0f);
+        r.get_floats(host.data(), host.size());
+        v->emplace_back(*a_.device, host.size());
+        ops::from_host(v->back(), host.data(), host.size());
+      }
+    d.staged.resize(d.parts.size());
     delayed_.push_back(std::move(d));
   }
 }

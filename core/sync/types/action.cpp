@@ -1,5 +1,5 @@
 // action_name: the names actions have in logs, metrics.h5 and plans.
-#include "core/sync/policy/action.h"
+#include "core/sync/types/action.h"
 
 namespace dd::sync {
 

@@ -4,11 +4,14 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "backends/backend.h"
+#include "core/ops/device.h"
 
 namespace dd::sync {
 
@@ -22,13 +25,16 @@ struct Arenas {
   float* opt_state = nullptr;
   int64_t num_params = 0, num_buffers = 0;
   int state_slots = 1;
+  // The kernel table of the arenas' memory: what the engine computes on them (signals, merges, copies) runs there.
+  ops::Device* device = &ops::host_device();
 };
 
 class DataPath {
  public:
   virtual ~DataPath() = default;
-  // True when the arenas are device memory (the host must not read or write them directly).
-  virtual bool on_device() const = 0;
+  // True when the arenas are host memory, which host code may read and write beside the engine (the codecs of
+  // compress=, the contention probe's GEMMs); false for device memory.
+  virtual bool host_memory() const = 0;
   // False where collectives move no data (a simulation times them): averages on copies then take no copies.
   virtual bool moves_data() const { return true; }
   // Asynchronous in-place collective on n floats of an arena. ready_layer >= 0: launched from the backward hook,
@@ -39,6 +45,16 @@ class DataPath {
   // Asynchronous allreduce of a small HOST vector (control votes, the agreed profile); the result is in p
   // after wait().
   virtual WorkPtr allreduce_host(Backend& g, float* p, size_t n, ReduceOp op) = 0;
+  // Runs `start` (host work that issues backend collectives, e.g. a compressed average on host memory) in the order
+  // of this path's collectives; returns its Work. By default at once (the path issues its collectives at once).
+  virtual WorkPtr run_host(const std::function<WorkPtr()>& start) { return start(); }
+  // Rank `root`'s small HOST vector to every rank, waited for. By default an allreduce of (root's values, zeros
+  // elsewhere), for backends that take only the device's memory; a path whose backend reads host memory
+  // broadcasts.
+  virtual void broadcast_host(Backend& g, float* p, size_t n, int root) {
+    if (g.rank() != root) std::fill(p, p + n, 0.0f);
+    allreduce_host(g, p, n, ReduceOp::Sum)->wait();
+  }
   // Arena snapshots to host memory and back (the consensus copy of evaluation restores the training state).
   virtual void save(const float* p, size_t n, std::vector<float>& host) = 0;
   virtual void restore(float* p, size_t n, const std::vector<float>& host) = 0;
@@ -52,10 +68,11 @@ class DataPath {
 // Host arenas: every call goes straight to the backend, exactly as the engine always did.
 class HostDataPath : public DataPath {
  public:
-  bool on_device() const override { return false; }
+  bool host_memory() const override { return true; }
   WorkPtr allreduce(Backend& g, float* p, size_t n, ReduceOp op, int) override { return g.allreduce(p, n, op); }
   WorkPtr broadcast(Backend& g, float* p, size_t n, int root) override { return g.broadcast(p, n, root); }
   WorkPtr allreduce_host(Backend& g, float* p, size_t n, ReduceOp op) override { return g.allreduce(p, n, op); }
+  void broadcast_host(Backend& g, float* p, size_t n, int root) override { g.broadcast(p, n, root)->wait(); }
   void save(const float* p, size_t n, std::vector<float>& host) override {
     host.resize(n);
     if (n) std::memcpy(host.data(), p, 4 * n);

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/sync/policy/action.h"
+#include "core/sync/types/action.h"
 
 namespace dd::sync {
 

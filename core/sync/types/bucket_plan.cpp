@@ -1,5 +1,5 @@
 // plan_buckets: walk layers in backward order, extend the open bucket while the action matches and it is under its cap.
-#include "core/sync/engine/bucket_plan.h"
+#include "core/sync/types/bucket_plan.h"
 
 namespace dd::sync {
 

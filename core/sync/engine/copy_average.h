@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "core/common/bytes.h"
-#include "core/sync/engine/bucket_plan.h"
 #include "core/sync/engine/collectives.h"
-#include "core/sync/engine/data_path.h"
 #include "core/sync/engine/step_plan.h"
 #include "core/sync/merge/param_merge.h"
+#include "core/sync/types/bucket_plan.h"
+#include "core/sync/types/data_path.h"
 
 namespace dd::sync {
 
@@ -24,7 +24,11 @@ struct CopyAverage {
   int64_t step = 0, merge_step = 0;
   double launch_s = 0, t_bwd = 0;  // for its /sync_events row (relative to the backward of `step`)
   std::vector<BucketPart> parts;
-  std::vector<std::vector<float>> orig, avg;  // theta(t) (delayed only) and, once its collectives end, its average
+  // theta(t) (delayed only) and, once its collectives end, its average; on the arenas' device
+  std::vector<ops::DeviceFloats> orig, avg;
+  // Compressed parts of arenas outside host memory: the payload, staged to the host where the codec runs; it is
+  // copied back into avg when the collectives have ended (empty for every other part).
+  std::vector<std::vector<float>> staged;
   std::vector<WorkPtr> works;
   bool transformed = false;  // the Params part goes through ParamMerge (avg holds its payload, then its result)
   int64_t bytes = -1;        // bytes this rank contributed when a part was compressed (else the bucket's)

@@ -2,7 +2,7 @@
 #pragma once
 #include <vector>
 
-#include "core/sync/profile/contention.h"
+#include "core/sync/types/contention.h"
 
 namespace dd::sync {
 
