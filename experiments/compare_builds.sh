@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # compare_builds.sh --base BIN --new BIN [--reps N] [--models "mlp cnn resnet20 gpt-mini"] [--net RATE] [--out DIR]
+#                   [--no-ranks] [--results FILE]
 #
 # Two dreamddp builds side by side in one run (a refactoring must not make the engine slower): for each model,
 # the single-process step time (synthetic data, 1 thread, the batch of bench_step.sh), then the 4-rank throughput
 # of mlp with ddp and dreamddp:h=8 on the emulated cluster (`launch -n 4 --netem RATE`, as root; on loopback with a
 # note otherwise). Repetitions alternate base/new; the best of each is reported with new/base. Load average above
-# the core count before any run marks the run noisy. Results: DIR/compare.json (default runs/compare-builds-<time>);
+# the core count before any run marks the run noisy. Models: mlp, cnn, resnet20, gpt-mini, resnet18 (batch 32)
+# and gpt2 (the scaled preset, batch 1). --no-ranks: the single-process step times only. Results: DIR/compare.json (default runs/compare-builds-<time>);
 # --results FILE also writes it there (experiments/results/compare_builds.json is what the README renders).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh" compare_builds
 prov_command -- "$@"
 py=/usr/bin/python3
-base="" new="" reps=2 models="mlp cnn resnet20 gpt-mini" net=1gbit out="" results=""
+base="" new="" reps=2 models="mlp cnn resnet20 gpt-mini" net=1gbit out="" results="" ranks=1
 cmdline="experiments/compare_builds.sh $*"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -24,26 +26,30 @@ while [ $# -gt 0 ]; do
     --net) net=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --results) results=$2; shift 2 ;;
+    --no-ranks) ranks=0; shift ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
 [ -n "$base" ] && [ -n "$new" ] || die "--base BIN and --new BIN are required"
 need_bin "$base"; need_bin "$new"
 [[ $reps =~ ^[1-9][0-9]?$ ]] || die "--reps must be an integer in 1..99, got '$reps'"
+declare -A batch=([mlp]=64 [cnn]=64 [resnet20]=64 [gpt-mini]=8 [resnet18]=32 [gpt2]=1)
+declare -A steps=([mlp]=60 [cnn]=30 [resnet20]=20 [gpt-mini]=20 [resnet18]=12 [gpt2]=12)
+for m in $models; do
+  [ -n "${batch[$m]:-}" ] || die "unknown model '$m' (mlp, cnn, resnet20, gpt-mini, resnet18, gpt2)"
+done
 out=${out:-runs/compare-builds-$(date -u +%Y%m%dT%H%M%S)}
 [ -e "$out" ] && die "$out exists: never overwriting an earlier run"
 mkdir -p "$out"
 prov_start
 netopt=(--netem "$net")
 if [ "$(id -u)" != 0 ]; then netopt=(); net=loopback; echo "# not root: the 4-rank runs use loopback"; fi
-declare -A batch=([mlp]=64 [cnn]=64 [resnet20]=64 [gpt-mini]=8) steps=([mlp]=60 [cnn]=30 [resnet20]=20 [gpt-mini]=20)
 echo "# compare_builds: $(nproc) CPU(s), load $(cut -d' ' -f1-3 /proc/loadavg); base $base; new $new; $reps alternating reps"
 rows=$out/rows.txt
 : > "$rows"
 load_max=0
 note_load() { local l; l=$(cut -d' ' -f1 /proc/loadavg); load_max=$($py -c "print(max($load_max, $l))"); }
 for m in $models; do
-  [ -n "${batch[$m]:-}" ] || die "unknown model '$m' (mlp, cnn, resnet20, gpt-mini)"
   for r in $(seq "$reps"); do
     for side in base new; do
       bin=$base; [ $side = new ] && bin=$new
@@ -55,7 +61,8 @@ for m in $models; do
     done
   done
 done
-for pol in ddp dreamddp:h=8; do
+pols="ddp dreamddp:h=8"; [ "$ranks" = 1 ] || pols=""
+for pol in $pols; do
   for r in $(seq "$reps"); do
     for side in base new; do
       bin=$base; [ $side = new ] && bin=$new
