@@ -92,6 +92,7 @@ class LayerSync : public SyncSession {
   void record_decisions();  // the policy's decisions() into metrics.h5's /decisions (rank 0)
   void finish_profile();
   void take_carried_profile();
+  void publish_profile(const LayerTimes& t);
   void time_periods(int64_t step);
   // The policy's plan and decisions (Reporting), "" and 0 without the capability.
   std::string policy_plan() const { return caps_.reporting ? caps_.reporting->plan() : std::string(); }

@@ -140,10 +140,15 @@ void LayerSync::time_periods(int64_t step) {
 
 // Self-profiling (dreamddp): the agreed profile of the lock-step steps hands the policy its schedule.
 void LayerSync::finish_profile() {
-  const LayerTimes t = profile_.finish(*dp_, b_, meta_, o_.contention_given ? &o_.contention : nullptr);
+  publish_profile(profile_.finish(*dp_, b_, meta_, o_.contention_given ? &o_.contention : nullptr));
+  print_plan_if_changed();
+}
+
+// A profile the policy schedules from: handed to it, and kept for the caller (EngineOptions::profile_out) so that
+// an engine built after a change of world size can start from it.
+void LayerSync::publish_profile(const LayerTimes& t) {
   if (o_.profile_out) o_.profile_out->times = t, o_.profile_out->world = b_.size();
   caps_.profiled->on_profile(t);
-  print_plan_if_changed();
 }
 
 // The first policy of an engine built after a change of world size (EngineOptions::profile_in): a profiling policy
@@ -158,8 +163,7 @@ void LayerSync::take_carried_profile() {
   if (o_.verbose && b_.rank() == 0)
     std::fprintf(stderr, "sync: the profile of %d ranks scaled to %d (backward times as measured, all-reduces as a "
                  "ring of %d): no profiling steps\n", in->world, b_.size(), b_.size());
-  if (o_.profile_out) o_.profile_out->times = t, o_.profile_out->world = b_.size();
-  caps_.profiled->on_profile(t);
+  publish_profile(t);
 }
 
 }  // namespace dd::sync
