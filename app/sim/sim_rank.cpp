@@ -129,8 +129,8 @@ void run_rank(SimRun& run, int rank) {
   const bool rank0 = rank == 0;
   auto b = SimBackend::world(run.net, rank);
   sync::EngineOptions eo;
-  eo.policy = sync::PolicySpec::parse(o.policy);
-  eo.switches = sync::parse_switches(o.switches);
+  eo.policy = run.policy;
+  eo.switches = run.switches;
   eo.bucket_cap_bytes = o.bucket_cap_bytes;
   eo.first_bucket_bytes = o.first_bucket_bytes;
   eo.average_optimizer_state = o.average_optimizer_state;

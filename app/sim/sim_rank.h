@@ -13,6 +13,7 @@
 #include "app/sim/sim_layers.h"
 #include "app/sim/simulator.h"
 #include "core/sync/engine/make_layer_sync.h"
+#include "core/sync/policy/policy_spec.h"
 #include "core/sync/types/data_path.h"
 
 namespace dd::sim {
@@ -21,6 +22,8 @@ namespace dd::sim {
 struct SimRun {
   const SimLayers* layers = nullptr;
   const SimOptions* o = nullptr;
+  sync::PolicySpec policy;                  // o->policy and o->switches, parsed once
+  std::vector<sync::PolicySwitch> switches;
   SimNet net;
   sync::LayerTable table;
   sync::Arenas arenas;                      // one set of never-read arenas for every rank (sizes_only_arenas)

@@ -75,13 +75,13 @@ namespace {
 
 // Refuses, before SimGrid starts, a policy (the first or a --switch one) that decides from gradient signals a
 // simulation does not have, unless they are faked (--signals constant).
-void refuse_signal_policies(const SimOptions& opt) {
-  std::vector<std::string> all{opt.policy};
-  for (auto& s : opt.switches) all.push_back(s.substr(s.find(':') + 1));
-  for (const std::string& spec : all) {
-    auto p = sync::make_policy(sync::PolicySpec::parse(spec));
+void refuse_signal_policies(const SimOptions& opt, const SimRun& run) {
+  std::vector<const sync::PolicySpec*> all{&run.policy};
+  for (auto& s : run.switches) all.push_back(&s.spec);
+  for (const sync::PolicySpec* spec : all) {
+    auto p = sync::make_policy(*spec);
     if (p->caps().voting && p->caps().voting->wants_signals() && !opt.constant_signals)
-      throw UsageError("--policy " + spec + ": decides from local gradient signals, which a simulation has "
+      throw UsageError("--policy " + spec->text + ": decides from local gradient signals, which a simulation has "
                        "none of; add --signals constant (every layer cos = 1, norm = 1) or use ddp, localsgd, "
                        "plsgd, dreamddp, fixed, staleness");
   }
@@ -160,11 +160,12 @@ void fill_run(SimRun& run, const SimLayers& layers, const PlatformSpec& platform
 }
 
 // A hier topology that does not cover the ranks is refused here, not inside an actor.
-void check_topology(const SimOptions& opt, const SimLayers& layers, const std::vector<std::string>& nodes, int n) {
-  auto p = sync::make_policy(sync::PolicySpec::parse(opt.policy));
+void check_topology(const SimRun& run, const SimLayers& layers, const std::vector<std::string>& nodes, int n) {
+  auto p = sync::make_policy(run.policy);
   p->setup(layers.meta, n);
   auto g = p->caps().grouped ? p->caps().grouped->groups(nodes) : std::vector<int>{};
-  if (!g.empty() && int(g.size()) != n) throw UsageError("--policy " + opt.policy + ": topology does not cover the ranks");
+  if (!g.empty() && int(g.size()) != n)
+    throw UsageError("--policy " + run.policy.text + ": topology does not cover the ranks");
 }
 
 // One actor per rank on its host, then the simulation to its end on SimGrid's clock. Rethrows the first rank's
@@ -200,7 +201,10 @@ void run_ranks(sg4::Engine& e, SimRun& run, const std::vector<sg4::Host*>& hosts
 
 SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const SimOptions& opt,
                    const std::function<void(int64_t)>& progress, telemetry::MetricsWriter* metrics) {
-  refuse_signal_policies(opt);
+  SimRun run;  // the policy and its switches, parsed once for the run
+  run.policy = sync::PolicySpec::parse(opt.policy);
+  run.switches = sync::parse_switches(opt.switches);
+  refuse_signal_policies(opt, run);
   static bool started = false;
   if (started) throw std::logic_error("simulate: SimGrid runs once per process");
   started = true;
@@ -220,12 +224,11 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   SimResult res;
   res.world = n;
   res.hosts = nodes;
-  SimRun run;
   fill_run(run, layers, platform, opt, hosts, nodes);
   run.metrics = metrics;
   run.progress = &progress;
   run.res = &res;
-  check_topology(opt, layers, nodes, n);
+  check_topology(run, layers, nodes, n);
   run_ranks(e, run, hosts);
   res.simulated_s = run.last_end;
   res.flows = run.net.flows;
