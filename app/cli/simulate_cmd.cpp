@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -224,6 +225,23 @@ void report_run(const po::variables_map& vm, const SimulateArgs& a, const sim::S
                summary.value("peak_rss_mb", 0.0), a.out.empty() ? "" : " -> ", a.out.c_str());
 }
 
+// The run itself, from a checked --out: the simulation, its metrics file, the account and the JSON summary.
+void run_simulation(const po::variables_map& vm, const Repeated& r, const SimulateArgs& a,
+                    const sim::SimLayers& layers) {
+  prepare_output(vm, a);
+  const auto progress = progress_printer(a.o.steps);
+  if (a.platform.file.empty() && a.platform.world() >= 1024)  // set-up alone takes seconds to minutes: say so first
+    std::fprintf(stderr, "simulate: setting up %d ranks (%d nodes x %d), %zu layers, %lld steps of %s\n",
+                 a.platform.world(), a.platform.nodes, a.platform.per_node, layers.meta.size(),
+                 (long long)a.o.steps, a.o.policy.c_str());
+  auto writer = open_writer(vm, a, r, layers);
+  const auto res = sim::simulate(layers, a.platform, a.o, progress, writer.get());
+  auto summary = sim::summarize(res, layers, a.o, a.profile);
+  if (writer) sim::finish_run(*writer, a.out, res, summary);
+  report_run(vm, a, layers, res, summary);
+  std::cout << summary.dump() << std::endl;
+}
+
 }  // namespace
 
 int cmd_simulate(int argc, char** argv) {
@@ -242,19 +260,15 @@ int cmd_simulate(int argc, char** argv) {
   a.o.forward_s = non_negative_ms(vm, "forward-ms", layers.forward_s);
   a.o.update_s = non_negative_ms(vm, "update-ms", layers.update_s);
   a.out = vm.count("out") ? vm["out"].as<std::string>() : "";
-  prepare_output(vm, a);
-
-  const auto progress = progress_printer(a.o.steps);
-  if (a.platform.file.empty() && a.platform.world() >= 1024)  // set-up alone takes seconds to minutes: say so first
-    std::fprintf(stderr, "simulate: setting up %d ranks (%d nodes x %d), %zu layers, %lld steps of %s\n",
-                 a.platform.world(), a.platform.nodes, a.platform.per_node, layers.meta.size(),
-                 (long long)a.o.steps, a.o.policy.c_str());
-  auto writer = open_writer(vm, a, r, layers);
-  const auto res = sim::simulate(layers, a.platform, a.o, progress, writer.get());
-  auto summary = sim::summarize(res, layers, a.o, a.profile);
-  if (writer) sim::finish_run(*writer, a.out, res, summary);
-  report_run(vm, a, layers, res, summary);
-  std::cout << summary.dump() << std::endl;
+  // A run refused after its --out was made (the platform, the policy against the ranks) leaves no directory.
+  const bool made_out = !a.out.empty() && !std::filesystem::exists(a.out);
+  try {
+    run_simulation(vm, r, a, layers);
+  } catch (const UsageError&) {
+    std::error_code ec;
+    if (made_out) std::filesystem::remove_all(a.out, ec);
+    throw;
+  }
   return 0;
 }
 

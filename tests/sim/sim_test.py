@@ -241,6 +241,8 @@ def case_bad(binary, tmp, profiles):
         (["--cluster", "2x2", "--profile", nosize, "--model", "mlp", "--comm-bw", "1Gbps"], "only one"),
         (["--cluster", "2x2", "--policy", "threshold"] + good[:-2], "signals"),
         (["--cluster", "2x2", "--policy", "nosuch"] + good[:-2], "unknown policy"),
+        (["--cluster", "2x2", "--switch", "bogus"] + good, "STEP:SPEC"),
+        (["--cluster", "2x2", "--policy", "hier:nodes=3x1", "--signals", "constant"] + good[:-2], "describes 3 ranks"),
         (["--cluster", "2x2", "--cfg", "network/model:NOPE"] + good, "cfg"),
         (["--cluster", "2x2", "--cfg", "justakey"] + good, "KEY:VALUE"),
         (["--cluster", "2x2", "--steps", "0"] + good[:-4], "--steps"),
@@ -248,8 +250,12 @@ def case_bad(binary, tmp, profiles):
         (["--cluster", "2x2", "--out", nonempty] + good, "not empty"),
         (["--cluster", "2x2", "--bogus"] + good, "bogus"),
     ]
-    for args, must in cases:
+    for i, (args, must) in enumerate(cases):
+        fresh = os.path.join(tmp, f"refused-{i}")  # a refused run leaves no --out behind
+        if "--out" not in args:
+            args = args + ["--out", fresh]
         rc, out, err = run(binary, ["simulate"] + args, timeout=60)
+        check(not os.path.exists(fresh), f"simulate {' '.join(args)}: refused, and no {fresh} left behind")
         lines = [l for l in err.splitlines() if l.strip()]
         ok = rc == 2 and len(lines) == 1 and lines[0].startswith("dreamddp simulate: error:") and must in lines[0] \
             and not out.strip()
