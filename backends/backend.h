@@ -88,8 +88,14 @@ std::string resolve_rendezvous(const std::string& flag, const std::string& fallb
 // redis://host[:port][/JOB]). A single process never opens its store, so this is how it still refuses a typo.
 void check_rendezvous_scheme(const std::string& url);
 
+// Which backend: parsed once where a run is configured, compared as a value from there on.
+enum class BackendKind { Gloo, Mpi, Nccl };
+const char* name(BackendKind k);  // "gloo", "mpi", "nccl", as the CLI and the results files spell it
+// Throws dd::UsageError "WHAT 'S' (expected gloo, mpi or nccl)".
+BackendKind parse_backend_kind(const std::string& s, const std::string& what = "unknown backend");
+
 struct BackendOptions {
-  std::string kind = "gloo";   // gloo | mpi | nccl
+  BackendKind kind = BackendKind::Gloo;
   int rank = 0;
   int world = 1;
   std::string rendezvous;      // file:///path | redis://host:port | "" (caller supplies a default)

@@ -16,29 +16,40 @@
 
 namespace dd {
 
+namespace {
+constexpr const char* kBackendNames[] = {"gloo", "mpi", "nccl"};  // BackendKind's order
+}  // namespace
+
+const char* name(BackendKind k) { return kBackendNames[int(k)]; }
+
+BackendKind parse_backend_kind(const std::string& s, const std::string& what) {
+  for (int i = 0; i < 3; ++i)
+    if (s == kBackendNames[i]) return BackendKind(i);
+  throw UsageError(what + " '" + s + "' (expected gloo, mpi or nccl)");
+}
+
 std::unique_ptr<Backend> make_backend(const BackendOptions& opts) {
-  if (opts.kind == "gloo") {
+  switch (opts.kind) {
+  case BackendKind::Gloo:
 #ifdef DREAMDDP_HAVE_GLOO
     return make_gloo_backend(opts);
 #else
     throw UsageError("backend 'gloo' is not compiled into this build (libgloo-dev was not found)");
 #endif
-  }
-  if (opts.kind == "mpi") {
+  case BackendKind::Mpi:
 #ifdef DREAMDDP_HAVE_MPI
     return make_mpi_backend(opts);
 #else
     throw UsageError("backend 'mpi' is not compiled into this build (Open MPI was not found)");
 #endif
-  }
-  if (opts.kind == "nccl") {
+  case BackendKind::Nccl:
 #ifdef DREAMDDP_HAVE_NCCL
     return make_nccl_backend(opts);
 #else
     throw UsageError("backend 'nccl' is not compiled into this build (CUDA + NCCL were not found)");
 #endif
   }
-  throw UsageError("unknown backend '" + opts.kind + "' (expected gloo, mpi or nccl)");
+  throw UsageError("unknown backend " + std::to_string(int(opts.kind)));
 }
 
 std::unique_ptr<KeyStore> make_key_store(const std::string& url, const std::string& name) {

@@ -65,9 +65,7 @@ bool takes_value(const std::string& key) {
 // One option that takes a value (takes_value lists them), into `a`.
 void apply_option(const std::string& key, const std::string& val, BenchArgs& a) {
   if (key == "--backend") {
-    if (val != "gloo" && val != "mpi" && val != "nccl")
-      throw UsageError("bench: --backend '" + val + "' is not one of gloo, mpi, nccl");
-    a.backend = val;
+    a.backend = parse_backend_kind(val, "bench: --backend: unknown backend");
   } else if (key == "--sizes") {
     auto colon = val.find(':');
     a.min_bytes = parse_size(val.substr(0, colon));
@@ -125,8 +123,8 @@ BenchArgs parse_bench_args(int argc, char** argv) {
     }
     apply_option(key, val, a);
   }
-  if (a.backend == "nccl") a.device = "cuda";
-  if (a.compare_bare && a.backend != "gloo")
+  if (a.backend == BackendKind::Nccl) a.device = "cuda";
+  if (a.compare_bare && a.backend != BackendKind::Gloo)
     throw UsageError("bench: --compare-bare compares with a bare gloo::allreduce, so it needs --backend gloo");
   return a;
 }

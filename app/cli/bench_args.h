@@ -3,12 +3,14 @@
 #include <cstddef>
 #include <string>
 
+#include "backends/backend.h"
+
 namespace dd::cli {
 
 // What to benchmark: backend and buffers, the sizes (doubling from min_bytes to max_bytes), iterations and
 // rendezvous.
 struct BenchArgs {
-  std::string backend = "gloo";
+  BackendKind backend = BackendKind::Gloo;
   std::string device = "cpu";
   size_t min_bytes = 1024, max_bytes = 256u << 20;
   int iters = 20, warmup = 5;

@@ -44,7 +44,7 @@ std::unique_ptr<Backend> connect_bench(const BenchArgs& a, const RankInfo& ri) {
   bo.rank = ri.rank;
   bo.world = ri.world;
   bo.rendezvous = resolve_rendezvous(a.rendezvous, "");
-  if (bo.rendezvous.empty() && ri.world > 1 && a.backend != "mpi")
+  if (bo.rendezvous.empty() && ri.world > 1 && a.backend != BackendKind::Mpi)
     throw UsageError("bench: " + std::to_string(ri.world) + " ranks (from " + ri.source +
                      ") need a rendezvous: pass --rendezvous file:///shared/dir or redis://host:port, "
                      "or start the ranks with `dreamddp launch`");

@@ -75,7 +75,7 @@ RankTimes time_iterations(Backend& be, const BenchArgs& a, size_t count,
   const double rank_sum = 0.5 * n * (n + 1);
   std::vector<float> pattern(count);
   for (size_t i = 0; i < count; ++i) pattern[i] = static_cast<float>((rank + 1) * (i % 7 + 1));
-  BenchBuffer buf(count, a.device == "cuda" && a.backend == "nccl");
+  BenchBuffer buf(count, a.device == "cuda" && a.backend == BackendKind::Nccl);
   RankTimes out;
   // Every iteration reduces the same input, so the last one can be checked exactly.
   auto time_ours = [&] {

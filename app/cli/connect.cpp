@@ -47,7 +47,7 @@ void handshake(Backend& b, const train::TrainConfig& c) {
 
 BackendOptions backend_options(const train::TrainConfig& cfg) {
   BackendOptions bo;
-  bo.kind = name(cfg.backend);
+  bo.kind = cfg.backend;
   bo.rank = cfg.rank;
   bo.world = cfg.world;
   bo.rendezvous = resolve_rendezvous(cfg.rendezvous, cfg.backend == train::BackendKind::Gloo ? cfg.out : "");

@@ -214,7 +214,7 @@ std::unique_ptr<Backend> make_nccl_backend(const BackendOptions& opts) {
   if (count <= 0)
     throw UsageError("nccl: no CUDA device is visible on this machine; use --backend gloo or mpi");
   BackendOptions c = opts;
-  c.kind = "gloo";
+  c.kind = BackendKind::Gloo;
   c.prefix = opts.prefix + "/nccl-ctl";
   auto control = make_gloo_backend(c);
   int device = discover_rank().local_rank % count;

@@ -19,7 +19,6 @@ E parse_one(const std::string& s, const char* const (&names)[N], const std::stri
 }
 
 constexpr const char* kDevice[] = {"cpu", "cuda"};
-constexpr const char* kBackend[] = {"gloo", "mpi", "nccl"};
 constexpr const char* kOptimizer[] = {"sgd", "adamw"};
 constexpr const char* kSchedule[] = {"const", "cosine", "step"};
 constexpr const char* kAnomaly[] = {"off", "fallback", "stop"};
@@ -27,14 +26,13 @@ constexpr const char* kAnomaly[] = {"off", "fallback", "stop"};
 }  // namespace
 
 const char* name(Device v) { return kDevice[int(v)]; }
-const char* name(BackendKind v) { return kBackend[int(v)]; }
 const char* name(OptimizerKind v) { return v == OptimizerKind::Auto ? "auto" : kOptimizer[int(v) - 1]; }
 const char* name(LrSchedule v) { return kSchedule[int(v)]; }
 const char* name(AnomalyMode v) { return kAnomaly[int(v)]; }
 
 Device parse_device(const std::string& s) { return parse_one<Device>(s, kDevice, "--device: unknown device"); }
 BackendKind parse_backend(const std::string& s) {
-  return parse_one<BackendKind>(s, kBackend, "--backend: unknown backend");
+  return parse_backend_kind(s, "--backend: unknown backend");
 }
 OptimizerKind parse_optimizer(const std::string& s) {
   if (s.empty()) return OptimizerKind::Auto;

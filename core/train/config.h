@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "core/optim/lr_schedule.h"
 #include "core/sync/policy/policy_spec.h"
 
@@ -12,13 +13,12 @@ namespace dd::train {
 // The options that name one of a fixed set, parsed once where a run is configured (the CLI or a test) and compared
 // as values from there on. name() spells each as the CLI, metrics.h5, summary.json and checkpoints do.
 enum class Device { Cpu, Cuda };
-enum class BackendKind { Gloo, Mpi, Nccl };
+using BackendKind = dd::BackendKind;  // backends/backend.h, with its name()
 enum class OptimizerKind { Auto, Sgd, AdamW };  // Auto: sgd, adamw for the language models (optim_config maps it)
 using LrSchedule = optim::ScheduleKind;          // the schedule's own kind: const | cosine | step
 enum class AnomalyMode { Off, Fallback, Stop };
 
 const char* name(Device v);
-const char* name(BackendKind v);
 const char* name(OptimizerKind v);  // Auto: "auto"
 const char* name(LrSchedule v);
 const char* name(AnomalyMode v);

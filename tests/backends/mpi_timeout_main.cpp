@@ -11,7 +11,7 @@
 int main() {
   using namespace dd;
   BackendOptions o;
-  o.kind = "mpi";
+  o.kind = dd::BackendKind::Mpi;
   o.timeout_s = 1;
   auto info = discover_rank();
   o.rank = info.rank;

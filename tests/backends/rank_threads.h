@@ -16,7 +16,7 @@ namespace dd::test {
 
 inline BackendOptions thread_opts(double timeout_s = 20) {
   BackendOptions o;
-  o.kind = "gloo";
+  o.kind = dd::BackendKind::Gloo;
   o.timeout_s = timeout_s;
   o.prefix = "test";
   return o;

@@ -22,7 +22,7 @@ std::string fresh_dir(const std::string& tag) {
 
 BackendOptions opts(int rank, int world, const std::string& dir, double timeout) {
   BackendOptions o;
-  o.kind = "gloo";
+  o.kind = dd::BackendKind::Gloo;
   o.rank = rank;
   o.world = world;
   o.rendezvous = "file://" + dir;

@@ -13,7 +13,7 @@ namespace {
 Backend& world() {
   static std::unique_ptr<Backend> be = [] {
     BackendOptions o;
-    o.kind = "mpi";
+    o.kind = dd::BackendKind::Mpi;
     o.timeout_s = 30;
     auto info = discover_rank();
     o.rank = info.rank;

@@ -9,7 +9,7 @@ namespace {
 
 std::unique_ptr<Backend> single() {
   BackendOptions o;
-  o.kind = "nccl";
+  o.kind = dd::BackendKind::Nccl;
   o.world = 1;
   o.timeout_s = 30;
   return make_nccl_backend(o);

@@ -220,7 +220,7 @@ TEST(TrainGpu, NcclOneRankMatchesCpu) {
   c.save_params = dir / "nccl.bin";
   dd::train::resolve_and_validate(c);
   dd::BackendOptions o;
-  o.kind = "nccl";
+  o.kind = dd::BackendKind::Nccl;
   o.rendezvous = "file://" + (dir / "rdv");
   o.prefix = "gpu-train-nccl";
   o.timeout_s = 60;
