@@ -88,6 +88,7 @@ const UsageCase kCases[] = {
     {"unknown_model", {"train", "--model", "resnet9000"}, "resnet9000"},
     {"resnet_unknown_stem", {"train", "--model", "resnet18:stem=foo"}, "stem=foo"},
     {"unknown_dataset", {"train", "--data", "imagenet"}, "imagenet"},
+    {"unknown_backend", {"train", "--backend", "tcp"}, "unknown backend 'tcp' (expected gloo, mpi or nccl)"},
     {"unknown_policy", {"train", "--policy", "nosuchpolicy"}, "nosuchpolicy"},
     {"unknown_policy_key", {"train", "--policy", "localsgd:q=1"}, "'q'"},
     {"batch_zero", {"train", "--batch", "0"}, "--batch"},
@@ -115,6 +116,7 @@ const UsageCase kCases[] = {
     {"bench_unknown_benchmark", {"bench", "alltoall"}, "alltoall"},
     {"bench_unknown_option", {"bench", "allreduce", "--bogus"}, "unknown option '--bogus'"},
     {"bench_missing_value", {"bench", "allreduce", "--iters"}, "--iters"},
+    {"bench_unknown_backend", {"bench", "allreduce", "--backend", "tcp"}, "unknown backend 'tcp'"},
     {"bench_gemm_unknown_option", {"bench", "gemm", "--bogus"}, "unknown option '--bogus'"},
     {"bench_gemm_missing_value", {"bench", "gemm", "--m"}, "--m"},
 };
