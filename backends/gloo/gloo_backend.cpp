@@ -308,6 +308,9 @@ class GlooBackend : public Backend {
       std::string missing;
       const double grace = opts_.postmortem_s >= 0 ? opts_.postmortem_s : std::min(timeout_s_.load(), 3.0);
       if (grace > 0) {
+        // First close this rank's connections: a survivor blocked on a recv from this rank (not from the lost
+        // one) would otherwise notice only at its own timeout, after the grace, and be named lost with it.
+        close_connections();
         try {
           store_->set(prefix_ + "/alive/" + std::to_string(rank_), {'1'});
           missing = missing_ranks("/alive/", grace);
@@ -322,6 +325,18 @@ class GlooBackend : public Backend {
       failed_.store(true);
     }
     throw PeerLost(fail_msg_);
+  }
+
+  // Every pair of both contexts closed: the peers' pending and later operations with this rank fail at once. The
+  // backend is unusable from here on anyway (failed_).
+  void close_connections() noexcept {
+    for (auto* c : {data_.get(), ctl_.get()}) {
+      if (!c) continue;
+      try {
+        c->closeConnections();
+      } catch (...) {
+      }
+    }
   }
 
   std::string failure_message() {

@@ -93,6 +93,38 @@ TEST(GlooDeadPeer, StalledRankIsNamedWithinTimeout) {
   }
 }
 
+// Rank 2 waits on rank 0 (a healthy peer), not on the lost rank 1, with a timeout far longer than rank 0's
+// post-mortem grace. Rank 0 fails on rank 1 and closes its connections, so rank 2 fails at once, reports, and is not
+// named with rank 1 (before, it noticed only at its own timeout and rank 0 blamed "rank 1, rank 2").
+TEST(GlooDeadPeer, ASurvivorWaitingOnAnotherSurvivorIsNotBlamed) {
+  const int n = 3, victim = 1;
+  constexpr double kLongTimeout = 30.0;
+  std::vector<Seen> seen(n);
+  auto err = test::run_ranks(
+      n,
+      [&](int r, Backend& be) {
+        be.barrier();
+        if (r == victim) return;  // its backend is destroyed: its sockets close
+        std::vector<float> v(1 << 10, 1.0f);
+        if (r == 2) be.set_timeout(kLongTimeout);
+        const double t0 = now_s();
+        try {
+          be.broadcast(v.data(), v.size(), r == 0 ? victim : 0)->wait();  // rank 0 from rank 1, rank 2 from 0
+        } catch (const PeerLost& e) {
+          seen[r].peer_lost = true;
+          seen[r].what = e.what();
+        }
+        seen[r].seconds = now_s() - t0;
+      },
+      test::thread_opts(kTimeout));
+  ASSERT_EQ(err, "");
+  for (int r : {0, 2}) {
+    EXPECT_TRUE(seen[r].peer_lost) << "rank " << r;
+    EXPECT_NE(seen[r].what.find("lost rank 1 ["), std::string::npos) << "rank " << r << ": " << seen[r].what;
+  }
+  EXPECT_LT(seen[2].seconds, kTimeout + kSlack) << "rank 2 waited for its own timeout";
+}
+
 TEST(GlooDeadPeer, BlockingOpsFailToo) {
   const int n = 2;
   std::string barrier_err;
