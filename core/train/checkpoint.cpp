@@ -22,6 +22,7 @@
 #include "core/sync/engine/sync_engine.h"
 #include "core/train/run_dir.h"
 #include "core/train/sensitivity.h"
+#include "core/ops/device_bytes.h"
 
 namespace dd::train {
 
@@ -213,10 +214,8 @@ void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t s
   ByteWriter w;
   w.put_str(checkpoint_fingerprint(cfg, m));
   w.put<int64_t>(step);
-  for (const ops::DeviceFloats* a : {&m.params(), &m.buffers(), &opt.state()}) {
-    const std::vector<float> host = ops::to_host(*a);  // the state on the model's device; the file on the host
-    w.put_floats(host.data(), host.size());
-  }
+  for (const ops::DeviceFloats* a : {&m.params(), &m.buffers(), &opt.state()})
+    ops::put_device_floats(w, *a);  // the state on the model's device; the file on the host
   w.put_vec(opt.layer_steps());
   w.put_str(engine ? engine->save_state() : std::string());
   w.put_str(probe ? probe->save_state() : std::string());

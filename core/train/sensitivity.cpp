@@ -13,6 +13,7 @@
 #include "core/telemetry/metrics_writer.h"
 #include "core/train/batch_upload.h"
 #include "core/train/trainer_parts.h"
+#include "core/ops/device_bytes.h"
 
 namespace dd::train {
 
@@ -200,8 +201,7 @@ std::string SensitivityProbe::save_state() const {
   w.put_str(identity(I.cfg, I.starts, I.m.grads().size()));
   w.put<int64_t>(I.open_t0);
   if (I.open_t0 >= 0) {
-    const std::vector<float> ref = ops::to_host(I.ref);  // the open probe's g(t0), all of it
-    w.put_floats(ref.data(), I.m.grads().size());
+    ops::put_device_floats(w, I.ref, I.m.grads().size());  // the open probe's g(t0), all of it
     w.put<uint64_t>(I.measured.size());
     for (const auto& [d, cos] : I.measured) {
       w.put<int32_t>(d);
@@ -220,10 +220,8 @@ void SensitivityProbe::load_state(const std::string& state) {
   if (t0 >= 0) {
     if (!std::binary_search(I.starts.begin(), I.starts.end(), t0))
       throw std::runtime_error("sensitivity probe state: step " + std::to_string(t0) + " is not a probe step");
-    std::vector<float> ref(I.m.grads().size());
-    r.get_floats(ref.data(), ref.size());
-    I.ref.ensure(ref.size());
-    ops::from_host(I.ref, ref.data(), ref.size());
+    I.ref.ensure(I.m.grads().size());
+    ops::get_device_floats(r, I.ref, I.m.grads().size());
     const uint64_t n = r.get<uint64_t>();
     for (uint64_t i = 0; i < n && i < I.cfg.delays.size(); ++i) {
       const int32_t d = r.get<int32_t>();

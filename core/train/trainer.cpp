@@ -103,7 +103,6 @@ nlohmann::json Trainer::Impl::evaluate_now(int64_t step) {
   return evaluate(*model, test, cfg, engine.get());  // on the model's device, the consensus formed there
 }
 
-
 // Before the first step: the probe, a checkpoint to resume from, the metrics, the engine and the timed window.
 void Trainer::Impl::start_run(RunLoop& L) {
   // The probe first (it only picks its batch): a checkpoint's probe state is checked with everything else.

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "core/ops/device_bytes.h"
+
 namespace dd::sync {
 
 void GradSignals::configure(bool on, int layers, int64_t num_params, bool constant, ops::Device& dev) {
@@ -39,16 +41,13 @@ void GradSignals::take(int l, const LayerRange& r, const float* g, int64_t stale
 
 void GradSignals::save(ByteWriter& w) const {
   w.put_bools(has_prev_);
-  const std::vector<float> host = on_ ? ops::to_host(prev_) : std::vector<float>();  // constant: none
-  w.put_floats(host.data(), host.size());
+  ops::put_device_floats(w, prev_, on_ ? prev_.size() : 0);  // constant: none
 }
 
 void GradSignals::load(ByteReader& r) {
   auto has_prev = r.get_bools();
   if (on_) has_prev_ = has_prev;
-  std::vector<float> host(on_ ? prev_.size() : 0);
-  r.get_floats(host.data(), host.size());
-  ops::from_host(prev_, host.data(), host.size());
+  ops::get_device_floats(r, prev_, on_ ? prev_.size() : 0);
 }
 
 }  // namespace dd::sync

@@ -5,6 +5,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "core/ops/device_bytes.h"
 
 namespace dd::sync {
 
@@ -122,10 +123,7 @@ void CopyAverages::save(ByteWriter& w) {
       }
     }
     for (size_t i = 0; i < d.parts.size(); ++i)
-      for (const ops::DeviceFloats* v : {&d.orig[i], &d.avg[i]}) {
-        const std::vector<float> host = ops::to_host(*v);
-        w.put_floats(host.data(), host.size());
-      }
+      for (const ops::DeviceFloats* v : {&d.orig[i], &d.avg[i]}) ops::put_device_floats(w, *v);
   }
 }
 
@@ -150,13 +148,10 @@ void CopyAverages::load(ByteReader& r, int num_layers) {
     d.bucket.buffer_off = ranges_[size_t(lo)].buffer_off;
     d.bucket.buffer_n = ranges_[size_t(hi)].buffer_off + ranges_[size_t(hi)].buffer_n - d.bucket.buffer_off;
     d.parts = bucket_parts(d.bucket, true, opt_slots_, a_.num_params);
-    std::vector<float> host;
     for (auto& part : d.parts)
       for (auto* v : {&d.orig, &d.avg}) {
-        host.assign(size_t(part.n), 0.0f);
-        r.get_floats(host.data(), host.size());
-        v->emplace_back(*a_.device, host.size());
-        ops::from_host(v->back(), host.data(), host.size());
+        v->emplace_back(*a_.device, size_t(part.n));
+        ops::get_device_floats(r, v->back());
       }
     d.staged.resize(d.parts.size());
     delayed_.push_back(std::move(d));

@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "core/ops/device_bytes.h"
+
 namespace dd::sync {
 
 void ParamMerge::configure(const MergeSpec& m, const float* params, bool sizes_only) {
@@ -48,19 +50,12 @@ void ParamMerge::finish(int64_t off, int64_t n, float* buf) {
 }
 
 void ParamMerge::save(ByteWriter& w) const {
-  for (const auto* v : {&anchor_, &mom_}) {
-    const std::vector<float> host = ops::to_host(*v);
-    w.put_floats(host.data(), host.size());
-  }
+  for (const auto* v : {&anchor_, &mom_}) ops::put_device_floats(w, *v);
   for (const auto* v : {&e1_, &e2_}) w.put_floats(v->data(), v->size());
 }
 
 void ParamMerge::load(ByteReader& r) {
-  for (auto* v : {&anchor_, &mom_}) {
-    std::vector<float> host(v->size());
-    r.get_floats(host.data(), host.size());
-    ops::from_host(*v, host.data(), host.size());
-  }
+  for (auto* v : {&anchor_, &mom_}) ops::get_device_floats(r, *v);
   for (auto* v : {&e1_, &e2_}) r.get_floats(v->data(), v->size());
 }
 
