@@ -8,5 +8,5 @@ int cmd_schedule(int argc, char** argv);
 int cmd_profile(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_launch(int argc, char** argv);
-int cmd_simulate(int argc, char** argv);
+int cmd_simulate(int argc, char** argv);  // in the dreamddp-sim executable only
 }  // namespace dd::cli
