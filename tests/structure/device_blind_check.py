@@ -14,10 +14,14 @@ import sys
 ROOTS = ["core/train", "core/sync"]
 ALLOWED = ["core/train/device_state.h", "core/train/device_state.cpp", "core/train/cuda/", "core/sync/cuda/",
            "core/sync/types/data_path.h", "core/train/config.h", "core/train/config.cpp"]
-SUFFIXES = (".h", ".cpp", ".cu", ".cuh")
-# A device named or asked for: the config's device, the kernel table's host test, CUDA headers, types and macros.
-BRANCH = re.compile(r"Device::(Cuda|Cpu)\b|\bis_host\s*\(|\bon_device\s*\(|DREAMDDP_HAVE_CUDA|#\s*include\s*[<\"]cuda"
-                    r"|\bcuops::|\bcuda[A-Z]\w*|\b\w+\.device\s*[=!]=")
+SUFFIXES = (".h", ".cpp", ".cu", ".cuh", ".inc")
+# A device named or asked for: any enumerator of Device, any comparison with a device (a member, an accessor, a
+# name string), the kernel table's host test, CUDA headers, types, constants and the compiler's CUDA macros.
+BRANCH = re.compile(r"\bDevice::\w+|\bdevice\s*(?:\(\s*\))?\s*[=!]=|[=!]=\s*(?:\w+(?:\.|->))*\w*[Dd]evice\b"
+                    r"|[=!]=\s*\"(?:cuda|cpu|gpu)\"|\"(?:cuda|cpu|gpu)\"\s*[=!]="
+                    r"|__CUDACC__|__CUDA_ARCH__|\bkCuda\b|\bkCpu\b"
+                    r"|\bis_host\s*\(|\bon_device\s*\(|DREAMDDP_HAVE_CUDA|#\s*include\s*[<\"]cuda"
+                    r"|\bcuops::|\bcuda[A-Z]\w*")
 
 
 def strip_comments(text):

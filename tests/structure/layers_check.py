@@ -6,7 +6,8 @@ import re
 import sys
 
 ORDER = ["base", "backends", "core", "app"]  # bottom to top
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+# Every include form: quoted, angle-bracketed (the project's root is on the include path, so <core/x.h> works too).
+INCLUDE = re.compile(r'^\s*#\s*include\s*["<]([^">]+)[">]')
 
 
 def main(root):
@@ -15,7 +16,7 @@ def main(root):
         above = ORDER[ORDER.index(layer) + 1:]
         for d, _, files in os.walk(os.path.join(root, layer)):
             for f in files:
-                if not f.endswith((".h", ".hpp", ".cpp", ".cu", ".cuh")):
+                if not f.endswith((".h", ".hpp", ".cpp", ".cu", ".cuh", ".inc")):
                     continue
                 path = os.path.join(d, f)
                 with open(path, encoding="utf-8", errors="replace") as src:

@@ -22,7 +22,7 @@ ENGINE_HEADER = "engine/sync_engine.h"
 MAX_ENGINE_VIRTUALS = 6
 # The types every other room shares: they include no other room of core/sync.
 LEAF_ROOMS = {"types"}
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+INCLUDE = re.compile(r'^\s*#\s*include\s*["<]([^">]+)[">]')  # both include forms
 
 
 def strip_comments(text):
