@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Prints the dreamddp command that reruns a run, from its metrics.h5 alone (the root attributes hold the full,
-resolved train configuration: docs/design.md "Telemetry").
+resolved train configuration: docs/design.md "HDF5 schema").
 
   rerun_command.py RUN/metrics.h5 [--out DIR] [--bin PATH] [--save-params PATTERN]
 

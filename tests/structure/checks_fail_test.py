@@ -1,5 +1,4 @@
-"""Each structure check fails when fed the breach it is for. The source tree (base/, backends/, core/, app/) is
-copied to a scratch directory, one breach is written into the copy, and the check must exit 1 naming the file; the
+"""Each structure check fails when fed the breach it is for. The tree (sources, docs, tests, scripts) is copied to a scratch directory, one breach is written into the copy, and the check must exit 1 naming the file; the
 unchanged copy must pass. A check that cannot fail would pass this test's first half only.
 
 usage: checks_fail_test.py REPO_ROOT"""
@@ -10,7 +9,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOPS = ("base", "backends", "core", "app")
+TOPS = ("base", "backends", "core", "app", "docs", "tests", "analysis", "experiments", "peers")
 
 
 def run(check, root):
@@ -57,6 +56,14 @@ CASES = [
      lambda r: write(os.path.join(r, "core/sync/bad.h"), "int x;\n")),
     ("sync_rooms_check.py", "the leaf room including another room", "core/sync/types/bad.h",
      lambda r: write(os.path.join(r, "core/sync/types/bad.h"), "#include <core/sync/policy/policy.h>\n")),
+    ("docs_check.py", "a citation of a heading that does not exist", "core/ops/cites.h",
+     lambda r: write(os.path.join(r, "core/ops/cites.h"), '// as docs/design.md "No such heading" says\n')),
+    ("docs_check.py", "a link to an anchor that does not exist", "docs/linked.md",
+     lambda r: write(os.path.join(r, "docs/linked.md"), "See [the step](design.md#no-such-anchor).\n")),
+    ("docs_check.py", "a type the code does not have", "docs/design.md",
+     lambda r: append(os.path.join(r, "docs/design.md"), "\nThe `GradientCourier` carries it.\n")),
+    ("docs_check.py", "a function the code does not have", "core/sync/README.md",
+     lambda r: append(os.path.join(r, "core/sync/README.md"), "\nCall `launch_everything_now()` first.\n")),
     ("sync_rooms_check.py", "a ninth virtual in Policy", "core/sync/policy/policy.h",
      lambda r: add_virtual(os.path.join(r, "core/sync/policy/policy.h"), "Policy", 9)),
 ]

@@ -1,4 +1,4 @@
-"""The training loop and the sync engine never ask which device they run on (docs/gpu.md "One training state"):
+"""The training loop and the sync engine never ask which device they run on (docs/gpu.md "What exists", one training state):
 no source file of core/train or core/sync names a device or branches on one, outside the places whose job that is:
 the device factory (core/train/device_state.*), the CUDA implementations (core/train/cuda/, core/sync/cuda/) and
 the data path interface (core/sync/types/data_path.h), and the option itself (core/train/config.*; recording its
