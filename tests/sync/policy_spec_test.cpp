@@ -180,3 +180,61 @@ TEST(TimedWindow, CountsWholePeriodsAndNotesTooFew) {
   EXPECT_EQ(flat.period, 0);
   EXPECT_EQ(timed_window_note(flat, 12), "");  // not periodic: every step is a whole one
 }
+
+// The grammar: a composite is split once, into two parsed parts; its merge keys belong to the wrapped policy.
+TEST(PolicySpecGrammar, CompositesAreParsedIntoParts) {
+  const auto s = PolicySpec::parse("plsgd:h=4,compress=topk:p=1,values=int8+staleness:t=8");
+  ASSERT_TRUE(s.composite());
+  ASSERT_EQ(s.parts.size(), 2u);
+  EXPECT_EQ(s.base().name, "plsgd");
+  EXPECT_EQ(s.base().get_str("compress", ""), "topk");
+  EXPECT_EQ(s.base().get_str("compress.p", ""), "1");
+  EXPECT_EQ(s.base().get_str("compress.values", ""), "int8");
+  ASSERT_NE(s.cap(), nullptr);
+  EXPECT_EQ(s.cap()->get_int("t", 0, 1, 100), 8);
+  // Either order; a number's exponent sign is no composition.
+  const auto r = PolicySpec::parse("staleness:t=3+dreamddp:h=8,outer=nesterov:lr=1e+0");
+  ASSERT_TRUE(r.composite());
+  EXPECT_EQ(r.base().name, "dreamddp");
+  EXPECT_EQ(r.base().get_str("outer.lr", ""), "1e+0");
+  EXPECT_FALSE(PolicySpec::parse("plsgd:h=4").composite());
+  for (const char* bad : {"plsgd:h=4+", "+staleness:t=2", "plsgd:h=4+ddp", "staleness:t=2+staleness:t=3",
+                          "plsgd:h=4+staleness:t=2+staleness:t=3"})
+    EXPECT_THROW(PolicySpec::parse(bad), dd::UsageError) << bad;
+}
+
+// Every merge key works inside a composite (the composite's merge is the wrapped policy's), or is refused naming the
+// key and the composite: a key must never be parsed and then dropped.
+TEST(PolicySpecGrammar, MergeKeysHoldInsideComposites) {
+  auto m = [](const std::string& spec) { return make_policy(PolicySpec::parse(spec))->merge(); };
+  EXPECT_EQ(m("plsgd:h=4,compress=topk:p=1+staleness:t=8").compress, Codec::TopK);
+  EXPECT_EQ(m("plsgd:h=4,compress=topk:p=1+staleness:t=8").topk.percent, 1.0);
+  EXPECT_EQ(m("plsgd:h=4,compress=int8+staleness:t=8").compress, Codec::Int8);
+  EXPECT_TRUE(m("staleness:t=8+localsgd:k=4,compress=auto").compress_auto);
+  EXPECT_TRUE(m("plsgd:h=4,outer=nesterov+staleness:t=8").nesterov);
+  EXPECT_EQ(m("plsgd:h=4,outer=nesterov:lr=0.5,momentum=0.8+staleness:t=8").outer_lr, 0.5);
+  // The description names what runs, merge keys included.
+  EXPECT_EQ(make_policy(PolicySpec::parse("plsgd:h=4,compress=int8+staleness:t=8"))->describe(),
+            "plsgd:h=4,compress=int8+staleness:t=8");
+  try {
+    make_policy(PolicySpec::parse("plsgd:h=4,delay=1+staleness:t=8"));
+    ADD_FAILURE() << "delay= inside a composite was accepted";
+  } catch (const dd::UsageError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("delay=1"), std::string::npos) << w;
+    EXPECT_NE(w.find("plsgd:h=4,delay=1+staleness:t=8"), std::string::npos) << w;
+  }
+  EXPECT_THROW(make_policy(PolicySpec::parse("plsgd:h=4+staleness:t=8,compress=int8")), dd::UsageError);
+}
+
+// Numbers take one plain decimal form: no spaces, no hexadecimal, no sign before them, no inf or nan.
+TEST(PolicySpecGrammar, NumbersArePlainDecimals) {
+  for (const char* bad : {"plsgd:h=4,compress=topk:p= 1", "plsgd:h=4,compress=topk:p=0x10",
+                          "plsgd:h=4,compress=topk:p=+1", "plsgd:h=4,compress=topk:p=inf", "plsgd:h= 4",
+                          "plsgd:h=0x4", "plsgd:h=4 ", "plsgd:h=+4", "plsgd:h=4.", "localsgd:k=1e1",
+                          "plsgd:h=4,outer=nesterov:lr=nan", "plsgd:h=4,outer=nesterov:lr=1e", "plsgd:h=4,outer=nesterov:lr=."})
+    EXPECT_THROW(make_policy(PolicySpec::parse(bad)), dd::UsageError) << bad;
+  for (const char* good : {"plsgd:h=4,compress=topk:p=0.5", "plsgd:h=4,compress=topk:p=.5",
+                           "plsgd:h=4,compress=topk:p=5e-1", "plsgd:h=4,outer=nesterov:lr=1.,momentum=0"})
+    EXPECT_NO_THROW(make_policy(PolicySpec::parse(good))) << good;
+}

@@ -28,7 +28,7 @@ class MetricsWriter;
 namespace dd::sync {
 
 struct EngineOptions {
-  PolicySpec policy = {"ddp", {}, "ddp"};  // parsed by the caller (PolicySpec::parse), once
+  PolicySpec policy = PolicySpec::parse("ddp");  // parsed by the caller (PolicySpec::parse), once
   std::vector<PolicySwitch> switches;        // --switch values, parsed (parse_switches)
   int64_t bucket_cap_bytes = 25 << 20;
   int64_t first_bucket_bytes = 1 << 20;

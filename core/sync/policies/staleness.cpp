@@ -21,6 +21,7 @@ StalenessCap::StalenessCap(std::unique_ptr<Policy> inner, int64_t t, std::string
     caps_.voting = in.voting;
     caps_.trialled = in.trialled;
     caps_.grouped = in.grouped;
+    set_merge(inner_->merge());  // the wrapped policy's merge keys hold for every average, the cap's included
   }
   caps_.reporting = this;
   caps_.checkpointed = this;
@@ -89,28 +90,27 @@ int64_t cap_t(const PolicySpec& s) {
   return s.get_int("t", 8, 1, 1 << 20);
 }
 
-// "staleness:t=T" alone, or the composition "A+staleness:t=T" (either order): make_policy hands every spec with a
-// '+' to this factory.
+// "staleness:t=T" alone, or the composite "A+staleness:t=T" (either order), as PolicySpec::parse split it:
+// make_policy hands every composite to this factory. The wrapped policy's merge keys are the composite's: its
+// averages (including those the cap adds) are outer-stepped or compressed alike.
 std::unique_ptr<Policy> make_staleness(const PolicySpec& s) {
-  if (s.text.find('+') == std::string::npos) return std::make_unique<StalenessCap>(nullptr, cap_t(s));
-  std::vector<std::string> parts;
-  size_t pos = 0;
-  for (;;) {
-    size_t plus = s.text.find('+', pos);
-    parts.push_back(s.text.substr(pos, plus == std::string::npos ? std::string::npos : plus - pos));
-    if (plus == std::string::npos) break;
-    pos = plus + 1;
+  if (!s.composite()) return std::make_unique<StalenessCap>(nullptr, cap_t(s));
+  int64_t t = 0;
+  try {
+    t = cap_t(*s.cap());
+  } catch (const UsageError& e) {
+    throw UsageError("--policy '" + s.text + "': the staleness cap takes t= only (merge keys go on the policy it " +
+                     "wraps): " + e.what());
   }
-  std::vector<PolicySpec> caps, others;
-  for (auto& p : parts) {
-    auto ps = PolicySpec::parse(p);
-    (ps.name == "staleness" ? caps : others).push_back(ps);
-  }
-  if (caps.size() != 1 || others.size() != 1)
-    throw UsageError("--policy '" + s.text + "': '+' composes one policy with one staleness cap, e.g. " +
-                     "dreamddp:h=8+staleness:t=4");
-  const int64_t t = cap_t(caps[0]);
-  return std::make_unique<StalenessCap>(make_policy(others[0]), t);
+  auto inner = make_policy(s.base());
+  const MergeSpec& m = inner->merge();
+  // The cap adds averages between the wrapped policy's own (a layer T steps from its last sync), so with a delay
+  // two averages of one layer could be in flight at once (as dreamddp's fill-in would): refused, as there.
+  if (m.delay > 0)
+    throw UsageError("--policy '" + s.text + "': delay=" + std::to_string(m.delay) + " of " + s.base().name +
+                     " cannot be combined with the staleness cap (it adds averages between " + s.base().name +
+                     "'s own, and two of one layer would be in flight); drop delay= or the cap");
+  return std::make_unique<StalenessCap>(std::move(inner), t);
 }
 
 const bool registered = register_policy("staleness", make_staleness);

@@ -62,9 +62,8 @@ MergeSpec parse_merge(const PolicySpec& s, const std::string& policy, int64_t h)
     throw UsageError("--policy " + policy +
                      ": compress=topk needs the percent of entries it sends, e.g. compress=topk:p=1");
   const std::string pv = s.get_str("compress.p", "");
-  char* end = nullptr;
-  const double pct = std::strtod(pv.c_str(), &end);
-  if (pv.empty() || !end || *end || !std::isfinite(pct) || !(pct > 0) || pct > 50)
+  double pct = 0;
+  if (!parse_number(pv, &pct) || !(pct > 0) || pct > 50)
     throw UsageError("--policy " + policy + ": compress=topk:p=" + pv +
                      " must be a percent in (0, 50] (of each layer's entries sent per sync)");
   m.topk.percent = pct;

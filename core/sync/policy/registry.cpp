@@ -35,7 +35,7 @@ std::vector<std::string> registered_policies() {
 }
 
 std::unique_ptr<Policy> make_policy(const PolicySpec& s) {
-  const std::string name = s.text.find('+') != std::string::npos ? kComposer : s.name;
+  const std::string name = s.composite() ? kComposer : s.name;
   auto it = registry().find(name);
   if (it != registry().end()) return it->second(s);
   std::string known;
