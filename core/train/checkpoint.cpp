@@ -20,6 +20,7 @@
 #include "core/common/bytes.h"
 #include "base/error.h"
 #include "core/sync/engine/sync_engine.h"
+#include "core/sync/policy/registry.h"
 #include "core/train/run_dir.h"
 #include "core/train/sensitivity.h"
 #include "core/ops/device_bytes.h"
@@ -123,18 +124,24 @@ std::vector<std::pair<int64_t, std::string>> intact_checkpoints(const std::strin
 // Why a policy's saved state cannot be carried to another world size ("" when it can). Parameters, optimizer
 // state, schedules, delayed averages in flight and outer-optimizer anchors are rank 0's and identical on every new
 // rank; what is refused keeps state that is per old rank or laid out over the old ranks.
-std::string unmappable_policy_state(const std::string& spec) {
-  std::istringstream parts(spec);
-  for (std::string part; std::getline(parts, part, '+');) {
-    const std::string name = part.substr(0, part.find(':'));
+std::string unmappable_policy_state(const sync::PolicySpec& spec) {
+  std::vector<const sync::PolicySpec*> parts{&spec};
+  if (spec.composite()) parts = {&spec.parts[0], &spec.parts[1]};
+  for (const sync::PolicySpec* part : parts) {
+    const std::string& name = part->name;
     if (name == "threshold" || name == "autothreshold" || name == "hybrid")
-      return "policy " + spec + " decides from per-rank statistics summed over the old ranks";
-    if (name == "hier") return "policy " + spec + " lays its groups over the old ranks";
-    const auto c = part.find("compress=");
-    if (c != std::string::npos && part.compare(c, 14, "compress=none") != 0)
-      return "policy " + spec + " keeps error-feedback residuals per rank and per shard of the old world";
+      return "policy " + spec.text + " decides from per-rank statistics summed over the old ranks";
+    if (name == "hier") return "policy " + spec.text + " lays its groups over the old ranks";
+    if (part->get_str("compress", "none") != "none")
+      return "policy " + spec.text + " keeps error-feedback residuals per rank and per shard of the old world";
   }
   return "";
+}
+
+std::string finished_run(int64_t step, int64_t steps) {
+  return "its checkpoint was written after step " + std::to_string(step) + ", the last of this run's " +
+         std::to_string(steps) + ": the run trained every step, nothing is left to resume, and its directory stays as "
+         "it is (raise --steps to train further)";
 }
 
 ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
@@ -177,8 +184,8 @@ ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
   const std::string want = checkpoint_fingerprint(writer, *models::make_model(cfg.model, cfg.seed));
   if (const std::string diff = fingerprint_diff(want, fp); !diff.empty())
     throw UsageError(head + "it is from another run configuration: " + diff);
-  std::vector<std::string> specs{cfg.policy};
-  for (auto& sw : cfg.switches) specs.push_back(sw.substr(sw.find(':') + 1));
+  std::vector<sync::PolicySpec> specs{sync::PolicySpec::parse(cfg.policy)};
+  for (auto& sw : sync::parse_switches(cfg.switches)) specs.push_back(sw.spec);
   for (auto& spec : specs)
     if (const std::string why = unmappable_policy_state(spec); !why.empty()) throw UsageError(head + why);
   if (!cfg.sensitivity.empty()) throw UsageError(head + "the sensitivity probe's open probe is per rank (drop --sensitivity)");
@@ -199,6 +206,7 @@ ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
     if (everywhere && step > plan.step) plan.step = step, plan.path = path;
   }
   if (plan.step < 0) throw UsageError(head + "the old ranks hold no checkpoint of a common step");
+  if (plan.step == cfg.steps - 1) throw UsageError("--resume " + dir + ": " + finished_run(plan.step, cfg.steps));
   if (plan.step >= cfg.steps)
     throw UsageError(head + "it was written after step " + std::to_string(plan.step) + ", outside this run's steps 0.." +
                      std::to_string(cfg.steps - 1) + " (raise --steps?)");

@@ -50,7 +50,10 @@ ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg);
 
 // Why a policy's state cannot be carried to another world size ("" when it can): state per old rank or laid out
 // over the old ranks (--resume on another world size, and --on-peer-loss shrink).
-std::string unmappable_policy_state(const std::string& spec);
+std::string unmappable_policy_state(const sync::PolicySpec& spec);
+// Why a checkpoint written after `step`, the last of a run of `steps`, is not resumed: the run it belongs to
+// trained every step (resuming would train none, skip the end-of-run average and overwrite its summary).
+std::string finished_run(int64_t step, int64_t steps);
 
 // The fields a checkpoint must agree on with the run that loads it, as "key=value" lines.
 std::string checkpoint_fingerprint(const TrainConfig& cfg, const models::Model& m);

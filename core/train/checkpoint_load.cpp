@@ -22,6 +22,7 @@ static int64_t check_head(ByteReader& r, const std::string& path, const TrainCon
   if (const std::string diff = fingerprint_diff(want, got); !diff.empty())
     throw UsageError("--resume: " + path + " is from another run configuration: " + diff);
   const int64_t step = r.get<int64_t>();
+  if (step == cfg.steps - 1) throw UsageError("--resume: " + path + ": " + finished_run(step, cfg.steps));
   if (step < 0 || step >= cfg.steps)
     throw UsageError("--resume: " + path + " was written after step " + std::to_string(step) +
                      ", outside this run's steps 0.." + std::to_string(cfg.steps - 1) + " (raise --steps?)");

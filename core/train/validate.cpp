@@ -2,9 +2,13 @@
 // --on-peer-loss shrink and a --control-file spec cannot do, and that --data fits --model.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "core/models/model.h"
@@ -21,7 +25,7 @@
 namespace dd::train {
 
 // Why --on-peer-loss shrink refuses policy `spec` ("" when it does not).
-static std::string shrink_refusal(const std::string& spec) {
+static std::string shrink_refusal(const sync::PolicySpec& spec) {
   const std::string why = unmappable_policy_state(spec);
   return why.empty() ? why : "--on-peer-loss shrink: " + why + ", so its state does not carry to a smaller world";
 }
@@ -38,10 +42,36 @@ static void check_shrink_fits(const TrainConfig& c) {
   if (c.backend == BackendKind::Nccl)
     throw UsageError(head + "the nccl backend cannot be rebuilt after a lost peer here; use --backend gloo");
   if (!c.sensitivity.empty()) throw UsageError(head + "not with --sensitivity (its open probe is per rank)");
-  std::vector<std::string> specs{c.policy};
-  for (auto& sw : c.policy_switches) specs.push_back(sw.spec.text);
+  std::vector<sync::PolicySpec> specs{c.policy_spec};
+  for (auto& sw : c.policy_switches) specs.push_back(sw.spec);
   for (auto& spec : specs)
     if (const std::string why = shrink_refusal(spec); !why.empty()) throw UsageError(why);
+}
+
+// A dreamddp profile=DIR measured on another model or another world size (DIR/meta.json, written by `dreamddp
+// profile`) would schedule this run from times that are not its own: refused, naming what differs. A profile
+// without meta.json (written by hand) is taken as given.
+static void check_profile_fits_run(const TrainConfig& c, const sync::PolicySpec& spec) {
+  std::vector<const sync::PolicySpec*> parts{&spec};
+  if (spec.composite()) parts = {&spec.parts[0], &spec.parts[1]};
+  for (const sync::PolicySpec* p : parts) {
+    const std::string dir = p->name == "dreamddp" ? p->get_str("profile", "") : "";
+    if (dir.empty()) continue;
+    std::ifstream in(std::filesystem::path(dir) / "meta.json");
+    if (!in) continue;
+    const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!meta.is_object()) throw UsageError("--policy " + spec.text + ": profile " + dir + ": meta.json is not a JSON object");
+    std::string diff;
+    if (meta.contains("model") && meta["model"].is_string() && meta["model"].get<std::string>() != c.model)
+      diff = "model " + meta["model"].get<std::string>() + " (this run: " + c.model + ")";
+    if (c.world > 1 && meta.contains("world") && meta["world"].is_number_integer() &&
+        meta["world"].get<int64_t>() != c.world)
+      diff += (diff.empty() ? "" : " and ") + std::to_string(meta["world"].get<int64_t>()) + " rank(s) (this run: " +
+              std::to_string(c.world) + ")";
+    if (!diff.empty())
+      throw UsageError("--policy " + spec.text + ": profile " + dir + " was measured on " + diff +
+                       "; measure one for this run with `dreamddp profile`");
+  }
 }
 
 std::string control_spec_refusal(const TrainConfig& c, const std::vector<nn::Layer*>& layers,
@@ -51,10 +81,11 @@ std::string control_spec_refusal(const TrainConfig& c, const std::vector<nn::Lay
     if (c.backend == BackendKind::Nccl && p->merge().compress != sync::Codec::None)
       return "--policy " + spec.text + ": compress= needs the byte channel of gloo or mpi, not nccl";
     p->setup(sync::layer_metas(layers), c.world);  // what check_policy_fits_model does
+    check_profile_fits_run(c, spec);
   } catch (const UsageError& e) {
     return e.what();
   }
-  return c.shrink_on_peer_loss ? shrink_refusal(spec.text) : std::string();
+  return c.shrink_on_peer_loss ? shrink_refusal(spec) : std::string();
 }
 
 void parse_policy_specs(TrainConfig& c) {
@@ -138,6 +169,8 @@ data::InputSpec resolve_and_validate(TrainConfig& c) {
   // here, before anything is written, also for a single process, which has no sync engine to find them.
   sync::check_policy_fits_model(c.policy_spec, probe->layers(), c.world);
   for (auto& sw : c.policy_switches) sync::check_policy_fits_model(sw.spec, probe->layers(), c.world);
+  check_profile_fits_run(c, c.policy_spec);
+  for (auto& sw : c.policy_switches) check_profile_fits_run(c, sw.spec);
   data::InputSpec input = input_spec_of(*probe, c.model);
   data::check_fits(c.data, input);
   return input;
