@@ -246,6 +246,17 @@ nlohmann::json Trainer::Impl::finish_run(RunLoop& L) {
   end_elastic();
   nlohmann::json s = run_summary(cfg, backend ? backend->name() : std::string("none"), model->num_params(), L.tp,
                                  L.loss, L.last_eval);
+  // The policy that ran at the end and every switch on the way: --policy alone would record the start only.
+  s["policy_at_start"] = cfg.policy;
+  s["switches"] = nlohmann::json::array();
+  if (engine) {
+    s["policy"] = engine->policy_in_force();
+    for (const auto& c : engine->policy_changes())
+      s["switches"].push_back({{"step", c.step}, {"policy", c.spec}, {"source", c.source}});
+  }
+  // The world the run started with, as metrics.h5 records it; a shrink or a rejoin changes it on the way.
+  if (shrink) s["world"] = shrink->start_world;
+  s["world_at_end"] = cfg.world;
   if (!cfg.save_params.empty()) {
     // "%r": the rank this process started as (a shrink renumbers the ranks, not the files).
     save_params(*model, cfg.save_params, shrink ? shrink->start_rank : cfg.rank);

@@ -52,6 +52,8 @@ class LayerSync : public SyncSession {
   StepCommStats end(const StepEnd& report) override;
   // SyncSession:
   const std::vector<std::string>& hosts() const override { return hosts_; }
+  std::string policy_in_force() const override { return policy_spec_; }
+  const std::vector<PolicyChange>& policy_changes() const override { return changes_; }
   float lr_factor(int l) const override;
   StepCommStats step_stats() const override { return coll_.stats(); }
   // layer_sync_averages.cpp:
@@ -124,6 +126,7 @@ class LayerSync : public SyncSession {
   std::vector<int64_t> period_steps_;  // the policy's timed_periods() and when each boundary was crossed here
   std::vector<double> period_t_;
   std::string policy_spec_;
+  std::vector<PolicyChange> changes_;  // the switches so far (policy_changes)
   uint64_t generation_ = 0;  // bumped by every set_policy: votes cast under an earlier policy are not handed on
   int64_t plan_version_ = 0;
   MergeSpec merge_;

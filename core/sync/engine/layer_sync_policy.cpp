@@ -72,6 +72,7 @@ void LayerSync::switch_policy(const PolicySpec& spec, const std::string& why) {
   average_all(false, /*log=*/true);
   set_policy(spec);
   pm_.anchor(a_.params, 0, a_.num_params);
+  changes_.push_back({step_, spec.text, why.empty() ? "--switch" : "control file"});
   if (o_.metrics) o_.metrics->append_event(step_, "switch", spec.text + why);
 }
 

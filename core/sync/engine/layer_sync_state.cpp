@@ -27,6 +27,12 @@ std::string LayerSync::save_state() {
   auto_.save(w);
   w.put<int64_t>(policy_->first_step());
   control_file_.save(w);
+  w.put<uint32_t>(uint32_t(changes_.size()));  // the switches so far (summary.json lists them after a resume too)
+  for (auto& c : changes_) {
+    w.put<int64_t>(c.step);
+    w.put_str(c.spec);
+    w.put_str(c.source);
+  }
   return w.bytes();
 }
 
@@ -56,6 +62,19 @@ void LayerSync::load_state(const std::string& blob) {
   policy_->start_at(r.done() ? 0 : r.get<int64_t>());
   // What the control file last held (absent before it was kept: the file is read afresh, as those runs did).
   if (!r.done()) control_file_.load(r);
+  // The switches before the checkpoint (absent before they were kept: none listed).
+  changes_.clear();
+  if (!r.done()) {
+    const uint32_t n = r.get<uint32_t>();
+    if (n > (1u << 20)) throw UsageError("checkpoint: engine state lists too many policy switches");
+    for (uint32_t i = 0; i < n; ++i) {
+      PolicyChange c;
+      c.step = r.get<int64_t>();
+      c.spec = r.get_str();
+      c.source = r.get_str();
+      changes_.push_back(std::move(c));
+    }
+  }
   plan_version_ = policy_plan_version();
   record_decisions();  // as restored (a resumed metrics.h5 keeps only what was decided by the checkpoint)
   if (!r.done()) throw UsageError("checkpoint: engine state has trailing bytes");

@@ -58,9 +58,20 @@ class SyncEngine : public nn::BackwardHook {
   virtual ~SyncEngine() = default;
 };
 
+// A change of policy during a run: from `step` on, `spec`, requested by `source` ("--switch" or "control file").
+struct PolicyChange {
+  int64_t step;
+  std::string spec;
+  std::string source;
+};
+
 // A run's engine: the step (SyncEngine) and what lies outside a step.
 class SyncSession : public SyncEngine {
  public:
+  // The spec of the policy in force now (after the switches so far), and those switches, oldest first (kept in
+  // checkpoints, so a resumed run lists those made before it too).
+  virtual std::string policy_in_force() const = 0;
+  virtual const std::vector<PolicyChange>& policy_changes() const = 0;
   // End of training: average every local layer once so all ranks hold the same model.
   virtual void finalize() = 0;
   // Host name of every rank, by rank (gathered once at construction; hier policies group ranks by it).
