@@ -3,6 +3,7 @@
 #include "app/launch/rank_group.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -26,6 +27,7 @@ int decode_status(int st) { return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERM
 std::string describe_status(int st) {
   // Exit 2 is the CLI's refusal of bad usage or input (docs/cli.md): the rank refused its set-up, no peer was lost.
   if (WIFEXITED(st) && WEXITSTATUS(st) == 2) return "exited with status 2 (its set-up was refused)";
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 4) return "exited with status 4 (an anomaly every rank agreed on, --anomaly stop)";
   if (WIFEXITED(st)) return "exited with status " + std::to_string(WEXITSTATUS(st));
   const int sig = WTERMSIG(st);
   return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
@@ -85,6 +87,13 @@ pid_t RankGroup::start(const RankSpec& spec) {
     }
     // Ranks do not read stdin; a background process group reading the terminal would be stopped.
     if (null_fd >= 0) dup2(null_fd, 0);
+    // The stop signals the launcher forwards take their default action in a rank. A launcher started in the
+    // background by a non-interactive shell (`dreamddp launch ... &` in a script) has SIGINT and SIGQUIT ignored,
+    // and an ignored disposition survives exec: the ranks would ignore the SIGINT forwarded to them.
+    struct sigaction dfl{};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int s : {SIGINT, SIGQUIT, SIGTERM, SIGHUP}) sigaction(s, &dfl, nullptr);
     sigprocmask(SIG_SETMASK, &child_mask_, nullptr);
     execve(spec.exe.c_str(), argv.data(), envp.data());
     child_fail(spec.exe.c_str());
@@ -142,8 +151,10 @@ void RankGroup::reap() {
     Child& c = children_[r];
     const int st = c.status;
     // Under shrink the others go on without a rank that was lost or left the world; one that refused its set-up
-    // (exit 2: bad usage or input, the same on every rank) ends the job as without shrink.
-    if (keep_going_ && decode_status(st) != 0 && decode_status(st) != 2 && !stopping_) {
+    // (exit 2: bad usage or input, the same on every rank) or stopped on an agreed anomaly (exit 4, --anomaly stop:
+    // every rank stops at the same step) ends the job as without shrink.
+    const int code = decode_status(st);
+    if (keep_going_ && code != 0 && code != 2 && code != 4 && !stopping_) {
       if (first_failure_ < 0) first_failure_ = static_cast<int>(r);
       int others = 0;
       for (const auto& o : children_) others += o.running ? 1 : 0;
