@@ -14,7 +14,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 
 #include "base/error.h"
@@ -47,7 +50,13 @@ DreamDdpPolicy::DreamDdpPolicy(const PolicySpec& s)
                      "averages of one layer would be in flight); drop fillin=1 (fill-in is off by default with a delay)");
   if (!profile_dir_.empty()) {
     file_profile_ = read_profile(profile_dir_);
-    if (!file_profile_.bp_nan.empty())
+    // The note is one line: a run builds this policy several times (checks, the timed window, the engine, a
+    // switch), so it is printed by the first only, and by one rank (rank 0, or the one process).
+    static std::mutex m;  // ranks may be threads of one process (tests)
+    static std::set<std::string> noted;
+    const char* rank = std::getenv("RANK");
+    const std::lock_guard<std::mutex> lock(m);
+    if (!file_profile_.bp_nan.empty() && noted.insert(profile_dir_).second && (!rank || std::string(rank) == "0"))
       std::fprintf(stderr, "%s\n", bp_nan_note(file_profile_, profile_dir_).c_str());
   }
   if (!replay_dir_.empty()) load_replay();

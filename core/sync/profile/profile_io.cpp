@@ -80,7 +80,8 @@ std::function<double(const char*)> object_of_numbers(const std::string& file, co
 }  // namespace
 
 std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file,
-                                                             std::vector<std::string>* nan_zero) {
+                                                             std::vector<std::string>* nan_zero,
+                                                             const std::string& unit) {
   std::ifstream in(file);
   if (!in) throw UsageError("cannot read profile file " + file + " (missing or unreadable)");
   std::stringstream ss;
@@ -92,7 +93,7 @@ std::vector<std::pair<std::string, double>> read_layer_times(const std::string& 
     throw UsageError("profile file " + file + " is not valid JSON: " + e.what());
   }
   if (!j.is_object())
-    throw UsageError("profile file " + file + " must hold a JSON object {layer: seconds, ...}");
+    throw UsageError("profile file " + file + " must hold a JSON object {layer: " + unit + ", ...}");
   std::vector<std::pair<std::string, double>> out;
   for (auto it = j.begin(); it != j.end(); ++it) {
     double v = 0.0;
@@ -100,17 +101,19 @@ std::vector<std::pair<std::string, double>> read_layer_times(const std::string& 
       nan_zero->push_back(it.key());  // a module without parameters has no backward of its own: 0 s
     } else if (it.value().is_null() || (it.value().is_string() && it.value().get<std::string>() == kNanMark)) {
       // A layer without a time would cost nothing in every model built on the profile: a wrong figure.
-      throw UsageError("profile file " + file + ": layer " + quoted(it.key()) + " has no time (" +
-                       (it.value().is_null() ? "null" : "NaN") + "; need a finite number of seconds >= 0)");
+      throw UsageError("profile file " + file + ": layer " + quoted(it.key()) + " has no " +
+                       (unit == "seconds" ? "time" : "value") + " (" + (it.value().is_null() ? "null" : "NaN") +
+                       "; need a finite number of " + unit + " >= 0)");
     } else if (it.value().is_number()) {
       v = it.value().get<double>();
       if (!std::isfinite(v) || v < 0.0)
-        throw UsageError("profile file " + file + ": layer " + quoted(it.key()) + " has invalid time " +
-                         it.value().dump() + " (need a finite number of seconds >= 0)");
+        throw UsageError("profile file " + file + ": layer " + quoted(it.key()) + " has invalid " +
+                         (unit == "seconds" ? "time " : "value ") + it.value().dump() + " (need a finite number of " +
+                         unit + " >= 0)");
     } else {
       // The type, not the value: a value may be nested deeply enough to overflow the stack of a recursive dump.
       throw UsageError("profile file " + file + ": layer " + quoted(it.key()) + " has a non-numeric value (" +
-                       it.value().type_name() + "; need seconds as a number)");
+                       it.value().type_name() + "; need " + unit + " as a number)");
     }
     out.emplace_back(it.key(), v);
   }
@@ -128,7 +131,7 @@ std::string bp_nan_note(const LayerProfile& p, const std::string& dir) {
 
 std::vector<double> read_layer_bytes(const std::string& file, const std::vector<std::string>& names) {
   std::map<std::string, double> by;
-  for (auto& [n, v] : read_layer_times(file)) by[n] = v;
+  for (auto& [n, v] : read_layer_times(file, nullptr, "bytes")) by[n] = v;
   std::vector<double> out;
   for (auto& n : names) {
     auto it = by.find(n);

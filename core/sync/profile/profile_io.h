@@ -37,9 +37,11 @@ LayerProfile read_profile(const std::string& dir);
 std::string bp_nan_note(const LayerProfile& p, const std::string& dir);
 
 // Reads one layer -> seconds JSON object (same value rules as read_profile); names keep the file's key order. A
-// NaN value is refused, unless `nan_zero` is given: then it is read as 0 and its layer appended there.
+// NaN value is refused, unless `nan_zero` is given: then it is read as 0 and its layer appended there. `unit`
+// names the values in messages ("bytes" for a bytes.json).
 std::vector<std::pair<std::string, double>> read_layer_times(const std::string& file,
-                                                             std::vector<std::string>* nan_zero = nullptr);
+                                                             std::vector<std::string>* nan_zero = nullptr,
+                                                             const std::string& unit = "seconds");
 
 // A layer -> bytes JSON file (a profile's bytes.json, `simulate --bytes`), as the sizes of `names` in their order.
 // Throws dd::UsageError naming the file and the layer that has no size or one above 4 TB.
