@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -171,6 +172,19 @@ ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
       throw UsageError("--resume " + dir + ": the checkpoint is from another run configuration: " + diff);
     if (plan.path.empty()) plan.path = choose_checkpoint(dir, cfg.rank, nullptr);  // this rank has an intact one
     plan.step = checkpoint_step(plan.path);
+    // A finished run is refused here, from the files alone, before any rank makes a directory: the newest step
+    // every rank's files hold (what the ranks would agree on) is the last one.
+    int64_t common = -1;
+    for (const auto& [step, path] : zero) {
+      bool all = true;
+      for (int q = 1; q < cfg.world && all; ++q) {
+        bool has = false;
+        for (const auto& e : intact_checkpoints(dir, q)) has |= e.first == step;
+        all = has;
+      }
+      if (all) common = std::max(common, step);
+    }
+    if (common == cfg.steps - 1) throw UsageError("--resume " + dir + ": " + finished_run(common, cfg.steps));
     return plan;
   }
   const std::string head = "--resume " + dir + ": cannot resume a " + std::to_string(M) + "-rank checkpoint on " +
