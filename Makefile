@@ -6,7 +6,8 @@ PY := /usr/bin/python3
 DEB_PACKAGES := cmake g++ make libgtest-dev libbenchmark-dev zlib1g-dev libgloo-dev libopenmpi-dev openmpi-bin \
   libhdf5-dev hdf5-tools libboost-program-options-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers nlohmann-json3-dev dataset-fashion-mnist \
   iproute2 redis-server python3-h5py python3-matplotlib fortunes libsimgrid-dev \
-  python3-torch python3-torchvision libopenblas0-pthread
+  python3-torch python3-torchvision libopenblas0-pthread \
+  openssh-server openssh-client slurmd slurmctld slurm-client munge
 # The checks against PyTorch in `make test` use Debian's torch (above); the benchmark peers get a current one.
 PEER_PACKAGES := python3-torch python3-torchvision libopenblas0-pthread
 
