@@ -77,6 +77,9 @@ struct RankInfo {
   std::string source = "none";  // "torchrun", "mpirun", "slurm", "none"
 };
 RankInfo discover_rank();
+// The tasks Slurm puts on node NODE (SLURM_NODEID) from a SLURM_STEP_TASKS_PER_NODE list such as "2(x3),1";
+// -1 if the list is malformed or shorter.
+int slurm_tasks_on_node(const std::string& spec, int node);
 
 // The launcher's job id (DREAMDDP_JOB, Slurm job.step, Open MPI / PMIx job, torchrun's --rdzv-id), "" if none.
 std::string launcher_job_id();

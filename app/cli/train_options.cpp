@@ -185,6 +185,11 @@ void place_rank(train::TrainConfig& c) {
       c.local_world = std::max(1, std::atoi(s));
       break;
     }
+  // srun -N2 -n4 sets no SLURM_NTASKS_PER_NODE; its step's per-node list says how many tasks share this node.
+  const char* step = std::getenv("SLURM_STEP_TASKS_PER_NODE");
+  const char* node = std::getenv("SLURM_NODEID");
+  if (c.local_world == 1 && r.source == "slurm" && step && node)
+    c.local_world = std::max(1, slurm_tasks_on_node(step, std::atoi(node)));
   if (c.world > 1 && c.local_world == 1 && r.source == "none") c.local_world = c.world;
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "backends/backend.h"
 #include "base/error.h"
@@ -74,6 +75,32 @@ TEST_F(DiscoverRank, MalformedValuesAreUsageErrors) {
   unsetenv("WORLD_SIZE");
   setenv("RANK", "0", 1);
   EXPECT_THROW(discover_rank(), UsageError);  // half set
+}
+
+TEST_F(DiscoverRank, WorldSizeBesideALauncherMustAgree) {
+  setenv("SLURM_PROCID", "3", 1);
+  setenv("SLURM_NTASKS", "4", 1);
+  setenv("WORLD_SIZE", "4", 1);  // exported in a batch script: the launcher still places the rank
+  EXPECT_EQ(discover_rank().rank, 3);
+  EXPECT_EQ(discover_rank().source, "slurm");
+  setenv("WORLD_SIZE", "2", 1);
+  try {
+    discover_rank();
+    FAIL() << "WORLD_SIZE=2 under 4 srun tasks was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("WORLD_SIZE=2 disagrees with SLURM_NTASKS=4"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SlurmTasksOnNode, ExpandsTheStepList) {
+  EXPECT_EQ(slurm_tasks_on_node("2(x2)", 0), 2);
+  EXPECT_EQ(slurm_tasks_on_node("2(x2)", 1), 2);
+  EXPECT_EQ(slurm_tasks_on_node("2(x2)", 2), -1);
+  EXPECT_EQ(slurm_tasks_on_node("3,1", 1), 1);
+  EXPECT_EQ(slurm_tasks_on_node("2(x3),1", 3), 1);
+  EXPECT_EQ(slurm_tasks_on_node("4", 0), 4);
+  EXPECT_EQ(slurm_tasks_on_node("x", 0), -1);
+  EXPECT_EQ(slurm_tasks_on_node("2(x", 0), -1);
 }
 
 }  // namespace
