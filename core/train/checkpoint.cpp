@@ -5,6 +5,7 @@
 #include "core/train/checkpoint_file.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -261,9 +262,21 @@ void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t s
   write_file_atomic(path, file);
 }
 
+namespace {
+// Where a rank looked for its file: on a cluster without a shared filesystem each host holds its own ranks' files.
+std::string missing_where(const std::string& path) {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  std::error_code ec;
+  const bool there = std::filesystem::exists(path, ec);
+  return std::string(" on host ") + host + (there ? "" : " (no such file there: each rank resumes from the file it "
+                                                          "wrote, on its own host)");
+}
+}  // namespace
+
 std::string checkpoint_body(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) throw UsageError("--resume: cannot read checkpoint " + path);
+  if (!f) throw UsageError("--resume: cannot read checkpoint " + path + missing_where(path));
   const std::streamoff n = f.tellg();
   const size_t hdr = sizeof(kMagic) - 1;
   char magic[sizeof(kMagic) - 1] = {};
