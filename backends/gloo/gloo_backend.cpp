@@ -4,7 +4,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -253,35 +252,8 @@ class GlooBackend : public Backend {
     auto ctx = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
     ctx->setTimeout(to_ms(connect_s));  // used by connectFullMesh's store waits and pair connects
     gloo::rendezvous::PrefixStore ps(prefix_ + "/" + what, *store_);
-    // Gloo's accepting side of a pair waits without a deadline for its peer to connect: a peer that gave up (its
-    // connect found no route, e.g. an --iface that does not reach the other hosts) would leave this rank waiting
-    // for ever. The watchdog ends the process with one line and the peer-lost status instead.
-    std::mutex m;
-    std::condition_variable cv;
-    bool done = false;
-    std::thread watchdog([&, limit = connect_s + 5.0] {
-      std::unique_lock<std::mutex> lock(m);
-      if (cv.wait_for(lock, std::chrono::duration<double>(limit), [&] { return done; })) return;
-      std::fprintf(stderr, "dreamddp: error: %s: rendezvous ('%s') did not complete within %s: a peer never connected "
-                   "(does --iface / GLOO_SOCKET_IFNAME reach the other hosts?)\n",
-                   describe().c_str(), what.c_str(), seconds(limit).c_str());
-      std::fflush(stderr);
-      std::_Exit(3);
-    });
-    struct Stop {
-      std::mutex& m;
-      std::condition_variable& cv;
-      bool& done;
-      std::thread& t;
-      ~Stop() {
-        {
-          std::lock_guard<std::mutex> lock(m);
-          done = true;
-        }
-        cv.notify_all();
-        t.join();
-      }
-    } stop{m, cv, done, watchdog};
+    // Gloo's accepting side of a pair waits for its peer without a deadline: never for ever (see StartupWatchdog).
+    gloo_settings::StartupWatchdog watchdog(describe() + ": rendezvous ('" + what + "')", connect_s + 5.0);
     try {
       ctx->connectFullMesh(ps, device_);
     } catch (const std::exception& e) {

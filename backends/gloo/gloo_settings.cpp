@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <utility>
 
 #include "base/error.h"
 
@@ -75,6 +76,25 @@ gloo::AllreduceOptions::Algorithm pick(AlgoChoice c, size_t bytes) {
   if (c == AlgoChoice::Ring || (c == AlgoChoice::Auto && bytes >= kBcubeBelowBytes))
     return gloo::AllreduceOptions::Algorithm::RING;
   return gloo::AllreduceOptions::Algorithm::BCUBE;
+}
+
+StartupWatchdog::StartupWatchdog(std::string what, double limit_s)
+    : thread_([this, what = std::move(what), limit_s] {
+        std::unique_lock<std::mutex> lock(m_);
+        if (cv_.wait_for(lock, std::chrono::duration<double>(limit_s), [this] { return done_; })) return;
+        std::fprintf(stderr, "dreamddp: error: %s did not complete within %s: a peer never connected (does --iface / "
+                     "GLOO_SOCKET_IFNAME reach the other hosts?)\n", what.c_str(), seconds(limit_s).c_str());
+        std::fflush(stderr);
+        std::_Exit(3);
+      }) {}
+
+StartupWatchdog::~StartupWatchdog() {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
 }
 
 }  // namespace dd::gloo_settings

@@ -2,6 +2,9 @@
 // timeouts as Gloo takes them, the all-reduce algorithm (DREAMDDP_GLOO_ALGO) and SIGPIPE. Used by gloo_backend.cpp.
 #pragma once
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstddef>
 #include <string>
 
@@ -36,5 +39,22 @@ AlgoChoice algorithm_from_env();
 
 // The algorithm of one all-reduce of `bytes`.
 gloo::AllreduceOptions::Algorithm pick(AlgoChoice c, size_t bytes);
+
+// Ends the process with one line on stderr and exit 3 (peer lost) unless destroyed within `limit_s`. Gloo's
+// accepting side of a pair waits without a deadline for its peer to connect: a peer that gave up (its connect found
+// no route, e.g. an --iface that does not reach the other hosts) would leave the rank waiting for ever.
+class StartupWatchdog {
+ public:
+  StartupWatchdog(std::string what, double limit_s);
+  ~StartupWatchdog();
+  StartupWatchdog(const StartupWatchdog&) = delete;
+  StartupWatchdog& operator=(const StartupWatchdog&) = delete;
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 }  // namespace dd::gloo_settings
