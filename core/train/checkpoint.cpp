@@ -146,6 +146,30 @@ std::string finished_run(int64_t step, int64_t steps) {
          "it is (raise --steps to train further)";
 }
 
+// The newest of rank 0's intact steps (`zero`) that the files of ranks 1..world-1 in `dir` hold too, with its path
+// ({-1, ""} when none). `lenient`: when some rank has no file here at all, rank 0's newest.
+static std::pair<int64_t, std::string> newest_common_step(const std::string& dir,
+                                                   const std::vector<std::pair<int64_t, std::string>>& zero, int world,
+                                                   bool lenient) {
+  std::vector<std::vector<std::pair<int64_t, std::string>>> others;
+  bool all_here = true;
+  for (int q = 1; q < world; ++q) {
+    others.push_back(intact_checkpoints(dir, q));
+    all_here &= !others.back().empty();
+  }
+  std::pair<int64_t, std::string> best{-1, ""};
+  for (const auto& [step, path] : zero) {
+    bool everywhere = true;
+    for (const auto& o : others) {
+      bool has = false;
+      for (const auto& e : o) has |= e.first == step;
+      everywhere &= has || (lenient && !all_here);
+    }
+    if (everywhere && step > best.first) best = {step, path};
+  }
+  return best;
+}
+
 ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
   ResumePlan plan;
   plan.from_world = cfg.world;
@@ -175,16 +199,7 @@ ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
     plan.step = checkpoint_step(plan.path);
     // A finished run is refused here, from the files alone, before any rank makes a directory: the newest step
     // every rank's files hold (what the ranks would agree on) is the last one.
-    int64_t common = -1;
-    for (const auto& [step, path] : zero) {
-      bool all = true;
-      for (int q = 1; q < cfg.world && all; ++q) {
-        bool has = false;
-        for (const auto& e : intact_checkpoints(dir, q)) has |= e.first == step;
-        all = has;
-      }
-      if (all) common = std::max(common, step);
-    }
+    const int64_t common = newest_common_step(dir, zero, cfg.world, false).first;
     if (common == cfg.steps - 1) throw UsageError("--resume " + dir + ": " + finished_run(common, cfg.steps));
     return plan;
   }
@@ -205,21 +220,7 @@ ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
     if (const std::string why = unmappable_policy_state(spec); !why.empty()) throw UsageError(head + why);
   if (!cfg.sensitivity.empty()) throw UsageError(head + "the sensitivity probe's open probe is per rank (drop --sensitivity)");
   // The newest step every old rank holds when their files are here (a complete generation), else rank 0's newest.
-  std::vector<std::vector<std::pair<int64_t, std::string>>> others;
-  bool all_here = true;
-  for (int q = 1; q < M; ++q) {
-    others.push_back(intact_checkpoints(dir, q));
-    all_here &= !others.back().empty();
-  }
-  for (const auto& [step, path] : zero) {
-    bool everywhere = true;
-    for (const auto& o : others) {
-      bool has = false;
-      for (const auto& e : o) has |= e.first == step;
-      everywhere &= has || !all_here;
-    }
-    if (everywhere && step > plan.step) plan.step = step, plan.path = path;
-  }
+  if (const auto [step, path] = newest_common_step(dir, zero, M, true); step > plan.step) plan.step = step, plan.path = path;
   if (plan.step < 0) throw UsageError(head + "the old ranks hold no checkpoint of a common step");
   if (plan.step == cfg.steps - 1) throw UsageError("--resume " + dir + ": " + finished_run(plan.step, cfg.steps));
   if (plan.step >= cfg.steps)
