@@ -1236,6 +1236,20 @@ def _finding_paper(results):
             "and the authors' own schedule models within %.1f%% of it" % (100 * max(
                 r["authors_modelled"] / r["dreamddp"] - 1 for r in sch["rows"] if r.get("authors_modelled"))),
             _rel("schedule.md")))
+    ps = _load(results, "simulate_paper_scale.json")
+    if ps:
+        cells = {}
+        for r in ps["rows"]:
+            cells.setdefault((r["model"], r["bandwidth"], r["world"]), {})[r["policy"].split(":")[0]] = r["simulated_s"]
+        n = max(w for (_, _, w) in cells)
+        sp = [(c["localsgd"] / c["dreamddp"], c["plsgd"] / c["dreamddp"]) for (_, _, w), c in cells.items()
+              if w == n and all(k in c for k in ("localsgd", "plsgd", "dreamddp"))]
+        if sp:
+            text.append("At the paper's scale, %d workers simulated from the artifact's GPT-2 and Llama-2 profiles at 1 "
+                        "and 10 Gbit/s without latency, dreamddp:h=10 is %.2f–%.2fx Local SGD and %.2f–%.2fx PLSGD "
+                        "([paper scale](%s))." % (n, min(x for x, _ in sp), max(x for x, _ in sp),
+                                                  min(y for _, y in sp), max(y for _, y in sp),
+                                                  _rel("paper-scale.md")))
     if b:
         r = next((r for r in b["runs"] if r["policy"] == "localsgd:k=32,outer=nesterov"), None)
         if r:
