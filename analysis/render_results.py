@@ -669,6 +669,60 @@ def render_sim_validation(results):
 
 
 
+def _runs_glob(cmd):
+    """A command whose trailing run directories (DIR/NAME.rK ...) are folded into DIR/* and their count."""
+    def fold(m):
+        dirs = m.group(0).split()
+        return " %s/* (%d runs)" % (os.path.dirname(dirs[0]), len(dirs))
+    return re.sub(r"(?:\s+\S+/ours-\S+\.r\d+)+", fold, cmd)
+
+
+def render_sim_charge(results):
+    """The contention charge, with and without: each `simulate_charge_CELL.json` (`sim_validate.sh --json`, which
+    simulates every run from the cell's profile with its overlap.json and without it), by policy's median run."""
+    files = sorted(f for f in os.listdir(results) if f.startswith("simulate_charge_") and f.endswith(".json")
+                   and not _SUPERSEDED.search(f))
+    docs = [(f[len("simulate_charge_"):-len(".json")], _load(results, f)) for f in files]
+    docs = [(c, d) for c, d in docs if d and d.get("rows")]
+    if not docs:
+        return _absent("the simulator with and without the contention charge",
+                       "run `experiments/sim_validate.sh --json experiments/results/simulate_charge_CELL.json ...`")
+    short = lambda p: ",".join(x for x in p.split(",") if not x.startswith("profile="))
+    out = ["| cell | contention: compute, comm | policy | runs | measured ms, median run (range) | simulated ms, "
+           "charged / not | simulated / median run, charged | not charged |", "|---|---|---|---|---|---|---|---|"]
+    w, wo, provs = [], [], []
+    for cell, d in docs:
+        by = {}
+        for r in d["rows"]:
+            by.setdefault(short(r["policy"]), []).append(r)
+        ct = d["rows"][0].get("contention") or {}
+        for pol, rows in by.items():
+            rows = sorted(rows, key=lambda r: r["measured_step_ms"])
+            mid = rows[(len(rows) - 1) // 2: len(rows) // 2 + 1]
+            avg = lambda k: sum(r[k] for r in mid) / len(mid)
+            a, b = avg("ratio"), avg("ratio_no_contention")
+            w.append(a)
+            wo.append(b)
+            out.append("| %s | %s | %s | %d | %.1f (%.1f–%.1f) | %.1f / %.1f | %s | %s |" % (
+                cell, "x%.2f, x%.2f" % (1 + ct.get("compute_slowdown", 0), 1 + ct.get("comm_slowdown", 0)) if ct
+                else "none", pol, len(rows), avg("measured_step_ms"), rows[0]["measured_step_ms"],
+                rows[-1]["measured_step_ms"], avg("simulated_step_ms"), avg("simulated_step_ms_no_contention"),
+                ("%.2f" if abs(a - 1) <= 0.10 else "**%.2f**") % a, ("%.2f" if abs(b - 1) <= 0.10 else "**%.2f**") % b))
+        provs.append("%s: simulated by %s" % (cell, _prov(dict(d, command=_runs_glob(d.get("command", "?")))))
+                     + (" Its runs: `%s` — %s." % (scrub(d["measured_by"]["command"]),
+                                                    _machine(d["measured_by"]["machine"])) if d.get("measured_by")
+                        else ""))
+    n5 = lambda xs: sum(1 for x in xs if abs(x - 1) <= 0.05)
+    n10 = lambda xs: sum(1 for x in xs if abs(x - 1) <= 0.10)
+    out += ["", "Median run of each cell and policy against its simulation from the cell's own profile, with the "
+                "profile's contention charged and without it (bold: outside 10%%). Charged: %d of %d within 10%%, %d "
+                "within 5%%, mean |error| %.1f%%; not charged: %d within 10%%, %d within 5%%, mean |error| %.1f%%." % (
+                    n10(w), len(w), n5(w), 100 * sum(abs(x - 1) for x in w) / len(w), n10(wo), n5(wo),
+                    100 * sum(abs(x - 1) for x in wo) / len(wo)), ""]
+    out += ["* " + p for p in provs] + [""]
+    return "\n".join(out)
+
+
 # The paper's models: their validation files are simulate_validation_CELL.json whose runs are of these models, and
 # beside each, from the same runs with their own compute (`--bp run --step run`), simulate_runcompute_CELL.json.
 PAPER_MODELS = ("gpt2", "resnet50")
@@ -1579,7 +1633,7 @@ def render_history_index(results):
     return "\n".join(out)
 
 
-RENDERERS = {"simulate_validation": render_sim_validation,
+RENDERERS = {"simulate_validation": render_sim_validation, "sim_charge": render_sim_charge,
              "simulate_validation_paper": render_sim_validation_paper, "bench_step": render_bench_step,
              "bench_step_torch113": lambda r: render_bench_step(r, ("bench_step_t1.2026-12-02.json",
                                                                     "bench_step_t2.2026-12-01.json")),
