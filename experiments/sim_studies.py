@@ -11,6 +11,8 @@ hier        16 nodes x 8 ranks, 800 Gbit/s inside a node, 1 Gbit/s between nodes
 stragglers  16 ranks, one rank's compute 1.5x slower: localsgd:k=10 vs dreamddp:h=10 (and ddp)
 dominance   every artifact profile, sizes from its comm times (--comm-bw) and from GPT-2 small's bytes, 4, 16 and 64
             ranks: the self-profiled dreamddp:h=10 against the better of plsgd:h=10 and localsgd:k=10, with its plan
+paper_scale GPT-2 and Llama-2 (124M) from the artifact's GPU profiles at 8, 16 and 32 workers, 1 and 10 Gbit/s:
+            ddp, localsgd:k=10, plsgd:h=10, dreamddp:h=10 beside the time model and the artifact's scheduler
 copies_cost what averages on copies (delay=, outer=, compress=) cost the simulator: wall time and peak RSS of
             `/usr/bin/time -v` beside the same run without them, 4 ranks x 8 steps and 64 ranks x 100 steps
 """
@@ -275,8 +277,81 @@ def study_copies_cost(binary, quick):
     return rows
 
 
+# The paper's tables at its scale: GPT-2 and Llama-2 (124M) from the artifact's GPU profiles, at 8, 16 and 32 workers
+# and 1 and 10 Gbit/s. Each (model, link) takes the artifact's profile measured on that link, at the worker count
+# it was measured with (N_p).
+PAPER_PROFILES = ((("gpt2", "1Gbps"), "gpt2_16_1gbit", 16), (("gpt2", "10Gbps"), "gpt2_8_10gbit", 8),
+                  (("llama2-124M", "1Gbps"), "llama2-124M_16_1gbit", 16),
+                  (("llama2-124M", "10Gbps"), "llama2-124M_16_10gbit", 16))
+PAPER_POLICIES = ("ddp", "localsgd:k=10", "plsgd:h=10", "dreamddp:h=10")
+# What the artifact's own scheduler printed for these profiles, H = 10 (time/MODEL/N/LINK/scheduling_results.txt of
+# the artifact at bf37762, seconds per iteration averaged over 1000 iterations; its SGD is B + C, its FLSGD Local
+# SGD). Only at the worker count each profile was measured with.
+ARTIFACT_SCHEDULER = {
+    "gpt2_16_1gbit": {"ddp": 5.731204, "localsgd": 0.647425, "plsgd": 0.621678, "dreamddp": 0.594321},
+    "gpt2_8_10gbit": {"ddp": 0.299607, "localsgd": 0.094232, "plsgd": 0.078104, "dreamddp": 0.076974},
+    "llama2-124M_16_1gbit": {"ddp": 6.205553, "localsgd": 0.668712, "plsgd": 0.651456, "dreamddp": 0.627770},
+    "llama2-124M_16_10gbit": {"ddp": 1.185053, "localsgd": 0.167393, "plsgd": 0.144117, "dreamddp": 0.129036},
+}
+# The paper's own statement (arXiv 2502.11058, abstract): on 32 GPUs, ResNet-18, ResNet-50, GPT-2 and Llama-2.
+PAPER_CLAIM = {"speedup_min": 1.49, "speedup_max": 3.91, "over": "leading baseline methods", "gpus": 32}
+
+
+def _ring(n):
+    return 2.0 * (n - 1) / n
+
+
+def study_paper_scale(binary, quick):
+    """Simulated s/iter of ddp, localsgd, plsgd and dreamddp (self-profiled) at 8, 16, 32 workers, beside the time
+    model (`dreamddp schedule --h 10 --fillin`) on the same profile scaled to that worker count, and the artifact's
+    scheduler's own figures at the profile's worker count.
+
+    Sizes: each layer's bytes are those whose ring all-reduce on the profile's link takes the profile's time at the
+    profile's worker count N_p (S = c x rate x N_p / 2(N_p - 1)); the cluster is N ranks, one per node, on uplinks of
+    that rate (CM02, no cross-traffic, no latency). At N_p the simulated network thus reproduces the profile's c_l;
+    at N it takes c_l x ring(N) / ring(N_p), which is also what the model is given."""
+    rows = []
+    workers = (8, 16) if quick else (8, 16, 32)
+    rate = {"1Gbps": 1e9 / 8, "10Gbps": 1e10 / 8}
+    with tempfile.TemporaryDirectory(prefix="dd_paper_scale_") as tmp:
+        for (model, bw), name, n_p in PAPER_PROFILES:
+            prof = os.path.join(PROFILES, name)
+            comm = json.load(open(os.path.join(prof, "comm.json")))
+            bp = json.load(open(os.path.join(prof, "bp.json")))
+            sizes = os.path.join(tmp, name + "_bytes.json")
+            json.dump({k: v * rate[bw] / _ring(n_p) for k, v in comm.items()}, open(sizes, "w"))
+            for n in workers:
+                scaled = os.path.join(tmp, f"{name}_n{n}")
+                os.makedirs(scaled, exist_ok=True)
+                json.dump(bp, open(os.path.join(scaled, "bp.json"), "w"))
+                json.dump({k: v * _ring(n) / _ring(n_p) for k, v in comm.items()},
+                          open(os.path.join(scaled, "comm.json"), "w"))
+                sch = schedule(binary, scaled, 10)
+                for pol in PAPER_POLICIES:
+                    args = ["--profile", prof, "--bytes", sizes, "--cluster", f"{n}x1,intra=1000TBps,inter={bw}",
+                            "--cfg", "network/model:CM02", "--cfg", "network/crosstraffic:0", "--policy", pol,
+                            "--steps", "46" if quick else "116", "--batch", str(BATCH)]
+                    s = simulate(binary, args, steady_from=STEADY)
+                    key = pol.split(":")[0]
+                    art = ARTIFACT_SCHEDULER.get(name, {}).get(key) if n == n_p else None
+                    rows.append({"model": model, "bandwidth": bw, "profile": name, "profile_workers": n_p,
+                                 "world": n, "policy": pol, "simulated_s": s["step_ms"] / 1e3,
+                                 "modelled_s": sch["ddp_overlap"] if key == "ddp" else sch[key],
+                                 "modelled_ddp_no_overlap_s": sch["ddp"] if key == "ddp" else None,
+                                 "artifact_scheduler_s": art,
+                                 "exposed_comm_fraction": s["exposed_comm_fraction"],
+                                 "samples_per_s": s["samples_per_s"],
+                                 "comm_bytes_per_step": s["comm_bytes"] / s["steps"],
+                                 "command": s["command"].replace(sizes, f"BYTES({name}, N_p={n_p})"),
+                                 "wall_s": s["wall_s"]})
+                    log(f"paper_scale {model} {bw} n={n} {pol}: simulated {s['step_ms'] / 1e3:.4f} s, modelled "
+                        f"{rows[-1]['modelled_s']:.4f} s" + (f", artifact {art:.4f} s" if art else ""))
+    return rows
+
+
 STUDIES = {"dominance": study_dominance, "copies_cost": study_copies_cost, "artifact": study_artifact, "scaling": study_scaling, "scaling_gptmini": study_scaling_gptmini,
-           "hier": study_hier, "stragglers": study_stragglers, "own_gpt2": study_own_gpt2}
+           "hier": study_hier, "stragglers": study_stragglers, "own_gpt2": study_own_gpt2,
+           "paper_scale": study_paper_scale}
 
 
 def main():
@@ -302,9 +377,13 @@ def main():
         start["tree_clean"] = clean
         rows = STUDIES[name](a.bin, a.quick)
         path = os.path.join(a.results, f"simulate_{name}.json")
-        provenance.write_json_atomic(path, provenance.stamp(
-            {"study": name, "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-             "wall_s": round(time.time() - t0, 1), "rows": rows}, command, start))
+        doc = {"study": name, "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "wall_s": round(time.time() - t0, 1), "rows": rows}
+        if name == "paper_scale":
+            doc["paper_claim"] = PAPER_CLAIM
+            doc["artifact_scheduler"] = {"source": "the artifact's time/MODEL/N/LINK/scheduling_results.txt at "
+                                                   "bf37762, H = 10", "s_per_iter": ARTIFACT_SCHEDULER}
+        provenance.write_json_atomic(path, provenance.stamp(doc, command, start))
         print(f"{name}: {len(rows)} rows -> {path} ({time.time() - t0:.0f} s)")
     return 0
 

@@ -26,6 +26,9 @@
 # With --bp run --step run every compute time comes from the run itself, so what is left between simulated and
 # measured is the model of synchronization and the network alone, not how far the machine's speed drifted
 # between the profile and the run.
+# Contention: every run is simulated twice, with the profile's overlap.json (compute slower while bulk collectives
+# run, transfers slower while the rank computes) and without it; the table shows both ratios. With --bp run the
+# charge is the communication side only: the run's own backward already holds the compute side.
 # --json FILE also writes the table as JSON, with the compute per step the simulation was given (forward + backward
 # + update, no contention) beside the run's own (its median and mean over the steps after warm-up): a run that
 # computed slower than its profile, on the whole or in some steps, shows there. --measured-by FILE (a results file
@@ -104,7 +107,8 @@ def network_fit(S, c):
 
 
 rows = []
-print(f"{'run':<36} {'policy':<26} {'world':>5} {'steps':>5} {'measured_ms':>12} {'simulated_ms':>12} {'sim/meas':>8}")
+print(f"{'run':<36} {'policy':<26} {'world':>5} {'steps':>5} {'measured_ms':>12} {'simulated_ms':>12} {'sim/meas':>8} "
+      f"{'no_charge_ms':>12} {'sim/meas':>8}")
 for run in runs:
     with h5py.File(os.path.join(run, "metrics.h5"), "r") as f:
         a = dict(f.attrs)
@@ -156,6 +160,23 @@ for run in runs:
             prof, bp_source = derived, "run"
     # A derived profile lives in a temporary folder: the results name what it was made of instead.
     shown = prof if bp_source != "run" else "RUN_BP(%s/metrics.h5, %s)" % (run, comm_dir)
+    # The contention charged: the profile's overlap.json (compute and communication sides); with --bp run only the
+    # communication side, the run's backward already being as slow as contention made it.
+    cont = None
+    ov_path = os.path.join(comm_dir, "overlap.json")
+    if os.path.isfile(ov_path):
+        ov = json.load(open(ov_path))
+        cont = {"compute_slowdown": float(ov.get("compute_slowdown", 0.0)),
+                "comm_slowdown": float(ov.get("comm_slowdown", 0.0))}
+        if bp_source == "run":
+            cont["compute_slowdown"] = 0.0
+            json.dump(cont, open(os.path.join(prof, "overlap.json"), "w"))
+    # The same profile without overlap.json: the simulation without the charge.
+    bare = os.path.join(tmp, os.path.basename(os.path.abspath(run)) + "_no_contention")
+    os.makedirs(bare, exist_ok=True)
+    for fn in os.listdir(prof):
+        if fn != "overlap.json" and not os.path.exists(os.path.join(bare, fn)):
+            os.symlink(os.path.abspath(os.path.join(prof, fn)), os.path.join(bare, fn))
     c = np.array([float(v or 0) for v in comm.values()])
     bp_sum = sum(float(v or 0) for v in json.load(open(os.path.join(prof, "bp.json"))).values())
     if len(c) != len(layer_bytes):
@@ -170,16 +191,23 @@ for run in runs:
             "--steps", str(nsteps), "--batch", str(batch), "--forward-ms", f"{fwd:.6g}", "--update-ms", f"{upd:.6g}"]
     if policy.startswith("hier") or policy.startswith("threshold") or policy.startswith("hybrid"):
         args += ["--signals", "constant"]
-    p = subprocess.run(args, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"sim_validate.sh: {' '.join(args)} failed: {p.stderr.strip()[-400:]}")
-    sim = json.loads(p.stdout.strip().splitlines()[-1])
+    def simulated(a):
+        p = subprocess.run(a, capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"sim_validate.sh: {' '.join(a)} failed: {p.stderr.strip()[-400:]}")
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    sim = simulated(args)
+    sim0 = simulated([bare if x == prof else x for x in args]) if cont else sim
     meas = float(s["step_ms"])
     ratio = sim["step_ms"] / meas if meas > 0 else float("nan")
+    ratio0 = sim0["step_ms"] / meas if meas > 0 else float("nan")
     print(f"{os.path.basename(os.path.abspath(run))[:36]:<36} {policy[:26]:<26} {world:>5} {nsteps:>5} {meas:>12.3f} "
-          f"{sim['step_ms']:>12.3f} {ratio:>8.3f}")
+          f"{sim['step_ms']:>12.3f} {ratio:>8.3f} {sim0['step_ms']:>12.3f} {ratio0:>8.3f}")
     rows.append({"run": run, "policy": policy, "model": model, "world": world, "steps": nsteps, "batch": batch,
                  "measured_step_ms": meas, "simulated_step_ms": sim["step_ms"], "ratio": ratio,
+                 "contention": cont, "simulated_step_ms_no_contention": sim0["step_ms"],
+                 "ratio_no_contention": ratio0,
+                 "simulated_exposed_comm_fraction_no_contention": sim0["exposed_comm_fraction"],
                  "measured_exposed_comm_fraction": s.get("exposed_comm_fraction"),
                  "simulated_exposed_comm_fraction": sim["exposed_comm_fraction"],
                  "forward_ms": fwd, "update_ms": upd, "fit_alpha_s": alpha, "fit_per_byte_s": per_byte,
@@ -188,7 +216,8 @@ for run in runs:
                  "profile": shown, "backward_from": bp_source, "forward_update_from": step_source,
                  "command": " ".join(args[1:]).replace(prof, shown)})
 print(json.dumps({"validation": [{k: r[k] for k in ("run", "policy", "world", "measured_step_ms",
-                                                    "simulated_step_ms", "ratio")} for r in rows]}))
+                                                    "simulated_step_ms", "ratio", "simulated_step_ms_no_contention",
+                                                    "ratio_no_contention")} for r in rows]}))
 if json_out:
     repo = os.path.dirname(os.path.dirname(os.environ["PROV_LIB"]))
     doc = provenance.stamp_from_env({"rows": rows})

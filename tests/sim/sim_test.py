@@ -10,6 +10,7 @@ sequence  per rank, the simulated collectives (step, layers, action, group, byte
           2-rank `dreamddp launch -n 2 -- train` run launches, for several policies
 bad       bad platform specs, profiles and options: exit 2 with one error line, nothing on stdout
 speed     100 simulated steps of 64 ranks on the 125-layer GPT-2 profile take well under a minute
+contention_step  a known overlap and contention slowdown give the known step; the run is bitwise reproducible
 transforms  the averages on copies (compress=, outer=, delay=) run on sizes alone: on the GPT-2 profile they cost at
           most 2x the peak memory and 3x the CPU time of the same run without them (ratios, measured in one test)
 """
@@ -402,11 +403,58 @@ def case_contention(binary, tmp, _):
           f"comm_slowdown 1 doubles an all-reduce that overlaps compute throughout: {slowed:.3f} vs {plain:.3f} ms")
 
 
+def case_contention_step(binary, tmp, _):
+    """A known overlap and slowdown give the known simulated step, and the simulation is bitwise reproducible.
+    ddp on 2 ranks, one bucket per layer, CM02 without latency: layer "b" (backward first, 10 ms) is all-reduced
+    in T = 20 ms of link time (2.5 MB over 1 Gbit/s split-duplex uplinks: S / BW) while layer "a"'s 100 ms backward
+    runs. With compute x(1 + k) while the all-reduce is in flight, "a" does T / (1 + k) of its work in the overlap,
+    so the step is T k / (1 + k) longer; with transfers also x(1 + m) while the rank computes, the all-reduce takes
+    T (1 + m) and the step is T (1 + m) k / (1 + k) longer."""
+    d = os.path.join(tmp, "prof")
+    write_profile(d, ["a", "b"], [0.1, 0.01], [1e-6, 0.02])
+    T = 20.0  # ms
+    common = ["--profile", d, "--comm-bw", "1Gbps", "--cluster", "2x1,intra=1000TBps,inter=1Gbps",
+              "--cfg", "network/model:CM02", "--cfg", "network/crosstraffic:0", "--policy", "ddp", "--steps", "6",
+              "--bucket-cap-mb", "0", "--first-bucket-mb", "0", "--anomaly", "off", "--forward-ms", "10",
+              "--update-ms", "5"]
+
+    def step_ms(k, m, out=None):
+        ov = os.path.join(d, "overlap.json")
+        if os.path.exists(ov):
+            os.remove(ov)
+        if k or m:
+            with open(ov, "w") as f:
+                json.dump({"compute_slowdown": k, "comm_slowdown": m}, f)
+        return simulate(binary, common + (["--out", out] if out else []))["step_ms"]
+
+    plain = step_ms(0.0, 0.0)
+    # forward 10 + backward 10 + 100 + update 5, "a"'s all-reduce of 4 bytes ~0, b's hidden behind "a"
+    check(abs(plain - 125.0) <= 0.05, f"no contention: the step is 125 ms: {plain:.4f}")
+    for k, m in ((1.0, 0.0), (0.5, 0.0), (1.0, 1.0), (0.25, 0.5)):
+        want = plain + T * (1 + m) * k / (1 + k)
+        got = step_ms(k, m)
+        check(abs(got - want) <= 0.01,
+              f"compute x{1 + k}, comm x{1 + m} over a {T:.0f} ms overlap: step {got:.4f} ms, known {want:.4f} ms")
+
+    # Bitwise reproducible: the same run twice gives the same summary and the same event tables, to the bit.
+    outs = [os.path.join(tmp, f"rep{i}") for i in (1, 2)]
+    a, b = (step_ms(0.25, 0.5, o) for o in outs)
+    check(a == b, f"the same contended run twice: {a!r} and {b!r} ms/step")
+    tables = []
+    for o in outs:
+        with h5py.File(os.path.join(o, "metrics.h5"), "r") as f:
+            tables.append({k: f[k][:].tobytes() for k in ("steps", "sync_events", "layer_ready") if k in f})
+    check(tables[0].keys() == tables[1].keys() and "sync_events" in tables[0]
+          and all(tables[0][k] == tables[1][k] for k in tables[0]),
+          f"the same contended run twice: {sorted(tables[0])} identical to the bit")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--case", required=True, choices=["ring", "model", "sequence", "agree", "bad", "speed",
-                                                      "transforms", "own_profile", "paced", "contention"])
+                                                      "transforms", "own_profile", "paced", "contention",
+                                                      "contention_step"])
     ap.add_argument("--profiles", default=os.environ.get("DREAMDDP_PROFILES", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "dreamddp-profiles")))
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="dd_sim_test_") as tmp:
