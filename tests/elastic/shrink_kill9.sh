@@ -55,10 +55,16 @@ grep -E "^shrink: 4 -> 3 ranks \(generation 1: lost rank 2; ranks 0, 1, 3 now 0.
 ev=$(events_of "$W/run/metrics.h5" shrink)
 [ "$(echo "$ev" | wc -l)" -eq 1 ] && echo "$ev" | grep -q "4 -> 3 ranks" ||
   { echo "events: $ev"; for f in "$W"/*.log; do echo "== $f"; grep -v "^step " "$f" | tail -n 8; done; exit 1; }
-/usr/bin/python3 - "$W/run/metrics.h5" $STEPS <<'PY'
-import h5py, sys
-steps = list(h5py.File(sys.argv[1], "r")["steps"]["step"])
+/usr/bin/python3 - "$W/run/metrics.h5" $STEPS "$W/run/summary.json" <<'PY'
+import h5py, json, sys
+f = h5py.File(sys.argv[1], "r")
+steps = list(f["steps"]["step"])
 assert steps == list(range(int(sys.argv[2]))), steps
+# The run's two worlds agree between its files: it started on 4 (metrics.h5's world, summary.json's world) and
+# ended on 3 (summary.json's world_at_end).
+s = json.load(open(sys.argv[3]))
+assert int(f.attrs["world"]) == 4 and s["world"] == 4 and s["world_at_end"] == 3, (f.attrs["world"], s["world"],
+                                                                                   s.get("world_at_end"))
 PY
 # A self-profiling policy profiled once, on 4 ranks (by step 30, where the loss comes); the survivors scaled that
 # profile to 3 ranks instead of profiling again.
