@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/fp_mode.h"
 #include "core/ops/cuda/cuda_check.h"
 #include "core/sync/cuda/device_job.h"
 
@@ -191,6 +192,7 @@ class DevicePath : public DataPath {
   }
 
   void loop() {
+    apply_subnormals_here();
     const cudaError_t set = cudaSetDevice(device_);  // the current device is per thread
     for (;;) {
       std::shared_ptr<Job> j;
