@@ -249,6 +249,18 @@ def render_regime(results, name="regime_map.json"):
             _f(v["dreamddp_vs_best_baseline"]), " (%s)" % _f(v["dreamddp_fillin0_vs_best_baseline"]) if fillin0
             else "", " %s |" % _f(v.get("best_delay_vs_localsgd") if len(delays) > 1 else
                                   v.get("dreamddp_delay_vs_localsgd")) if delayed else ""))
+    e2e = [(c, _best_e2e(c, H)) for c in d["cells"]]
+    if all(x for _, x in e2e):
+        out += ["", "**From launch to exit** (each run's whole `dreamddp launch` command, as a user times it: "
+                    "start-up, warm-up and exit included; dreamddp's separate `dreamddp profile` launch, which made "
+                    "the cell's profile, is left out, as it was not timed), dreamddp:h=%d over the better of "
+                    "localsgd:k=%d and plsgd:h=%d, with the timed window's ratio above in brackets: %s." % (
+                        H, H, H, "; ".join("%s, %d ranks, %s: **%.2fx** [%.2fx]" % (
+                            c["model"], c["ranks"], c["rate"], x, c["verdict"]["dreamddp_vs_best_baseline"])
+                            for c, x in e2e))]
+    else:
+        out += ["", "The samples/s above are the trainer's timed window: it leaves out each run's start (start-up, "
+                    "warm-up steps); this file recorded no launch-to-exit times."]
     names = [k[1] for k in cols if k[0] == "ours"]
     vs_partial = ["%s, %d ranks, %s: %s%s" % (
         c["model"], c["ranks"], c["rate"], _f(c["verdict"]["ours_dreamddp_vs_torch_partial"], "%.2fx"),
@@ -343,16 +355,41 @@ def render_demo(results):
     d = _load(results, "demo.json")
     if not d:
         return _absent('the demo', 'run `DEMO_RESULTS=experiments/results/demo.json make demo`')
-    ddp = next(r for r in d["rows"] if r["policy"] == "ddp")["samples_per_s"]
-    out = ["| policy | samples/s | vs ddp | exposed comm | MB sent/rank | test accuracy |", "|---|---|---|---|---|---|"]
+    e2e = all("samples_per_s_end_to_end" in r for r in d["rows"])
+    key = "samples_per_s_end_to_end" if e2e else "samples_per_s"
+    ddp = next(r for r in d["rows"] if r["policy"] == "ddp")[key]
+    if e2e:
+        out = ["| policy | launch to exit | samples/s | vs ddp | timed window | samples/s in it | exposed comm | "
+               "MB sent/rank | test accuracy |", "|---|---|---|---|---|---|---|---|---|"]
+    else:
+        out = ["| policy | samples/s (timed window) | vs ddp | exposed comm | MB sent/rank | test accuracy |",
+               "|---|---|---|---|---|---|"]
     for r in d["rows"]:
-        out.append("| %s | %.0f | %.2fx | %.1f%% | %.0f | %s |" % (
-            r["policy"], r["samples_per_s"], r["samples_per_s"] / ddp, 100 * r["exposed"], r["mb_per_rank"],
-            "-" if r["test_accuracy"] is None else "%.2f%%" % (100 * r["test_accuracy"])))
-    out += ["", "dreamddp:h=8: **%.2fx DDP, %.2fx the better of Local SGD and PLSGD (%s): it %s against its own "
-                "baselines** here. %d ranks, network %s, %d steps per policy. %s" % (
-                    d["dreamddp_vs_ddp"], d["dreamddp_vs_best_baseline"], d["best_baseline"], d["verdict"],
-                    d["ranks"], d["network"], d["steps"], _prov(d)), ""]
+        acc = "-" if r["test_accuracy"] is None else "%.2f%%" % (100 * r["test_accuracy"])
+        if e2e:
+            a, b = r["timed_steps"]
+            out.append("| %s | %.2f s | %.0f | %.2fx | steps %d-%d | %.0f | %.1f%% | %.0f | %s |" % (
+                r["policy"], r["launch_to_exit_s"], r[key], r[key] / ddp, a, b - 1, r["samples_per_s"],
+                100 * r["exposed"], r["mb_per_rank"], acc))
+        else:
+            out.append("| %s | %.0f | %.2fx | %.1f%% | %.0f | %s |" % (
+                r["policy"], r["samples_per_s"], r["samples_per_s"] / ddp, 100 * r["exposed"], r["mb_per_rank"], acc))
+    if e2e:
+        out += ["", "Launch to exit: the whole `dreamddp launch` command, as a user times it (start-up, evaluations "
+                    "and exit included); the timed window is the trainer's samples/s over the steps shown, which "
+                    "leaves out the steps before them (warm-up, and for dreamddp its profiling and trial steps) and "
+                    "the evaluations.", "",
+                "dreamddp:h=8 from launch to exit: **%.2fx DDP, %.2fx the better of Local SGD and PLSGD (%s): it %s "
+                "against its own baselines** here (in the timed window alone: %.2fx). %d ranks, network %s, %d steps "
+                "per policy. %s" % (d["dreamddp_vs_ddp"], d["dreamddp_vs_best_baseline"], d["best_baseline"],
+                                    d["verdict"], d["dreamddp_vs_best_baseline_timed_window"], d["ranks"],
+                                    d["network"], d["steps"], _prov(d)), ""]
+    else:
+        out += ["", "dreamddp:h=8 in the timed window (it leaves out the start: warm-up, profiling and trial steps; "
+                    "launch to exit was not recorded): %.2fx DDP, %.2fx the better of Local SGD and PLSGD (%s): it "
+                    "%s against its own baselines here. %d ranks, network %s, %d steps per policy. %s" % (
+                        d["dreamddp_vs_ddp"], d["dreamddp_vs_best_baseline"], d["best_baseline"], d["verdict"],
+                        d["ranks"], d["network"], d["steps"], _prov(d)), ""]
     return "\n".join(out)
 
 
@@ -1036,6 +1073,37 @@ def _sps(cell, config, system="ours"):
     return r["samples_per_s"] if r and r["samples_per_s"] else None
 
 
+# Per-rank batch of experiments/regime_map.py, by model family: the samples behind a run's launch-to-exit time.
+REGIME_BATCH = {"mlp": 64, "cnn": 64, "resnet20": 64, "gpt-mini": 8, "resnet18": 32, "resnet50": 32, "gpt2": 1,
+                "llama": 1}
+
+
+def _sps_e2e(cell, config, system="ours"):
+    """Samples/s from launch to exit of a configuration in a regime-map cell: the median over its repeats of the
+    run's steps x batch x ranks over its launch-to-exit seconds (`run_s`); None where the cell recorded no run_s.
+    A dreamddp run reads the cell's profile, made once by a `dreamddp profile` launch that is not in run_s."""
+    steps = cell.get("steps_ddp", cell.get("steps")) if config == "ddp" else cell.get("steps")
+    b = REGIME_BATCH.get(cell["model"].split(":")[0])
+    if not steps or not b:
+        return None
+    xs = sorted(steps * b * cell["ranks"] / r["run_s"] for r in cell.get("runs", [])
+                if r["system"] == system and r["config"] == config and r.get("run_s") and r.get("samples_per_s"))
+    if not xs:
+        return None
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def _vs_e2e(c, a, b):
+    x, y = _sps_e2e(c, a), _sps_e2e(c, b)
+    return x / y if x and y else None
+
+
+def _best_e2e(c, H):
+    """dreamddp:h=H from launch to exit over the better of localsgd:k=H and plsgd:h=H (None where not recorded)."""
+    dd, ls, pl = (_sps_e2e(c, n % H) for n in ("dreamddp:h=%d", "localsgd:k=%d", "plsgd:h=%d"))
+    return dd / max(ls, pl) if dd and ls and pl else None
+
+
 def _vs(c, a, b):
     """Samples/s of configuration a over configuration b in a regime-map cell (None when either is missing)."""
     x, y = _sps(c, a), _sps(c, b)
@@ -1046,23 +1114,37 @@ def _where(c):
     return "%s, %d ranks at %s" % (c["model"], c["ranks"], c["rate"])
 
 
+E2E_NOTE = ("from launch to exit (each run's whole `dreamddp launch` command; dreamddp's separate profiling launch "
+            "left out, as it was not timed), with the trainer's timed window in brackets")
+
+
 def _finding_ties(results):
     d = _load(results, "regime_map.json")
     cells = [c for c in d["cells"] if c["model"] == "mlp"] if d else []
     if not cells:
         return _absent_line("Ties on a small model", "regime-map.md")
     H = d["H"]
-    v = {_where(c): c["verdict"]["dreamddp_vs_best_baseline"] for c in cells}
+    win = {_where(c): c["verdict"]["dreamddp_vs_best_baseline"] for c in cells}
+    v = {_where(c): _best_e2e(c, H) for c in cells}
+    if any(x is None for x in v.values()):  # older files: the timed window only, said so
+        v, e2e = win, False
+    else:
+        e2e = True
     low = min(cells, key=lambda c: v[_where(c)])
+    best = max(("localsgd:k=%d" % H, "plsgd:h=%d" % H), key=lambda n: (_sps_e2e(low, n) if e2e else _sps(low, n)))
     return ("**Ties on a small model.** On the 4-layer mlp, dreamddp:h=%d runs at %.2f–%.2fx the better of "
-            "localsgd:k=%d and plsgd:h=%d in %d cells of the regime map: with four layers there is little for a "
-            "layer-wise schedule to spread. It loses most (%.2fx) on %d ranks at %s, where %s(C/B %.2f) and the "
-            "best baseline is %s ([regime map](%s))." % (
-                H, min(v.values()), max(v.values()), H, H, len(cells), v[_where(low)], low["ranks"], low["rate"],
+            "localsgd:k=%d and plsgd:h=%d in %d cells of the regime map, %s: with four layers there is little "
+            "for a layer-wise schedule to spread. It loses most (%.2fx%s) on %d ranks at %s, where %s(C/B %.2f) and "
+            "the best baseline is %s ([regime map](%s))." % (
+                H, min(v.values()), max(v.values()), H, H, len(cells),
+                (E2E_NOTE.replace("with the trainer's timed window in brackets", "against %.2f–%.2fx in the "
+                                  "trainer's timed window" % (min(win.values()), max(win.values()))))
+                if e2e else "in the trainer's timed window (it leaves out the start)",
+                v[_where(low)], " [%.2fx]" % win[_where(low)] if e2e else "", low["ranks"], low["rate"],
                 "communication is shortest " if low["comm_over_backward"] == min(
                     c["comm_over_backward"] for c in cells) else "",
                 low["comm_over_backward"], "Local SGD's one whole-model average"
-                if low["verdict"]["best_baseline"] == "localsgd" else "plsgd", _rel("regime-map.md")))
+                if best.startswith("localsgd") else "plsgd", _rel("regime-map.md")))
 
 
 def _finding_wins(results):
@@ -1072,17 +1154,29 @@ def _finding_wins(results):
         return _absent_line("Where it wins", "regime-map.md")
     H = d["H"]
     dd, ls, pl = "dreamddp:h=%d" % H, "localsgd:k=%d" % H, "plsgd:h=%d" % H
-    out = ["%s: %.2fx %s and %.2fx %s" % (_where(c), _vs(c, dd, pl), pl, _vs(c, dd, ls), ls) for c in deep]
-    text = ("**Where it wins.** On the deeper models dreamddp:h=%d against its baselines: %s." % (H, "; ".join(out)))
-    delayed = [(c, c["verdict"]["best_delay_vs_localsgd"], c["verdict"]["best_delay_config"]) for c in d["cells"]
-               if c["verdict"].get("best_delay_vs_localsgd")]
+    e2e = all(_vs_e2e(c, dd, pl) and _vs_e2e(c, dd, ls) for c in deep)
+    if e2e:
+        out = ["%s: %.2fx [%.2fx] %s and %.2fx [%.2fx] %s" % (
+            _where(c), _vs_e2e(c, dd, pl), _vs(c, dd, pl), pl, _vs_e2e(c, dd, ls), _vs(c, dd, ls), ls) for c in deep]
+        text = ("**Where it wins.** On the deeper models dreamddp:h=%d against its baselines, %s: %s." % (
+            H, E2E_NOTE, "; ".join(out)))
+    else:
+        out = ["%s: %.2fx %s and %.2fx %s" % (_where(c), _vs(c, dd, pl), pl, _vs(c, dd, ls), ls) for c in deep]
+        text = ("**Where it wins.** On the deeper models dreamddp:h=%d against its baselines, in the trainer's timed "
+                "window (it leaves out the start): %s." % (H, "; ".join(out)))
+    delayed = [(c, c["verdict"]["best_delay_config"]) for c in d["cells"] if c["verdict"].get("best_delay_vs_localsgd")]
     if delayed:
-        best = max(delayed, key=lambda t: t[1])
-        text += (" A delayed merge goes further: %s reaches %.2fx %s at %s; over all %d cells it runs at "
+        key = (lambda c, n: _vs_e2e(c, n, ls)) if e2e and all(_vs_e2e(c, n, ls) for c, n in delayed) else None
+        ratio = key or (lambda c, n: _vs(c, n, ls))
+        vals = [(c, ratio(c, n), n) for c, n in delayed]
+        best = max(vals, key=lambda t: t[1])
+        text += (" A delayed merge goes further: %s reaches %.2fx %s at %s%s; over all %d cells it runs at "
                  "%.2f–%.2fx %s, below 1 only at %s. What the delay costs in accuracy is the next finding "
                  "([regime map](%s))." % (
-                     best[2], best[1], ls, _where(best[0]), len(delayed), min(t[1] for t in delayed), best[1], ls,
-                     ", ".join(_where(c) for c, x, _ in delayed if x < 1) or "none", _rel("regime-map.md")))
+                     best[2], best[1], ls, _where(best[0]), " from launch to exit [%.2fx in the timed window]" %
+                     _vs(best[0], best[2], ls) if key else "", len(vals), min(t[1] for t in vals),
+                     max(t[1] for t in vals), ls, ", ".join(_where(c) for c, x, _ in vals if x < 1) or "none",
+                     _rel("regime-map.md")))
     return text
 
 
@@ -1095,8 +1189,11 @@ def _finding_delay(results):
     gap = {r["policy"]: r for r in seeds["rows"] if len(r["seeds"]) == len(seeds["seeds"]) and r["policy"] != "ddp"}
     ls = "localsgd:k=%d" % H
     parts = []
+    mlp = [c for c in speed_doc["cells"] if c["model"] == "mlp"]
+    e2e = all(_vs_e2e(c, p, ls) for c in mlp for p in gap if p != ls and _vs(c, p, ls))
+    vs = _vs_e2e if e2e else _vs
     for p in sorted(gap, key=lambda p: -gap[p]["mean_gap_points"]):
-        sp = [_vs(c, p, ls) for c in speed_doc["cells"] if c["model"] == "mlp" and _vs(c, p, ls)]
+        sp = [vs(c, p, ls) for c in mlp if vs(c, p, ls)]
         parts.append("%s %+.2f points (%+.2f to %+.2f)%s" % (
             p, gap[p]["mean_gap_points"], gap[p]["min_gap_points"], gap[p]["max_gap_points"],
             ", %.2f–%.2fx %s" % (min(sp), max(sp), ls) if sp and p != ls else ""))
@@ -1110,8 +1207,9 @@ def _finding_delay(results):
             ": on this small model the delay's accuracy cost is not resolved" if -worst <= spread else ""))
     return ("**The delay against accuracy.** Gap to ddp's final test accuracy on the mlp (Fashion-MNIST, %d "
             "seeds, each against ddp of the same seed), with the speed against Local SGD on the mlp cells of the "
-            "regime map: %s ([convergence](%s)).%s" % (len(seeds["seeds"]), "; ".join(parts),
-                                                       _rel("convergence.md"), verdict))
+            "regime map %s: %s ([convergence](%s)).%s" % (
+                len(seeds["seeds"]), "from launch to exit" if e2e else "in the trainer's timed window (it leaves out "
+                "the start)", "; ".join(parts), _rel("convergence.md"), verdict))
 
 
 def _finding_sim(results):
@@ -1184,10 +1282,25 @@ def _finding_paper_models(results):
     v = best["verdict"]
     met = [c for _, c in cells if c["verdict"].get("goal_met")]
     ct = best.get("contention") or {}
-    text = ("**The paper's models on the emulated cluster.** Over %d cells of %s on 2 ranks, dreamddp:h=%d runs at "
-            "%.2f–%.2fx localsgd:k=%d and %.2f–%.2fx plsgd:h=%d. Its best cell is %s: %.2fx Local SGD and %.2fx PLSGD, "
-            % (len(cells), " and ".join(dict.fromkeys(c["model"] for _, c in cells)), H, min(ls), max(ls), H,
-               min(pl), max(pl), H, _where(best), v["dreamddp_vs_localsgd"], v["dreamddp_vs_plsgd"]))
+    dd, lsn, pln = "dreamddp:h=%d" % H, "localsgd:k=%d" % H, "plsgd:h=%d" % H
+    els = [_vs_e2e(c, dd, lsn) for _, c in cells]
+    epl = [_vs_e2e(c, dd, pln) for _, c in cells]
+    e2e = all(els) and all(epl)
+    text = "**The paper's models on the emulated cluster.** Over %d cells of %s on 2 ranks, dreamddp:h=%d runs at " % (
+        len(cells), " and ".join(dict.fromkeys(c["model"] for _, c in cells)), H)
+    if e2e:
+        text += ("%.2f–%.2fx localsgd:k=%d and %.2f–%.2fx plsgd:h=%d %s (%.2f–%.2fx and %.2f–%.2fx in the "
+                 "trainer's timed window, which leaves out the start). In the timed window its best cell is %s: %.2fx "
+                 "Local SGD and %.2fx PLSGD (from launch to exit %.2fx and %.2fx), " % (
+                     min(els), max(els), H, min(epl), max(epl), H,
+                     E2E_NOTE.replace(", with the trainer's timed window in brackets", ""), min(ls), max(ls),
+                     min(pl), max(pl), _where(best), v["dreamddp_vs_localsgd"], v["dreamddp_vs_plsgd"],
+                     _vs_e2e(best, dd, lsn), _vs_e2e(best, dd, pln)))
+    else:
+        text += ("%.2f–%.2fx localsgd:k=%d and %.2f–%.2fx plsgd:h=%d in the trainer's timed window (it leaves out "
+                 "the start). Its best cell is %s: %.2fx Local SGD and %.2fx PLSGD, " % (
+                     min(ls), max(ls), H, min(pl), max(pl), H, _where(best), v["dreamddp_vs_localsgd"],
+                     v["dreamddp_vs_plsgd"]))
     if met:
         text += "and the goal of 1.2x Local SGD with at least PLSGD's speed is met in %s." % (
             ", ".join(_where(c) for c in met))
@@ -1199,8 +1312,10 @@ def _finding_paper_models(results):
     dl = [(c["verdict"]["best_delay_vs_localsgd"], c) for _, c in cells if c["verdict"].get("best_delay_vs_localsgd")]
     if dl:
         x, c = max(dl, key=lambda t: t[0])
-        text += " A delayed merge reaches %.2fx Local SGD (%s at %s)." % (x, c["verdict"]["best_delay_config"],
-                                                                          _where(c))
+        e = _vs_e2e(c, c["verdict"]["best_delay_config"], lsn)
+        text += " A delayed merge reaches %.2fx Local SGD%s (%s at %s)." % (
+            e if e else x, " from launch to exit (%.2fx in the timed window)" % x if e else " in the timed window",
+            c["verdict"]["best_delay_config"], _where(c))
     return text + " ([regime map](%s#the-papers-models))" % _rel("regime-map.md")
 
 
@@ -1347,17 +1462,23 @@ def _finding_torchft(results):
         return _absent_line("torchft as a peer", "torchft.md")
     rows = d["results"]
     val = {(r["network"], r["system"], r["method"]): r for r in rows}
+    run_s = {}
+    for x in d.get("runs", []):
+        run_s.setdefault((x["network"], x["system"], x["method"]), []).append(x["run_s"])
     per_net = {}
     for r in rows:
         if r["system"] != "dreamddp":
             continue
         t = val.get((r["network"], "torchft", _torchft_twin(r["method"])))
         if t and t.get("peer_ok", True):
-            per_net.setdefault(r["network"], []).append("%s %.2fx" % (r["method"], r["samples_per_s"] / t["samples_per_s"]))
+            e = _torchft_e2e(run_s, r, t)
+            per_net.setdefault(r["network"], []).append("%s %s[%.2fx]" % (
+                r["method"], "%.2fx " % e if e else "", r["samples_per_s"] / t["samples_per_s"]))
     withheld = sorted({r["network"] for r in rows if r["system"] == "torchft" and not r.get("peer_ok", True)})
     su = d["set_up"]
     text = ("**torchft as a peer.** torchft %s's own LocalSGD, DiLoCo and Streaming DiLoCo on %s, %d ranks, H=%d, "
-            "against our policies (samples/s over the torchft twin): %s." % (
+            "against our policies (samples/s over the torchft twin from launch to exit, with the timed steps' "
+            "ratio in brackets): %s." % (
                 (d.get("peer") or {}).get("torchft", "?"), su["model"], su["ranks"], su["h"],
                 "; ".join("%s: %s" % (n, ", ".join(v)) for n, v in per_net.items()) or "no ratio"))
     if withheld:
@@ -1393,6 +1514,19 @@ def render_findings(results):
 
 
 
+def _median(xs):
+    xs = sorted(xs)
+    return None if not xs else xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def _torchft_e2e(run_s, r, t):
+    """Samples/s from launch to exit, ours over its torchft twin: both run the same steps of the same batch, so the
+    ratio of their median launch-to-exit seconds (None where either has none)."""
+    a = _median(run_s.get((r["network"], r["system"], r["method"]), []))
+    b = _median(run_s.get((t["network"], t["system"], t["method"]), []))
+    return b / a if a and b else None
+
+
 def _torchft_twin(method):
     if method.startswith("localsgd"):
         return "localsgd"
@@ -1407,25 +1541,29 @@ def render_torchft(results, name="torchft.json"):
                        "--results experiments/results/torchft.json`")
     su = d["set_up"]
     out = ["| network | system | method | samples/s (runs) | step ms | launch to exit, s (runs) | final loss (runs) | "
-           "vs its torchft twin |", "|---|---|---|---|---|---|---|---|"]
+           "vs its torchft twin, timed steps | vs its twin, launch to exit |", "|---|---|---|---|---|---|---|---|---|"]
     rows = d["results"]
     run_s = {}
     for x in d.get("runs", []):
         run_s.setdefault((x["network"], x["system"], x["method"]), []).append(x["run_s"])
     val = {(r["network"], r["system"], r["method"]): r for r in rows}
     for r in rows:
-        twin, ratio = "", "-"
+        twin, ratio, e2e = "", "-", "-"
         if r["system"] == "dreamddp":
             t = val.get((r["network"], "torchft", _torchft_twin(r["method"])))
             if t and t.get("peer_ok", True):
                 twin, ratio = t["method"], "%.2fx %s" % (r["samples_per_s"] / t["samples_per_s"], t["method"])
+            if t and t.get("peer_ok", True):  # the peer rules withhold both ratios alike
+                e = _torchft_e2e(run_s, r, t)
+                e2e = "%.2fx %s" % (e, t["method"]) if e else "-"
         method = r["method"] if r["system"] == "dreamddp" else "`%s`" % r["class"]
-        out.append("| %s | %s | %s | %s (%s) | %.0f | %s | %s | %s |" % (
+        out.append("| %s | %s | %s | %s (%s) | %.0f | %s | %s | %s | %s |" % (
             r["network"], "ours" if r["system"] == "dreamddp" else "torchft", method if r["system"] == "torchft"
             else "`%s`" % method, _fmt_sps(r["samples_per_s"]),
             ", ".join(_fmt_sps(x) for x in r["samples_per_s_runs"]), r["step_ms"],
             ", ".join("%.0f" % x for x in run_s.get((r["network"], r["system"], r["method"]), [])) or "-",
-            ", ".join("%.2f" % x for x in r["final_loss_runs"]), ratio + (" (noisy)" if r.get("noisy") else "")))
+            ", ".join("%.2f" % x for x in r["final_loss_runs"]), ratio + (" (noisy)" if r.get("noisy") else ""),
+            e2e))
     g = [x for r in rows if r["system"] == "torchft" for x in r.get("peer_gemm_gflops_runs", [])]
     low = [x for x in g if x < 0.7 * su["our_gemm_gflops"]]
     notes = ["in-run GEMM %.1f to %.1f GFLOP/s over %d runs, %d of them below 0.7x ours (its ratios withheld, "
