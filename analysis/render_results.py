@@ -138,6 +138,36 @@ def render_bench_step(results, names=("bench_step_t1.json", "bench_step_t2.json"
     return "\n".join(out)
 
 
+def render_bench_step_ab(results, name="bench_step_gpt2_init.json"):
+    """experiments/bench_step_ab.sh: two builds' step against their peers, alternating rounds in one sitting."""
+    d = _load(results, name)
+    if not d:
+        return _absent("the before/after step time", "run `BEFORE_COMMIT=... BEFORE_BIN=... SAVE=experiments/results/"
+                       "%s experiments/bench_step_ab.sh gpt2`" % name)
+    out = ["| model | build | ours ms (best) | torch ms (best) | ours / torch | highest load | our rounds, ms | "
+           "peer rounds, ms |", "|---|---|---|---|---|---|---|---|"]
+    for row in d["summary"]:
+        for which in ("before", "after"):
+            b = row[which]
+            ours = [v for run in d["rounds"] if run["build"] == which for x in run["results"]
+                    if x["model"] == row["model"] for v in x["ours_runs_ms"]]
+            peer = [v for run in d["rounds"] if run["build"] == which for x in run["results"]
+                    if x["model"] == row["model"] for v in x["torch_runs_ms"] if v]
+            ratio = ("**%.2f**" % b["ratio"] if b.get("ratio") is not None else
+                     "%s (the peer rules withheld it)" % _f(b.get("ratio_unchecked")))
+            out.append("| %s | %s (%s) | %.0f | %s | %s | %.1f | %s | %s |" % (
+                row["model"], which, d["before_commit"] if which == "before" else "this commit",
+                b["ours_step_ms"], _f(b["torch_step_ms"], "%.0f"), ratio, b["max_load"],
+                ", ".join("%.0f" % v for v in ours), ", ".join("%.0f" % v for v in peer)))
+    out += ["", "Ours after / before (best step of each): %s. %d rounds, alternating; our GEMM per round %s GFLOP/s "
+                "(start / end). %s" % (
+                    "; ".join("%s %.2fx" % (r["model"], r["ours_after_over_before"]) for r in d["summary"]),
+                    len({r["round"] for r in d["rounds"]}),
+                    ", ".join("%.0f/%.0f" % (r["ours_gemm_gflops"]["start"], r["ours_gemm_gflops"]["end"])
+                              for r in d["rounds"]), _prov(d)), ""]
+    return "\n".join(out)
+
+
 def render_bench_step_stem(results, name="bench_step_stem.json"):
     """bench_step.sh resnet18 resnet18:stem=cifar: the table, then what the CIFAR stem costs on each side."""
     out = render_bench_step(results, (name,))
@@ -1635,7 +1665,7 @@ RENDERERS = {"simulate_validation": render_sim_validation,
              "simulate_validation_paper": render_sim_validation_paper, "bench_step": render_bench_step,
              "bench_step_torch113": lambda r: render_bench_step(r, ("bench_step_t1.2026-12-02.json",
                                                                     "bench_step_t2.2026-12-01.json")),
-             "bench_step_stem": render_bench_step_stem,
+             "bench_step_stem": render_bench_step_stem, "bench_step_gpt2_init": render_bench_step_ab,
              "regime_map": render_regime, "demo": render_demo,
              "regime_map_20261201": lambda r: render_regime(r, "regime_map.2026-12-01.json"),
              "throughput_gpt2": lambda r: render_regime(r, "throughput_gpt2.json"),
