@@ -156,7 +156,7 @@ def render_bench_step_ab(results, name="bench_step_gpt2_init.json"):
             ratio = ("**%.2f**" % b["ratio"] if b.get("ratio") is not None else
                      "%s (the peer rules withheld it)" % _f(b.get("ratio_unchecked")))
             out.append("| %s | %s (%s) | %.0f | %s | %s | %.1f | %s | %s |" % (
-                row["model"], which, d["before_commit"] if which == "before" else "this commit",
+                row["model"], which, d["before_commit"] if which == "before" else d["machine"]["commit"],
                 b["ours_step_ms"], _f(b["torch_step_ms"], "%.0f"), ratio, b["max_load"],
                 ", ".join("%.0f" % v for v in ours), ", ".join("%.0f" % v for v in peer)))
     out += ["", "Ours after / before (best step of each): %s. %d rounds, alternating; our GEMM per round %s GFLOP/s "
