@@ -22,6 +22,7 @@ case ${1-} in -h|--help) usage_from_header; exit 0 ;; esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 [[ $# -gt 0 ]] || die "name at least one model (those of bench_step.sh)"
+for m in "$@"; do [[ $m != -* ]] || die "unknown option '$m' (the settings are environment variables: see --help)"; done
 [[ -n ${BEFORE_COMMIT:-} ]] || die "BEFORE_COMMIT must name the commit BEFORE_BIN was built from"
 git -C "$root" rev-parse -q --verify "${BEFORE_COMMIT}^{commit}" >/dev/null || die "no commit '$BEFORE_COMMIT' here"
 need_bin "${BEFORE_BIN:-}" "set BEFORE_BIN to a build of $BEFORE_COMMIT"

@@ -34,7 +34,7 @@ class DevicePath : public DataPath {
       mirror(a.opt_state, a.num_params * a.state_slots);
     }
     DD_CUDA_CHECK(cudaGetDevice(&device_));
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this] { apply_subnormals_here(); loop(); });
   }
 
   ~DevicePath() override {
@@ -51,7 +51,6 @@ class DevicePath : public DataPath {
   }
 
   bool host_memory() const override { return false; }
-
   WorkPtr allreduce(Backend& g, float* p, size_t n, ReduceOp op, int ready_layer) override {
     return arena_job(JobKind::Allreduce, g, p, n, op, 0, ready_layer);
   }
@@ -192,7 +191,6 @@ class DevicePath : public DataPath {
   }
 
   void loop() {
-    apply_subnormals_here();
     const cudaError_t set = cudaSetDevice(device_);  // the current device is per thread
     for (;;) {
       std::shared_ptr<Job> j;
