@@ -328,9 +328,9 @@ def render_goal(results, names=("throughput_gpt2.json", "throughput_resnet50.jso
     if not docs:
         return _absent("the paper models on the emulated cluster", "run `experiments/regime_map.sh --cells "
                        "'gpt2:...:2:1gbit'` as docs/results/regime-map.md says")
-    out = ["| cell | C/H vs B (ms) | dreamddp / localsgd | dreamddp / plsgd | goal | perfect overlap / localsgd | "
-           "share of that gain realized | largest layer, share of C | contention: compute, comm | model error, ours |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| cell | C/H vs B (ms) | dreamddp / localsgd | dreamddp / plsgd | launch to exit: dreamddp / localsgd, "
+           "/ plsgd | goal | perfect overlap / localsgd | share of that gain realized | largest layer, share of C | "
+           "contention: compute, comm | model error, ours |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for d in docs:
         H = d["H"]
         for c in d["cells"]:
@@ -341,10 +341,12 @@ def render_goal(results, names=("throughput_gpt2.json", "throughput_resnet50.jso
             errs = [r["model_error"] for r in c["rows"] if r["system"] == "ours" and r.get("model_error") is not None]
             sp, bound = v.get("dreamddp_vs_localsgd"), v.get("overlap_bound_vs_localsgd")
             realized = (sp - 1) / (bound - 1) if sp is not None and bound and bound > 1 else None
-            out.append("| %s, %d ranks, %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            dd, lsn, pln = "dreamddp:h=%d" % H, "localsgd:k=%d" % H, "plsgd:h=%d" % H
+            out.append("| %s, %d ranks, %s | %s | %s | %s | %s, %s | %s | %s | %s | %s | %s | %s |" % (
                 c["model"], c["ranks"], c["rate"],
                 "%.3g vs %.3g" % (t["C_over_H"], t["B"]) if t else "-",
                 _f(v.get("dreamddp_vs_localsgd")), _f(v.get("dreamddp_vs_plsgd")),
+                _f(_vs_e2e(c, dd, lsn)), _f(_vs_e2e(c, dd, pln)),
                 "**met**" if v.get("goal_met") else "not met",
                 _f(bound), _f(realized and 100 * realized, "%.0f%%") if realized is not None else "-",
                 "%s, %.0f%%" % (big["name"], 100 * big["share_of_C"]) if big else "-",
