@@ -320,6 +320,15 @@ def render_regime(results, name="regime_map.json"):
     return "\n".join(out)
 
 
+def _goal(c, H, v):
+    """The paper models' goal in a cell (>= 1.2x localsgd:k=H and >= 1.0x plsgd:h=H), judged from launch to exit
+    where the cell recorded it, else in the timed window (said so)."""
+    ls, pl = _vs_e2e(c, "dreamddp:h=%d" % H, "localsgd:k=%d" % H), _vs_e2e(c, "dreamddp:h=%d" % H, "plsgd:h=%d" % H)
+    if ls and pl:
+        return "**met**" if ls >= 1.2 and pl >= 1.0 else "not met"
+    return ("**met**" if v.get("goal_met") else "not met") + " (timed window)"
+
+
 def render_goal(results, names=("throughput_gpt2.json", "throughput_resnet50.json")):
     """The paper models' goal line: dreamddp:h=H against Local SGD (>= 1.2x) and PLSGD (>= 1.0x) per cell, and the
     numbers that say why where it is not met: the most a perfect overlap gives over Local SGD on that cell, the
@@ -347,7 +356,7 @@ def render_goal(results, names=("throughput_gpt2.json", "throughput_resnet50.jso
                 "%.3g vs %.3g" % (t["C_over_H"], t["B"]) if t else "-",
                 _f(v.get("dreamddp_vs_localsgd")), _f(v.get("dreamddp_vs_plsgd")),
                 _f(_vs_e2e(c, dd, lsn)), _f(_vs_e2e(c, dd, pln)),
-                "**met**" if v.get("goal_met") else "not met",
+                _goal(c, H, v),
                 _f(bound), _f(realized and 100 * realized, "%.0f%%") if realized is not None else "-",
                 "%s, %.0f%%" % (big["name"], 100 * big["share_of_C"]) if big else "-",
                 "%s, %s" % (_f(ct.get("compute_slowdown") and 100 * ct["compute_slowdown"], "%+.0f%%"),
@@ -371,8 +380,9 @@ def render_goal(results, names=("throughput_gpt2.json", "throughput_resnet50.jso
                 "a goal of 75%%: %s." % (H, 100 * min(s[0] for s in shares), 100 * max(s[0] for s in shares),
                                          "met in %d of %d cells" % (len(met), len(shares)) if met else
                                          "met in none of the %d cells" % len(shares))]
-    out += ["", "Goal: dreamddp:h=%d at least 1.2x localsgd:k=%d and at least 1.0x plsgd:h=%d in one cell, the "
-                "modelled step within 10%% of the measured one in every cell. *Perfect overlap / localsgd* is "
+    out += ["", "Goal: dreamddp:h=%d at least 1.2x localsgd:k=%d and at least 1.0x plsgd:h=%d in one cell from "
+                "launch to exit (the *goal* column; the timed window where a cell recorded no launch-to-exit "
+                "times), the modelled step within 10%% of the measured one in every cell. *Perfect overlap / localsgd* is "
                 "(F + B + U + C/H) / (F + max(B, C/H) + U): Local SGD's step, its whole-model average amortized over "
                 "H steps, against a step whose communication hides entirely behind backward (F and U measured in "
                 "the Local SGD runs, B and C from the cell's profile); no schedule can beat it. *Share of that gain "
@@ -1312,7 +1322,7 @@ def _finding_paper_models(results):
     pl = [c["verdict"]["dreamddp_vs_plsgd"] for _, c in cells if c["verdict"].get("dreamddp_vs_plsgd")]
     best = max((c for _, c in cells), key=lambda c: c["verdict"]["dreamddp_vs_localsgd"])
     v = best["verdict"]
-    met = [c for _, c in cells if c["verdict"].get("goal_met")]
+    met = [c for h, c in cells if _goal(c, h, c["verdict"]).startswith("**met**")]
     ct = best.get("contention") or {}
     dd, lsn, pln = "dreamddp:h=%d" % H, "localsgd:k=%d" % H, "plsgd:h=%d" % H
     els = [_vs_e2e(c, dd, lsn) for _, c in cells]
