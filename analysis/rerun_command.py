@@ -8,7 +8,8 @@ Several ranks become `dreamddp launch -n WORLD -- train ...` (local ranks; on a 
 Left out on purpose: --resume, --config (its values are among the attributes), --rendezvous and --iface (where the
 ranks met, not what they computed), --control-file (its switches are in /events, kind "switch": add them as
 --switch STEP:SPEC). A one-process run records its backend as "none" (it had none): the command leaves
---backend out, as that run did. --on-peer-loss is kept (files written before it was recorded: the default, exit).
+--backend out, as that run did. --on-peer-loss is kept (files written before it was recorded: the default, exit), and
+so is --subnormals (files written before it was recorded computed with subnormals kept: --subnormals keep).
 A self-profiling dreamddp (no profile= or replay=) measured its own times, which a rerun would measure again and
 may schedule differently: the command replays the recorded decisions instead (`replay=RUN_DIR`, the directory of
 the metrics file; docs/engine_decisions.md). Only the first dreamddp policy of a run can be replayed (replay= takes
@@ -149,6 +150,9 @@ def command(attrs, binary, out, save_params, decisions=None, run_dir=""):
         args += ["--switch", sw]
     if "on_peer_loss" in attrs and text(attrs["on_peer_loss"]) != "exit":
         args += ["--on-peer-loss", text(attrs["on_peer_loss"])]
+    # Subnormals are flushed unless the run kept them; a file written before the mode was recorded kept them.
+    if text(attrs.get("subnormals", "keep")) != "flush":
+        args += ["--subnormals", "keep"]
     args += ["--out", out]
     if save_params:
         args += ["--save-params", save_params]

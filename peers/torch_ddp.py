@@ -30,6 +30,7 @@ group): scripts may import its model builders.
 """
 import argparse
 import json
+import math
 import os
 import re
 import subprocess
@@ -220,6 +221,20 @@ class GPT(nn.Module):
         return self.head(self.ln(self.blocks(self.wte(idx) + self.wpe(pos))))
 
 
+def gpt2_init(model, layers):
+    """GPT-2's initialization, as dreamddp's gpt2 (docs/models.md): embeddings and linears N(0, 0.02) with zero
+    biases, the residual projections (proj, fc2) N(0, 0.02/sqrt(2 layers)), LayerNorms 1 and 0."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                m.weight.normal_(0.0, 0.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                m.bias.zero_()
+        for b in model.blocks:
+            b.proj.weight.normal_(0.0, 0.02 / math.sqrt(2 * layers))
+            b.fc2.weight.normal_(0.0, 0.02 / math.sqrt(2 * layers))
+
+
 class RMSNorm(nn.Module):
     def __init__(self, d, eps=1e-5):
         super().__init__()
@@ -324,6 +339,7 @@ def build(spec, batch):
         elif name == 'gpt2':
             ctx, vocab = c['ctx'], c['vocab']
             model = GPT(c['layers'], c['d'], c['heads'], vocab, max(c['positions'], ctx), tie=True)
+            gpt2_init(model, c['layers'])
         else:
             ctx, vocab = c['ctx'], c['vocab']
             model = Llama(c['layers'], c['d'], c['heads'], c['ffn'], vocab)

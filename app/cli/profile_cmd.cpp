@@ -51,6 +51,7 @@ sync::CommFit write_meta_and_bytes(const train::TrainConfig& cfg, const Backend*
   meta["data"] = cfg.data;
   meta["batch"] = cfg.batch;
   meta["threads"] = cfg.threads;
+  meta["subnormals"] = subnormals_name(cfg.subnormals);
   meta["world"] = cfg.world;
   meta["backend"] = backend ? backend->name() : std::string("none");
   meta["steps"] = steps;
@@ -102,6 +103,7 @@ int cmd_profile(int argc, char** argv) {
   cfg.data = "synthetic";   // timing does not depend on the data
   print_usage_if_asked(argc, argv);
   if (!parse_train_options(argc, argv, cfg)) return 0;
+  ops::set_subnormals(cfg.subnormals);
   if (cfg.out.empty()) throw UsageError("profile: --out DIR is required (bp.json and comm.json go there)");
   train::check_output_dir("--out", cfg.out);  // before the measurement, not after it
   place_rank(cfg);

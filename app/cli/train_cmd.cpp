@@ -16,6 +16,7 @@
 #include "backends/key_store.h"
 #include "base/clock.h"
 #include "base/error.h"
+#include "core/ops/ops.h"
 #include "core/sync/policy/registry.h"
 #include "core/train/checkpoint.h"
 #include "core/train/elastic.h"
@@ -117,6 +118,7 @@ int train_in_run_dir(train::TrainConfig& cfg, train::RunData& data, bool joining
 int cmd_train(int argc, char** argv) {
   train::TrainConfig cfg;
   if (!parse_train_options(argc, argv, cfg)) return 0;
+  ops::set_subnormals(cfg.subnormals);  // before any thread starts: the backend's starts with this mode
   place_rank(cfg);
   // A joiner takes its state from the live world, not from a checkpoint (docs/elastic.md "Rejoin").
   const bool joining = cfg.rejoin && cfg.world > 1;

@@ -43,7 +43,7 @@ po::typed_value<T>* with_default(T* v) {
 // values.
 struct Words {
   std::string seed, optimizer;
-  std::string backend, device, lr_schedule, anomaly, on_peer_loss = "exit";
+  std::string backend, device, lr_schedule, anomaly, on_peer_loss = "exit", subnormals = "flush";
 };
 
 // Every train option, bound to `c` or, for the enumerated ones, to `w`.
@@ -83,6 +83,7 @@ void describe_train_options(po::options_description& d, train::TrainConfig& c, W
     ("on-peer-loss", with_default(&w.on_peer_loss), "exit | shrink: a lost peer ends the run (exit 3), or the survivors continue")
     ("rejoin", po::bool_switch(&c.rejoin), "join the live run of this rendezvous (with --on-peer-loss shrink)")
     ("threads", with_default(&c.threads), "compute threads per rank (0: auto)")
+    ("subnormals", with_default(&w.subnormals), "flush | keep: subnormal floats flushed to zero on every compute thread (FTZ/DAZ), or kept")
     ("log-every", with_default(&c.log_every), "progress line every N steps (0: auto)")
     ("check-collectives", po::bool_switch(&c.check_collectives), "fingerprint every collective across ranks")
     ("staleness-lr", po::value(&c.staleness_gamma)->implicit_value(0.9, as_written(0.9)), "scale lr_l by GAMMA^stale_l (default 0.9)")
@@ -150,6 +151,9 @@ void parse_words(const Words& w, train::TrainConfig& c) {
   if (w.on_peer_loss != "exit" && w.on_peer_loss != "shrink")
     throw UsageError("--on-peer-loss '" + w.on_peer_loss + "' is not one of exit, shrink");
   c.shrink_on_peer_loss = w.on_peer_loss == "shrink";
+  if (w.subnormals != "flush" && w.subnormals != "keep")
+    throw UsageError("--subnormals '" + w.subnormals + "' is not one of flush, keep");
+  c.subnormals = w.subnormals == "flush" ? Subnormals::flush : Subnormals::keep;
   // `dreamddp launch --max-restarts` starts a lost rank again this way (docs/elastic.md "Rejoin").
   if (const char* j = std::getenv("DREAMDDP_REJOIN"); j && std::string(j) == "1") c.rejoin = true;
   if (c.rejoin && !c.shrink_on_peer_loss)

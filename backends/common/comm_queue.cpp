@@ -4,6 +4,7 @@
 #include "base/clock.h"
 
 #include "base/error.h"
+#include "base/fp_mode.h"
 
 namespace dd {
 
@@ -54,6 +55,7 @@ WorkPtr CommQueue::submit(Op op) {
 }
 
 void CommQueue::loop() {
+  apply_subnormals_here();  // reductions (Gloo's and MPI's sums) run on this thread
   for (;;) {
     Item item;
     {

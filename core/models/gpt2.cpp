@@ -6,7 +6,7 @@
 // Layers in the order and under the names of the PyTorch peer's parameter-owning modules (registration order):
 // wte, wpe, blocks.i.{ln1, ln2, qkv, proj, fc, fc2}, ln. Within a block that order differs from the order in
 // which gradients become final (ln2's before proj's); the hook still fires in strictly decreasing index order,
-// ln2 after qkv.
+// ln2 after qkv. Initialization is GPT-2's (N(0, 0.02), residual projections scaled by 1/sqrt(2 layers)).
 #include <cmath>
 
 #include "base/error.h"
@@ -64,6 +64,15 @@ class Gpt2 : public Model {
       blocks_.push_back(std::move(b));
     }
     ln_ = add("ln", std::make_unique<nn::LayerNorm>(D_));
+    // GPT-2's initialization: embeddings and linears N(0, 0.02) with zero biases, the two projections that write
+    // into the residual stream (proj, fc2) N(0, 0.02/sqrt(2 layers)), LayerNorms 1 and 0. The tied head then
+    // starts with logits of standard deviation near 0.02 sqrt(d), and the first loss near ln(vocab).
+    const float std = 0.02f, residual_std = 0.02f / std::sqrt(2.0f * float(L_));
+    wte_->init_std = wpe_->init_std = std;
+    for (auto& b : blocks_) {
+      b->qkv->init_std = b->fc->init_std = std;
+      b->proj->init_std = b->fc2->init_std = residual_std;
+    }
     finalize(seed);
   }
   std::vector<int64_t> input_shape() const override { return {T_}; }

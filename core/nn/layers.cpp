@@ -2,6 +2,7 @@
 // saved statistics in device scratch of the model's device.
 #include "core/nn/layers.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace dd::nn {
@@ -18,6 +19,11 @@ std::vector<TensorSpec> Linear::param_specs() const {
 
 // kaiming_uniform(a=sqrt(5)) gives U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias alike.
 void Linear::init(Rng& rng) {
+  if (init_std > 0) {
+    for (int64_t i = 0; i < in * out; ++i) p_[i] = init_std * rng.normal();
+    if (has_bias) std::fill(p_ + in * out, p_ + in * out + out, 0.0f);
+    return;
+  }
   float bound = 1.0f / std::sqrt(float(in));
   uniform_fill(p_, in * out, bound, rng);
   if (has_bias) uniform_fill(p_ + in * out, out, bound, rng);
@@ -66,7 +72,7 @@ void LayerNorm::backward(float* dx, const float* dy, const float* x, int64_t N) 
 }
 
 void Embedding::init(Rng& rng) {
-  for (int64_t i = 0; i < V * C; ++i) p_[i] = rng.normal();
+  for (int64_t i = 0; i < V * C; ++i) p_[i] = init_std * rng.normal();
 }
 
 void RMSNorm::init(Rng&) {

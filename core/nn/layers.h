@@ -26,6 +26,8 @@ class Linear : public Layer {
   }
   int64_t in, out;
   bool has_bias;
+  // > 0: weight N(0, init_std), bias 0 (GPT-2's initialization); 0: PyTorch's default (uniform, above).
+  float init_std = 0;
 };
 
 class Conv : public Layer {
@@ -89,6 +91,7 @@ class Embedding : public Layer {
   void forward(float* y, const int32_t* idx, int64_t N) const { dev_->embedding_forward(y, idx, p_, N, C); }
   void backward(const float* dy, const int32_t* idx, int64_t N) const { dev_->embedding_backward(g_, dy, idx, N, C); }
   int64_t V, C;
+  float init_std = 1;  // weight N(0, init_std): PyTorch's default 1; GPT-2 uses 0.02
 };
 
 // RMSNorm over the last dim (Llama): weight only, eps 1e-5; keeps the saved 1/rms per row in device scratch.

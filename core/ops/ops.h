@@ -5,11 +5,16 @@
 #include <cstdint>
 #include <memory>
 
+#include "base/fp_mode.h"
+
 namespace dd::ops {
 
-// Compute threads for oneDNN/OpenMP on this rank.
+// Compute threads for oneDNN/OpenMP on this rank; applies the process's subnormal mode to them.
 void set_threads(int n);
 int threads();
+// Sets the process's subnormal mode (base/fp_mode.h) and applies it to the calling thread and the OpenMP
+// workers (oneDNN's). Threads started later apply it themselves.
+void set_subnormals(Subnormals s);
 
 // Row-major C = alpha * op(A) @ op(B) + beta * C, op = transpose if ta/tb. A is MxK (after op), B is KxN.
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,

@@ -59,6 +59,7 @@ static void write_config_attributes(telemetry::MetricsWriter& w, const TrainConf
   str("iface", c.iface);
   f64("timeout", c.timeout_s);
   i64("threads", c.threads);
+  str("subnormals", subnormals_name(c.subnormals));
   i64("log_every", c.log_every);
   i64("check_collectives", c.check_collectives);
   f64("staleness_lr", c.staleness_gamma);

@@ -1,10 +1,17 @@
 // summary.json of a run (run_loop.h).
 #include <sys/resource.h>
 
+#include <chrono>
+
 #include "base/clock.h"
 #include "core/train/run_loop.h"
 
 namespace dd::train {
+
+namespace {
+// When this process started, near enough: static initialization runs before main.
+const std::chrono::steady_clock::time_point kProcessStart = std::chrono::steady_clock::now();
+}  // namespace
 
 // summary.json: the configuration's key figures, throughput over the timed steps, the last loss and evaluation.
 nlohmann::json run_summary(const TrainConfig& cfg, const std::string& backend, int64_t params, Throughput tp,
@@ -23,6 +30,7 @@ nlohmann::json run_summary(const TrainConfig& cfg, const std::string& backend, i
   s["steps"] = cfg.steps;
   s["params"] = params;
   s["threads"] = cfg.threads;
+  s["subnormals"] = subnormals_name(cfg.subnormals);
   s["seed"] = cfg.seed;
   s["samples_per_s"] = timed_steps > 0 && t_end > tp.t_warm
                            ? double(timed_steps) * cfg.batch * cfg.world / (t_end - tp.t_warm)
@@ -33,6 +41,11 @@ nlohmann::json run_summary(const TrainConfig& cfg, const std::string& backend, i
   if (tp.period > 0) s["timed_periods"] = tp.periods;
   if (!tp.note.empty()) s["timed_note"] = tp.note;
   s["wall_s"] = (window ? now_s() - tp.eval_s : t_end) - tp.t_start;
+  // From this process's start to now, as a user times a run (less the exit): start-up, connecting, every step
+  // (warm-up, profiling and trial steps included) and the evaluations.
+  const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - kProcessStart).count();
+  s["run_s"] = run_s;
+  s["samples_per_s_end_to_end"] = double(cfg.steps - tp.start) * cfg.batch * cfg.world / run_s;
   s["final_loss"] = loss;
   for (auto& [k, v] : last_eval.items()) s[k] = v;
   s["comm_bytes"] = tp.comm_bytes;

@@ -3,7 +3,8 @@
 # record backend "none", which train refuses as an option, and float32 options such as the default --lr 0.05,
 # which must print as 0.05) and for `launch -n 2` runs of every policy ends with bitwise equal parameters on every
 # rank. dreamddp reads a fixed profile (its self-profile is a timing, not a function of the run's inputs), or
-# profiles itself and the rerun replays its recorded decisions (replay=); a shrink run reruns under shrink.
+# profiles itself and the rerun replays its recorded decisions (replay=); a shrink run reruns under shrink, and a
+# run that kept subnormals (--subnormals keep) reruns keeping them.
 # WANT=TEXT before `check`: the rerun command must also contain TEXT.
 # Usage: rerun_kinds_test.sh DREAMDDP_BIN RERUN_COMMAND_PY
 set -euo pipefail
@@ -57,5 +58,6 @@ WANT="replay=$W/a$((n + 1))" check 2 --policy dreamddp:h=2,profile_steps=2,trial
 WANT="--switch 1:dreamddp:h=2,profile_steps=2,trial=0,replay=$W/a$((n + 1))" \
   check 2 --switch 1:dreamddp:h=2,profile_steps=2,trial=0
 WANT="--on-peer-loss shrink" check 2 --policy localsgd:k=2 --on-peer-loss shrink
+WANT="--subnormals keep" check 1 --subnormals keep
 echo "$n kinds of run, $fails failed"
 [ "$fails" -eq 0 ]

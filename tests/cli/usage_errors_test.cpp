@@ -89,6 +89,7 @@ const UsageCase kCases[] = {
     {"resnet_unknown_stem", {"train", "--model", "resnet18:stem=foo"}, "stem=foo"},
     {"unknown_dataset", {"train", "--data", "imagenet"}, "imagenet"},
     {"unknown_backend", {"train", "--backend", "tcp"}, "unknown backend 'tcp' (expected gloo, mpi or nccl)"},
+    {"unknown_subnormals", {"train", "--subnormals", "maybe"}, "--subnormals 'maybe' is not one of flush, keep"},
     {"unknown_policy", {"train", "--policy", "nosuchpolicy"}, "nosuchpolicy"},
     {"unknown_policy_key", {"train", "--policy", "localsgd:q=1"}, "'q'"},
     {"batch_zero", {"train", "--batch", "0"}, "--batch"},

@@ -1,8 +1,9 @@
 // gpt2 and llama (docs/models.md): parameter counts in closed form (the numbers the PyTorch peer prints for the
 // same specs), layer names and order as the peer's parameter-owning modules, GPT-2's per-layer bytes against
-// app/sim/gpt2_bytes.json (the artifact's GPT-2 small), the tied head, and option errors.
+// app/sim/gpt2_bytes.json (the artifact's GPT-2 small), the tied head, option errors, and GPT-2's initialization.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 
 #include "base/error.h"
 #include "core/models/model.h"
+#include "core/tensor/rng.h"
 
 using namespace dd;
 
@@ -124,4 +126,46 @@ TEST(Decoders, Gpt2PositionsAtLeastContext) {
   auto m = models::make_model("gpt2:layers=1,d=8,heads=2,ctx=16,positions=8,vocab=256", 0);
   EXPECT_EQ(m->layers()[1]->name, "wpe");
   EXPECT_EQ(m->layers()[1]->num_params(), 16 * 8);
+}
+
+// Relative deviation of the sample standard deviation of the first n values of p from sigma (mean taken as 0).
+static double std_error(const float* p, int64_t n, double sigma) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += double(p[i]) * p[i];
+  return std::abs(std::sqrt(ss / double(n)) / sigma - 1);
+}
+
+// GPT-2's initialization (docs/models.md): embeddings and linears N(0, 0.02), the residual projections proj and
+// fc2 N(0, 0.02/sqrt(2 layers)), zero biases; so the untrained loss on uniform random targets starts near
+// ln(vocab). The logits' standard deviation is about 0.02 sqrt(d) (0.55 at d=768), which adds about its square
+// over 2 (0.15) to ln(vocab) = 10.8: within 5%. Under N(0, 1) embeddings the first loss was near 500.
+TEST(Decoders, Gpt2StartsNearLnVocab) {
+  for (const char* spec : {"gpt2:ctx=32", "gpt2:layers=2,d=64,heads=2,ctx=16,vocab=2000"}) {
+    auto m = models::make_model(spec, 3);
+    const int64_t V = m->num_classes(), T = m->input_shape()[0], B = 2;
+    Rng rng(11);
+    std::vector<int32_t> tok(size_t(B * T)), y(size_t(B * T));
+    for (auto& t : tok) t = int32_t(rng.next() % uint64_t(V));
+    for (auto& t : y) t = int32_t(rng.next() % uint64_t(V));
+    models::Input in;
+    in.n = B;
+    in.tokens = tok.data();
+    in.y = y.data();
+    const float loss = m->forward(in, true).loss;
+    EXPECT_NEAR(loss / std::log(double(V)), 1.0, 0.05)
+        << spec << ": loss " << loss << ", ln(vocab) " << std::log(double(V));
+    // The sample standard deviation of n normals is within 5/sqrt(2n) of sigma (relative) but for 1 in 3.5 million.
+    const auto& ls = m->layers();
+    const int64_t layers = (int64_t(ls.size()) - 3) / 6;
+    for (const auto* l : ls) {
+      const std::string& n = l->name;
+      const bool residual = n.size() > 5 && (n.substr(n.size() - 5) == ".proj" || n.substr(n.size() - 4) == ".fc2");
+      const bool linear = std::string(l->kind()) == "linear", embedding = std::string(l->kind()) == "embedding";
+      if (!linear && !embedding) continue;
+      const int64_t w = embedding ? l->num_params() : l->param_specs()[0].numel();
+      const double sigma = residual ? 0.02 / std::sqrt(2.0 * double(layers)) : 0.02;
+      EXPECT_LE(std_error(l->params(), w, sigma), 5 / std::sqrt(2.0 * double(w))) << spec << " " << n;
+      for (int64_t i = w; i < l->num_params(); ++i) ASSERT_EQ(l->params()[i], 0.0f) << spec << " " << n << " bias";
+    }
+  }
 }

@@ -4,7 +4,8 @@
 
 PEER's models must have the parameter counts docs/cli.md lists; where OTHER_PEER exists (another implementation of
 the same peer, e.g. an older copy), both must build the same parameter count and the same sync layers (sizes in
-order) for mlp, cnn, resnet20, gpt-mini and tiny gpt2/llama specs. Exit 77 (skip) without torch.
+order) for mlp, cnn, resnet20, gpt-mini and tiny gpt2/llama specs; gpt2 starts near ln(vocab) (GPT-2's
+initialization). Exit 77 (skip) without torch.
 """
 import importlib.util
 import json
@@ -62,6 +63,23 @@ check(p == expect, "%s has %d parameters, by hand %d" % (TINY[0], p, expect))
 _, sizes = shape(peer, TINY[0])
 check(len(sizes) == 2 + 6 * 2 + 1 and sizes[0] == 50 * 32,
       "%s: %d layers (%s), want 15 with the tied head in the first" % (TINY[0], len(sizes), sizes))
+# gpt2 starts as GPT-2 does (N(0, 0.02), residual projections scaled by depth): the untrained loss on uniform
+# random targets is near ln(vocab), not the ~500 of N(0, 1) embeddings under a tied head. At d=768 the logits'
+# standard deviation is about 0.02 sqrt(768) = 0.55, which adds about 0.55^2/2 = 0.15 to ln(50257) = 10.8.
+import math  # noqa: E402
+for spec in ("gpt2:layers=12,d=768,heads=12,ctx=32,vocab=50257", "gpt2:layers=2,d=64,heads=2,ctx=16,vocab=2000"):
+    torch.manual_seed(0)
+    model, x, loss_of = peer.build(spec, 2)
+    with torch.no_grad():
+        loss = float(loss_of(model(x)))
+    vocab = peer.parse_spec(spec)[1]["vocab"]
+    check(abs(loss / math.log(vocab) - 1) <= 0.05,
+          "%s: initial loss %.3f, ln(vocab) %.3f" % (spec, loss, math.log(vocab)))
+    proj = model.blocks[0].proj.weight
+    want = 0.02 / math.sqrt(2 * peer.parse_spec(spec)[1]["layers"])
+    # the sample standard deviation of n normals is within 5/sqrt(2n) of sigma (relative) but for 1 in 3.5 million
+    check(abs(float(proj.std()) / want - 1) <= 5 / math.sqrt(2 * proj.numel()),
+          "%s: proj std %.5f, want %.5f" % (spec, float(proj.std()), want))
 # bad specs are refused with ValueError (the CLI turns it into exit 2)
 for bad in ("gpt2:layers=0", "gpt2:d=30,heads=4", "mlp:d=3", "nosuch", "llama:ffn=x", "resnet18:stem=foo",
             "resnet50:stem=7", "mlp:stem=cifar"):

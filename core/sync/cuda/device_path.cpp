@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/fp_mode.h"
 #include "core/ops/cuda/cuda_check.h"
 #include "core/sync/cuda/device_job.h"
 
@@ -33,7 +34,7 @@ class DevicePath : public DataPath {
       mirror(a.opt_state, a.num_params * a.state_slots);
     }
     DD_CUDA_CHECK(cudaGetDevice(&device_));
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this] { apply_subnormals_here(); loop(); });
   }
 
   ~DevicePath() override {
@@ -50,7 +51,6 @@ class DevicePath : public DataPath {
   }
 
   bool host_memory() const override { return false; }
-
   WorkPtr allreduce(Backend& g, float* p, size_t n, ReduceOp op, int ready_layer) override {
     return arena_job(JobKind::Allreduce, g, p, n, op, 0, ready_layer);
   }
