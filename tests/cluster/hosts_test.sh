@@ -13,6 +13,11 @@
 #   iface        every host also on a second network (ddx0, 10.79.0.K+1/24) that does not reach the others: without
 #                --iface the ranks bind the host name's address and train; --iface ddx0 fails with one line per
 #                rank, exit 3, within the start-up wait (30 s) + 5 s
+#   host_loss    --on-peer-loss shrink, 5 ranks by hand (0..2 on h0, 3..4 on h1), redis on h0: every rank pauses
+#                after step 20 and all of h1's are SIGKILLed (a host lost at an exact step); h0's 3 (more than half
+#                of 5) finish all 60 steps, exit 0, bitwise-equal parameters, one shrink event 5 -> 3 in metrics.h5
+#   partition    the same, but h1's link goes down at the pause instead (ranks alive, redis out of their reach):
+#                h0's 3 finish as above; h1's 2 exit 3 within 45 s of the cut; nothing hangs
 #   bad_host     a hostfile naming a host that does not answer: mpirun fails within seconds
 #   bad_world    WORLD_SIZE=2 exported, srun -n4: one line naming both, exit 2
 #   bad_redis    --rendezvous redis://h0:6390/JOB with no redis there: one line, exit 2
@@ -174,6 +179,82 @@ case $case_ in
     run_bad "--iface ddx0 (reaches no peer)" 3 'rendezvous failed after [0-9]+ s.*(No route to host|timed out)|did not complete within [0-9]+ s: a peer never connected' \
       srun -N2 -n4 "$bin" "${train[@]}" --backend gloo --iface ddx0 --rendezvous "redis://h0:6379/$name-b" \
       --out /tmp/run2 ;;
+  host_loss|partition)
+    # A quorum must be more than half of the world (docs/elastic.md): with 2 ranks per host, losing a host leaves
+    # 2 of 4 and no quorum, so h0 runs 3 ranks and h1 2.
+    need redis-server python3
+    "$hosts" start "$name" redis
+    source "$here/../common/pause.sh"
+    steps=60 at=20 n=5
+    shrink=(train --model mlp:width=64 --data synthetic --batch 8 --steps $steps --threads 1 --timeout 3 --policy ddp
+            --lr-schedule const --warmup 0 --eval-every 0 --log-every 1 --on-peer-loss shrink --backend gloo
+            --iface eth0 --rendezvous "redis://h0:6379/job-$name" --save-params /tmp/p_%r.bin --out /tmp/run)
+    host_of() { if [ "$1" -lt 3 ]; then echo h0; else echo h1; fi; }
+    pids=() ranks=()
+    for r in 0 1 2 3 4; do
+      h=$(host_of $r)
+      if [ $h = h0 ]; then lr=$r lw=3; else lr=$((r - 3)) lw=2; fi
+      on $h env DREAMDDP_PAUSE_AFTER_STEPS=$at RANK=$r WORLD_SIZE=$n LOCAL_RANK=$lr LOCAL_WORLD_SIZE=$lw "$bin" \
+        "${shrink[@]}" >/dev/null 2>"$state/log.$r" &
+      pids+=($!)
+    done
+    # The ranks' own pids (children of hosts.sh's nsenter, on their host's network): RANK=r in the environment.
+    for _ in $(seq 300); do
+      ranks=()
+      for r in 0 1 2 3 4; do
+        for p in $("$hosts" pids "$name" "$(host_of $r)" | awk '{print $1}'); do
+          [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$bin" ] && tr '\0' '\n' <"/proc/$p/environ" | grep -qx "RANK=$r" &&
+            { ranks+=("$p"); break; }
+        done
+      done
+      [ ${#ranks[@]} = 5 ] && break
+      for r in 0 1 2 3 4; do kill -0 "${pids[$r]}" 2>/dev/null || { cat "$state/log.$r"; fail "rank $r ended at start"; }; done
+      sleep 0.1
+    done
+    [ ${#ranks[@]} = 5 ] || fail "not all 5 ranks started: ${ranks[*]}"
+    wait_stopped "${ranks[@]}" || { tail -n 5 "$state"/log.*; fail "the ranks did not all pause after step $at"; }
+    t0=$SECONDS
+    if [ "$case_" = host_loss ]; then
+      kill -9 "${ranks[3]}" "${ranks[4]}"
+      kill -CONT "${ranks[0]}" "${ranks[1]}" "${ranks[2]}"
+    else
+      ip -n "$name-1" link set dev eth0 down
+      kill -CONT "${ranks[@]}"
+    fi
+    # Every rank ends within 45 s of the fault (bounded: the hosts are torn down on any exit).
+    for r in 0 1 2 3 4; do
+      for _ in $(seq 450); do kill -0 "${ranks[$r]}" 2>/dev/null || break; sleep 0.1; done
+      kill -0 "${ranks[$r]}" 2>/dev/null && { tail -n 5 "$state/log.$r"; fail "rank $r still running $((SECONDS - t0)) s after the fault"; }
+      rc=0; wait "${pids[$r]}" || rc=$?
+      if [ $r -lt 3 ]; then
+        [ $rc = 0 ] || { tail -n 20 "$state/log.$r"; fail "rank $r on h0 exited $rc"; }
+      elif [ "$case_" = partition ]; then
+        [ $rc = 3 ] || { tail -n 20 "$state/log.$r"; fail "rank $r on the cut-off h1 exited $rc, expected 3"; }
+        echo "rank $r on h1: exit 3 after $((SECONDS - t0)) s: $(grep -E '^dreamddp|on-peer-loss|no quorum' "$state/log.$r" | tail -n 1)"
+      fi
+    done
+    echo "every rank ended within $((SECONDS - t0)) s of the fault"
+    for r in 1 2; do
+      cmp -s "$state/h0/tmp/p_0.bin" "$state/h0/tmp/p_$r.bin" || fail "rank $r's parameters differ from rank 0's"
+    done
+    line=$(grep -E '^shrink: 5 -> 3 ranks \(generation 1: lost rank 3, 4; ranks 0, 1, 2 now 0..2\)' "$state/log.0") ||
+      { tail -n 20 "$state/log.0"; fail "no shrink line on rank 0"; }
+    echo "$line"
+    /usr/bin/python3 - "$state/h0/tmp/run/metrics.h5" $steps "$state/h0/tmp/run/summary.json" <<'PY' ||
+import h5py, json, sys
+f = h5py.File(sys.argv[1], "r")
+steps = [int(s) for s in f["steps"]["step"]]
+assert steps == list(range(int(sys.argv[2]))), steps
+ev = f["events"]
+dec = lambda v: v.decode() if isinstance(v, bytes) else str(v)
+shrinks = [dec(d) for k, d in zip(ev["kind"], ev["detail"]) if dec(k) == "shrink"]
+assert len(shrinks) == 1 and "5 -> 3 ranks" in shrinks[0], shrinks
+s = json.load(open(sys.argv[3]))
+assert s["world"] == 5 and s["world_at_end"] == 3, (s["world"], s.get("world_at_end"))
+print("event: shrink: " + shrinks[0])
+PY
+      fail "metrics.h5 or summary.json on h0 does not show every step and one shrink 5 -> 3"
+    nothing_left ;;
   bad_host)
     need sshd ssh mpirun
     "$hosts" start "$name" ssh
