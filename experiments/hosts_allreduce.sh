@@ -4,6 +4,12 @@
 # Writes OUT (default experiments/results/hosts_allreduce.md) with provenance: command, UTC date, CPU model, load
 # before/after, commit. Root only. Usage: experiments/hosts_allreduce.sh BIN [SIZES] [ITERS] [RATE] [OUT]
 set -euo pipefail
+usage="Usage: experiments/hosts_allreduce.sh BIN [SIZES] [ITERS] [RATE] [OUT]  (root; e.g. build/dreamddp 1M:64M 10 1gbit)"
+case ${1:-} in
+  -h|--help) echo "$usage"; exit 0 ;;
+  -*) echo "$usage" >&2; echo "hosts_allreduce.sh: unknown option $1" >&2; exit 2 ;;
+  "") echo "$usage" >&2; exit 2 ;;
+esac
 bin=$(realpath "$1") sizes=${2:-1M:16M} iters=${3:-5} rate=${4:-1gbit}
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=${5:-$src/experiments/results/hosts_allreduce.md}
