@@ -1,7 +1,11 @@
 // Shrink without restart and rejoin with live recovery (docs/elastic.md): the trainer's side of a world that
 // loses members and admits them again. The agreement and the key store are in elastic.cpp.
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <utility>
 #include <sstream>
 
 #include "base/clock.h"
@@ -11,6 +15,43 @@
 #include "core/train/trainer_impl.h"
 
 namespace dd::train {
+
+namespace {
+
+// DREAMDDP_HEAL_CHUNK_BYTES: the largest message of a rejoin's transfer (default 4 MiB; a multiple of 4, >= 4).
+int64_t heal_chunk_bytes() {
+  const char* env = std::getenv("DREAMDDP_HEAL_CHUNK_BYTES");
+  if (!env || !*env) return int64_t(4) << 20;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  if (*end != '\0' || v < 4 || v % 4 != 0)
+    throw UsageError(std::string("DREAMDDP_HEAL_CHUNK_BYTES='") + env + "': expected a byte count, a multiple of 4, >= 4");
+  return v;
+}
+
+// A testing hook for fault tests (as DREAMDDP_PAUSE_AFTER_STEPS, pause_points.h): DREAMDDP_PAUSE_IN_HEAL=N makes a
+// joiner stop itself (SIGSTOP) once it has received the N-th message of its state.
+int64_t heal_pause_after() {
+  const char* env = std::getenv("DREAMDDP_PAUSE_IN_HEAL");
+  if (!env || !*env) return 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  if (*end != '\0' || v < 1) throw UsageError(std::string("DREAMDDP_PAUSE_IN_HEAL='") + env + "': expected an integer >= 1");
+  return v;
+}
+
+// `path`: the floats of `parts` one after the other, then the step counts (a test compares what the donor sent
+// with what the joiner received, DREAMDDP_HEAL_DUMP).
+void dump_state(const std::string& path, const std::vector<const std::vector<float>*>& parts,
+                const std::vector<int64_t>& steps) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw std::runtime_error("DREAMDDP_HEAL_DUMP: cannot write " + path);
+  for (const auto* p : parts) std::fwrite(p->data(), sizeof(float), p->size(), f);
+  std::fwrite(steps.data(), sizeof(int64_t), steps.size(), f);
+  std::fclose(f);
+}
+
+}  // namespace
 
 void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, std::unique_ptr<KeyStore> store,
                             const ElasticStart& start) {
@@ -23,6 +64,9 @@ void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, 
   s->start_rank = start.start_rank;
   s->start_world = start.start_world;
   s->reach = start.reach;
+  s->fingerprint = start.fingerprint;
+  heal_chunk_bytes();  // the testing and tuning knobs of a rejoin's transfer, checked before the first step
+  heal_pause_after();
   if (start.joined) {
     s->world = *start.joined;
     s->joining = true;
@@ -176,6 +220,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
     }
     const double t_done = now_s();
     S.world = next;
+    if (S.fault_t < 0) S.fault_t = t_step, S.fault_step = failed_step;  // the world was full until this loss
     S.join_check.restart_at(next.step);  // survivors that did and did not pass a check step before the loss agree
     const double times[4] = {t_detect - t_step, t_agreed - t_detect, t_done - t_agreed, t_done - t_detect};
     report_shrink(old, next, times, undone, position, rec, progress);
@@ -196,12 +241,22 @@ std::string hex(uint32_t v) {
 
 }  // namespace
 
-void Trainer::Impl::launch_look(Progress& progress) {
+
+void Trainer::Impl::launch_look(int64_t step, RunRecorder& rec, Progress& progress) {
   Shrink& S = *shrink;
   S.look_flags.assign(size_t(S.start_world), 0.f);
   S.looked.clear();
   if (rank0()) {
     for (auto& j : pending_joins(*S.store, "shrink", S.world, S.start_world)) {
+      // A joiner of another configuration or profile would be refused only once the world had grown around it (or
+      // would train something else): it is refused here, and the world goes on as it is.
+      if (const std::string diff = join_fingerprint_diff(S.fingerprint, j.fingerprint); !diff.empty()) {
+        const std::string why = "not the live world's configuration: " + diff;
+        refuse_join(*S.store, "shrink", j, why);
+        if (auto* w = rec.metrics()) w->append_event(step, "rejoin-refused", "rank " + std::to_string(j.id) + ": " + why);
+        progress.message("rejoin: refused rank " + std::to_string(j.id) + ": " + why);
+        continue;
+      }
       // A joiner this rank cannot reach on the ranks' network (a partition) would only fail the new world's
       // connect, stalling every member: it waits for a later check.
       if (S.reach.reaches && !j.address.empty() && !S.reach.reaches(j.address)) {
@@ -229,7 +284,7 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
       if (S.look_flags[id] != 0) joiners.push_back(int(id));
   }
   if (joiners.empty()) {
-    if (S.join_check.due(step)) launch_look(progress);
+    if (S.join_check.due(step)) launch_look(step, rec, progress);
     return false;
   }
   const std::vector<JoinRequest> joins = std::move(S.looked);
@@ -257,14 +312,26 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
   cfg.world = new_world;
   const int64_t position = sharder->position_of(step);
   admit(/*joiner=*/false, rec);
-  char times[64];
-  std::snprintf(times, sizeof(times), "admitted in %.2f s", now_s() - t0);
+  const double t_full = now_s();
+  char times[256];
+  std::snprintf(times, sizeof(times), "admitted in %.2f s, of which %.3f s the state's transfer (%lld bytes in %lld "
+                "messages of at most %lld bytes)", t_full - t0, heal.seconds, (long long)heal.bytes,
+                (long long)heal.messages, (long long)heal.chunk_bytes);
+  std::string full;
+  if (new_world == S.start_world && S.fault_t >= 0) {
+    char f[160];
+    std::snprintf(f, sizeof(f), "; full world again %.2f s after the loss (from the start of step %lld, in which it "
+                  "was detected)", t_full - S.fault_t, (long long)S.fault_step);
+    full = f;
+    S.fault_t = -1;
+    S.fault_step = -1;
+  }
   const std::string what =
       std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
       std::to_string(next.generation) + ": rank " + join_ranks(joiners) + " joined; ranks " + join_ranks(next.members) +
       " now 0.." + std::to_string(new_world - 1) + "): " + times + "; parameters averaged over the " +
-      std::to_string(old.members.size()) + " members, then parameters, buffers and optimizer state sent from rank 0 "
-      "(hashes equal on every rank); data continues at sample position " + std::to_string(position) +
+      std::to_string(old.members.size()) + " members, then parameters and optimizer state layer by layer and buffers sent from rank 0 "
+      "(hashes equal on every rank)" + full + "; data continues at sample position " + std::to_string(position) +
       ", global batch " + std::to_string(int64_t(old.members.size()) * cfg.batch) + " -> " +
       std::to_string(int64_t(new_world) * cfg.batch);
   if (auto* w = rec.metrics()) {
@@ -276,18 +343,20 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
 }
 
 int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
-  // Rank 0's place in the run: the step, the data position and the sizes of what follows.
+  // Rank 0's place in the run: the step, the data position, the sizes of what follows and the largest message of
+  // the transfer (rank 0's DREAMDDP_HEAL_CHUNK_BYTES: every rank must cut the state alike).
   const std::string sizes = std::to_string(model->params().size()) + "," + std::to_string(model->buffers().size()) +
                             "," + std::to_string(opt->state().size());
   std::string mine;
   if (rank0())
     mine = std::to_string(shrink->world.step) + ";" + std::to_string(sharder->position_of(shrink->world.step)) + ";" +
-           sizes;
+           std::to_string(heal_chunk_bytes()) + ";" + sizes;
   const std::string root = backend->allgather(mine)[0];
   std::istringstream in(root);
-  std::string step_s, pos_s, sizes_s;
+  std::string step_s, pos_s, chunk_s, sizes_s;
   std::getline(in, step_s, ';');
   std::getline(in, pos_s, ';');
+  std::getline(in, chunk_s, ';');
   std::getline(in, sizes_s);
   const int64_t step = std::stoll(step_s), position = std::stoll(pos_s);
   // Every rank runs the same configuration (the start-up handshake); a joiner started with another model is
@@ -297,13 +366,9 @@ int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
                      ", this rank's " + sizes + " (not the same --model or --optimizer?)");
   // The optimizer's per-layer step counts: the joiner takes rank 0's, the others keep their own.
   share_layer_steps("rejoin", joiner);
-  // Optimizer state: the joiner takes rank 0's, the others keep their own. Parameters and buffers come with the
-  // engine below, whose construction broadcasts rank 0's (the old members' are bitwise equal to them already).
-  if (const size_t n = opt->state().size()) {
-    std::vector<float> state = ops::to_host(opt->state());
-    backend->broadcast(state.data(), n, 0)->wait();
-    if (joiner) ops::from_host(opt->state(), state.data(), n);
-  }
+  // Parameters and buffers: every rank takes rank 0's (the old members' are bitwise equal to them already);
+  // optimizer state: the joiner takes rank 0's, the others keep their own. Layer by layer, in bounded messages.
+  transfer_state(joiner, std::stoll(chunk_s));
   auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
   moved->continue_at(step, position);
   sharder = std::move(moved);
@@ -312,7 +377,7 @@ int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
   const sync::ProfileCarry carried =
       sync::ProfileCarry::decode(backend->allgather(rank0() ? profile_carry->encode() : std::string())[0]);
   engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), *dev, step, profile_carry,
-                           carried.has() ? &carried : nullptr, undo());
+                           carried.has() ? &carried : nullptr, undo(), /*state_equal=*/true);
   // Every rank compares: parameters and buffers equal everywhere, the joiner's optimizer state equal to rank 0's.
   const std::string h = hex(crc_of(ops::to_host(model->params()))) + "," + hex(crc_of(ops::to_host(model->buffers()))) + "," +
                         hex(crc_of(ops::to_host(opt->state()))) + (joiner ? ",j" : "");
@@ -325,6 +390,65 @@ int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
                                "transfer (hashes " + all[r] + " vs " + all[0] + ")");
   }
   return step;
+}
+
+
+void Trainer::Impl::transfer_state(bool joiner, int64_t chunk_bytes) {
+  const double t0 = now_s();
+  const size_t chunk = size_t(chunk_bytes / int64_t(sizeof(float)));
+  const int64_t pause_after = joiner ? heal_pause_after() : 0;
+  // The host copies hold this rank's state and receive rank 0's; each rank takes what it receives only at the end,
+  // so that a peer lost in the middle leaves a member's state as it was (it then shrinks from that).
+  std::vector<float> params = ops::to_host(model->params()), buffers = ops::to_host(model->buffers()),
+                     state = ops::to_host(opt->state());
+  const size_t P = params.size();
+  const size_t slots = P ? state.size() / P : 0;
+  heal = {};
+  heal.chunk_bytes = chunk_bytes;
+  // Up to kInFlight messages are launched ahead of the one waited for, so that a small message's round trip is not
+  // paid once per message; they run in order on the backend.
+  constexpr size_t kInFlight = 16;
+  std::deque<std::pair<WorkPtr, size_t>> flight;
+  auto complete_one = [&] {
+    flight.front().first->wait();
+    heal.bytes += int64_t(flight.front().second * sizeof(float));
+    flight.pop_front();
+    if (++heal.messages == pause_after) std::raise(SIGSTOP);
+  };
+  auto send = [&](float* p, size_t n) {
+    for (size_t i = 0; i < n; i += chunk) {
+      const size_t m = std::min(chunk, n - i);
+      flight.emplace_back(backend->broadcast(p + i, m, 0), m);
+      if (flight.size() >= kInFlight) complete_one();
+    }
+  };
+  try {
+    for (int l = 0; l < model->num_layers(); ++l) {
+      const optim::LayerSlice s = model->layer_slice(l);
+      send(params.data() + s.offset, size_t(s.count));
+      for (size_t k = 0; k < slots; ++k) send(state.data() + k * P + size_t(s.offset), size_t(s.count));
+    }
+    send(buffers.data(), buffers.size());
+    while (!flight.empty()) complete_one();
+  } catch (...) {
+    // A peer lost: the messages still queued end (each fails at once) before the buffers they write go.
+    for (auto& f : flight) {
+      try {
+        f.first->wait();
+      } catch (...) {
+      }
+    }
+    throw;
+  }
+  if (!rank0()) {
+    ops::from_host(model->params(), params.data(), params.size());
+    ops::from_host(model->buffers(), buffers.data(), buffers.size());
+  }
+  if (joiner) ops::from_host(opt->state(), state.data(), state.size());
+  heal.seconds = now_s() - t0;
+  if (const char* dump = std::getenv("DREAMDDP_HEAL_DUMP"); dump && *dump && (joiner || rank0()))
+    dump_state(std::string(dump) + (joiner ? ".received." : ".sent.") + std::to_string(shrink->start_rank),
+               {&params, &buffers, &state}, opt->layer_steps());
 }
 
 void Trainer::Impl::end_elastic() {

@@ -263,24 +263,25 @@ TEST(RejoinStore, JoinerGivesUpWhenTheRunIsOver) {
 namespace dd::train {
 namespace {
 
-// Rank A passed step 32's look for joiners (a broadcast it sent as root) before a peer was lost in that step; rank
-// B failed earlier, in step 31. Both redo step 32. Without a common restart they would disagree on whether step 32
-// looks again, and one would wait in a broadcast the other never joins.
+// Rank A passed step 35's look for joiners (a broadcast it sent as root) before a peer was lost in that step; rank
+// B failed earlier, in step 34. Both redo step 35. Without a common restart they would disagree on whether step 35
+// looks again, and one would wait in a broadcast the other never joins. Looks are at the last step of each period
+// (step + 1 a multiple of 4), so that a world grows at the first step of the next.
 TEST(JoinCheck, SurvivorsAgreeOnCheckStepsAfterAShrink) {
   JoinCheck a(4, 0), b(4, 0);
-  for (int64_t s = 1; s <= 31; ++s) EXPECT_EQ(a.due(s), b.due(s)) << "step " << s;
-  EXPECT_TRUE(a.due(32));  // only A got there
+  for (int64_t s = 1; s <= 34; ++s) EXPECT_EQ(a.due(s), b.due(s)) << "step " << s;
+  EXPECT_TRUE(a.due(35));  // only A got there
   JoinCheck a_kept = a, b_kept = b;
-  EXPECT_NE(a_kept.due(32), b_kept.due(32)) << "the disagreement restart_at settles";
-  a.restart_at(32);
-  b.restart_at(32);
+  EXPECT_NE(a_kept.due(35), b_kept.due(35)) << "the disagreement restart_at settles";
+  a.restart_at(35);
+  b.restart_at(35);
   int checks = 0;
-  for (int64_t s = 32; s <= 64; ++s) {
+  for (int64_t s = 35; s <= 67; ++s) {
     const bool da = a.due(s);
     EXPECT_EQ(da, b.due(s)) << "step " << s;
     checks += da ? 1 : 0;
   }
-  EXPECT_EQ(checks, 8);  // 36, 40, ..., 64: each multiple of 4 after the redone step, once
+  EXPECT_EQ(checks, 8);  // 39, 43, ..., 67: the last step of each period after the redone step, once
   EXPECT_FALSE(JoinCheck(0, 0).due(8)) << "every 0: never";
 }
 

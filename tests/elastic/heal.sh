@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Healing from a live peer (docs/elastic.md "Rejoin"): 3 ranks, rank 2 killed with SIGKILL after step 20; the 2
+# survivors shrink and go on; rank 2, started again by hand with --rejoin, asks to join.
+#   equal:  it receives its state from rank 0 in messages of at most 1000 bytes (a layer spans many of them) and
+#           joins at a period boundary; what it received (parameters, buffers, AdamW moments and step counts) is
+#           bitwise what rank 0 sent, the rank-0 line and the /events row report the bytes, the messages and the
+#           time from the loss to a full world, and all 3 end with bitwise equal parameters.
+#   lost:   the joiner is killed in the middle of its transfer (it stops itself after its 5th message): the
+#           members go on without it (a second shrink) and finish with bitwise equal parameters; never a hang.
+#   refuse: joiners started with another model, then another policy, are refused with one line and exit 2
+#           before the world grows; the 2 members finish.
+# Usage: heal.sh DREAMDDP_BIN MODE
+set -euo pipefail
+BIN=$1
+MODE=$2
+STEPS=120
+W=$(mktemp -d /tmp/dd_heal.XXXXXX)
+source "$(dirname "$0")/shrink_lib.sh"
+ARGS=(train --model mlp:width=64 --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3
+      --policy localsgd:k=4 --optimizer adamw --lr 0.001 --eval-every 0 --eval-samples 64 --log-every 1
+      --on-peer-loss shrink --out "$W/run" --save-params "$W/p%r.bin")
+LOG0=$W/heal.0.log
+joiner() {  # LOG [OPTION VALUE]: rank 2 started again by hand (pid in PIDS[2]), OPTION's value replaced by VALUE
+  local log=$1 opt=${2:-} val=${3:-} a=() i
+  for ((i = 0; i < ${#ARGS[@]}; ++i)); do
+    a+=("${ARGS[$i]}")
+    [ -n "$opt" ] && [ "${ARGS[$i]}" = "$opt" ] && { a+=("$val"); i=$((i + 1)); }
+  done
+  RANK=2 WORLD_SIZE=3 LOCAL_RANK=2 LOCAL_WORLD_SIZE=3 \
+    "$BIN" "${a[@]}" --rejoin --rendezvous "file://$W/rdzv.heal" > /dev/null 2> "$log" &
+  PIDS[2]=$!
+}
+t0=$SECONDS
+# Rank 0 decides the largest message of a transfer (every rank cuts the state alike); rank 0 and the joiner dump
+# what they sent and received.
+export DREAMDDP_HEAL_CHUNK_BYTES=1000
+[ "$MODE" = equal ] && export DREAMDDP_HEAL_DUMP=$W/heal
+# Every rank stops itself after step 20 (rank 2 is lost there), the survivors again after step 30 and 60, once
+# shrunk, while a joiner starts.
+DREAMDDP_PAUSE_AFTER_STEPS=20,30,60 start_ranks heal 3 "${ARGS[@]}"
+kill_paused 2
+{ wait "${PIDS[2]}"; } 2>/dev/null || true
+wait_stopped "${PIDS[0]}" "${PIDS[1]}" || { dump_logs; exit 1; }
+grep -q "^shrink: 3 -> 2 ranks " "$LOG0" || { echo "no shrink by step 30:"; cat "$LOG0"; exit 1; }
+members_finish() {
+  for r in 0 1; do
+    status_of $r
+    [ "$RC" -eq 0 ] || { echo "rank $r exited $RC:"; dump_logs; exit 1; }
+  done
+  cmp "$W/p0.bin" "$W/p1.bin" || { echo "the members' parameters differ"; exit 1; }
+}
+case $MODE in
+equal)
+  joiner "$W/joiner.log"
+  wait_for_line "$W/joiner.log" "asks to join"
+  kill -CONT "${PIDS[0]}" "${PIDS[1]}"
+  wait_stopped "${PIDS[0]}" "${PIDS[1]}" || { dump_logs; exit 1; }  # step 60
+  kill -CONT "${PIDS[0]}" "${PIDS[1]}"
+  status_of 2
+  [ "$RC" -eq 0 ] || { echo "the joiner exited $RC:"; cat "$W/joiner.log"; exit 1; }
+  members_finish
+  cmp "$W/p0.bin" "$W/p2.bin" || { echo "the healed rank's parameters differ from rank 0's"; exit 1; }
+  [ -s "$W/heal.sent.0" ] && [ -s "$W/heal.received.2" ] || { echo "no dump of the transfer"; ls "$W"; exit 1; }
+  cmp "$W/heal.sent.0" "$W/heal.received.2" || { echo "what the joiner received differs from what rank 0 sent"; exit 1; }
+  line=$(grep -E "^rejoin: 2 -> 3 ranks \(generation 2: rank 2 joined; ranks 0, 1, 2 now 0..2\): admitted in [0-9.]+ s, of which [0-9.]+ s the state's transfer \([0-9]+ bytes in [0-9]+ messages of at most 1000 bytes\); .*full world again [0-9.]+ s after the loss \(from the start of step [0-9]+," "$LOG0") ||
+    { echo "no rejoin line on rank 0:"; cat "$LOG0"; exit 1; }
+  echo "$line"
+  messages=$(echo "$line" | sed -E 's/.* ([0-9]+) messages of .*/\1/')
+  bytes=$(echo "$line" | sed -E 's/.*transfer \(([0-9]+) bytes.*/\1/')
+  # mlp:width=64: 784*64+64 + 64*64+64 + 64*64+64 + 64*10+10 parameters, AdamW's two moments each: three times that.
+  [ "$bytes" -eq $((3 * 4 * (784 * 64 + 64 + 2 * (64 * 64 + 64) + 64 * 10 + 10))) ] || { echo "bytes $bytes"; exit 1; }
+  [ "$messages" -gt 100 ] || { echo "$messages messages: not layer by layer in bounded messages"; exit 1; }
+  ev=$(events_of "$W/run/metrics.h5" rejoin)
+  [ "$(echo "$ev" | grep -c .)" -eq 1 ] && echo "$ev" | grep -q "full world again" || { echo "rejoin events: $ev"; exit 1; }
+  step=$(echo "$ev" | cut -f1)
+  [ $((step % 4)) -eq 0 ] || { echo "joined at step $step, not at a period boundary of localsgd:k=4"; exit 1; }
+  echo "OK: healed from rank 0 in $messages messages ($bytes bytes) at step $step; 3 ranks bitwise equal"
+  ;;
+lost)
+  DREAMDDP_PAUSE_IN_HEAL=5 joiner "$W/joiner.log"
+  wait_for_line "$W/joiner.log" "asks to join"
+  kill -CONT "${PIDS[0]}" "${PIDS[1]}"
+  wait_stopped "${PIDS[2]}" || { dump_logs; cat "$W/joiner.log"; exit 1; }
+  kill -9 "${PIDS[2]}"
+  { wait "${PIDS[2]}"; } 2>/dev/null || true
+  wait_stopped "${PIDS[0]}" "${PIDS[1]}" || { dump_logs; exit 1; }  # step 60
+  kill -CONT "${PIDS[0]}" "${PIDS[1]}"
+  members_finish
+  grep -qE "^shrink: 3 -> 2 ranks \(generation 3: lost rank 2; ranks 0, 1 now 0..1\)" "$LOG0" ||
+    { echo "the members did not go on without the joiner:"; cat "$LOG0"; exit 1; }
+  ! grep -q "^rejoin: " "$LOG0" || { echo "a rejoin was reported:"; cat "$LOG0"; exit 1; }
+  echo "OK: the joiner lost in its transfer; the 2 members went on without it, bitwise equal"
+  ;;
+refuse)
+  for bad in "--model mlp:width=32" "--policy localsgd:k=8"; do
+    # shellcheck disable=SC2086
+    joiner "$W/joiner.log" $bad
+    wait_for_line "$W/joiner.log" "asks to join"
+    kill -CONT "${PIDS[0]}" "${PIDS[1]}"
+    status_of 2
+    [ "$RC" -eq 2 ] || { echo "the joiner ($bad) exited $RC:"; cat "$W/joiner.log"; exit 1; }
+    tail -n 1 "$W/joiner.log" | grep -E "^dreamddp train: error: rejoin: the live world refused rank 2: not the live world's configuration: (model|policy) \(live world: " ||
+      { echo "joiner ($bad):"; cat "$W/joiner.log"; exit 1; }
+    [ "$bad" = "--model mlp:width=32" ] && { wait_stopped "${PIDS[0]}" "${PIDS[1]}" || { dump_logs; exit 1; }; }
+  done
+  members_finish
+  [ "$(grep -c "^rejoin: refused rank 2: " "$LOG0")" -eq 2 ] || { echo "rank 0:"; cat "$LOG0"; exit 1; }
+  ! grep -q "^rejoin: 2 -> " "$LOG0" || { echo "the world grew:"; cat "$LOG0"; exit 1; }
+  echo "OK: joiners of another model and another policy refused; the 2 members finished"
+  ;;
+*) echo "heal.sh: unknown mode $MODE"; exit 2 ;;
+esac
+echo "done after $((SECONDS - t0)) s"
