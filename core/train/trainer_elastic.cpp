@@ -147,12 +147,16 @@ void Trainer::Impl::report_shrink(const Membership& old, const Membership& next,
   std::vector<int> lost;
   for (int id : old.members)
     if (std::find(next.members.begin(), next.members.end(), id) == next.members.end()) lost.push_back(id);
+  std::string gone = join_ranks(lost);
+  if (!shrink->dropped_joiners.empty())
+    gone += (lost.empty() ? "" : " and ") + std::string("joining rank ") + join_ranks(shrink->dropped_joiners);
+  shrink->dropped_joiners.clear();
   char times[160];
   std::snprintf(times, sizeof(times), "detect %.2f s, agree %.2f s, rebuild %.2f s, recover %.2f s", t[0], t[1], t[2],
                 t[3]);
   const std::string what =
       std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
-      std::to_string(next.generation) + ": lost rank " + (lost.empty() ? std::string("none") : join_ranks(lost)) +
+      std::to_string(next.generation) + ": lost " + (gone.empty() ? std::string("rank none") : (lost.empty() ? "" : "rank ") + gone) +
       "; ranks " + join_ranks(next.members) + " now 0.." + std::to_string(new_world - 1) + "): " + times +
       "; step " + std::to_string(next.step) + " redone (what the failed step finished kept, " +
       std::to_string(undone) + " floats of unfinished averages put back), parameters averaged over the " +
@@ -304,14 +308,24 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
   S.world = next;  // from here a lost member is a loss in the new world
   const int new_rank = int(std::find(next.members.begin(), next.members.end(), S.start_rank) - next.members.begin());
   const int new_world = int(next.members.size());
-  backend = nullptr;
-  S.owner->reset();
-  *S.owner = S.make(new_rank, new_world, "dd-g" + std::to_string(next.generation));
-  backend = S.owner->get();
-  cfg.rank = new_rank;
-  cfg.world = new_world;
   const int64_t position = sharder->position_of(step);
-  admit(/*joiner=*/false, rec);
+  try {
+    backend = nullptr;
+    S.owner->reset();
+    *S.owner = S.make(new_rank, new_world, "dd-g" + std::to_string(next.generation));
+    backend = S.owner->get();
+    cfg.rank = new_rank;
+    cfg.world = new_world;
+    admit(/*joiner=*/false, rec);
+  } catch (const PeerLost&) {
+    // A peer lost before the joiners hold the state (a joiner, or a member: the donor too): the joiners go (they
+    // have nothing to go on with), so the members agree among themselves, as the old world one generation on. The
+    // quorum is of the old members (a joiner that never reports does not hold the decision back), and a member that
+    // finished the transfer before the loss and agrees as the grown world reads the same decision (same key prefix).
+    S.world.members = old.members;
+    S.dropped_joiners = joiners;
+    throw;
+  }
   const double t_full = now_s();
   char times[256];
   std::snprintf(times, sizeof(times), "admitted in %.2f s, of which %.3f s the state's transfer (%lld bytes in %lld "

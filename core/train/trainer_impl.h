@@ -73,6 +73,7 @@ struct Trainer::Impl {
     // in) and in which step; -1 while the world is full. A rejoin that makes it full again reports the time since.
     double fault_t = -1;
     int64_t fault_step = -1;
+    std::vector<int> dropped_joiners;  // joiners a loss during their admission left out (for the shrink's line)
   };
   // What the last admit() moved from rank 0 to the joiners: bytes (once, not per receiver), messages, seconds.
   struct HealStats {
