@@ -7,8 +7,9 @@
 #           time from the loss to a full world, and all 3 end with bitwise equal parameters.
 #   lost:   the joiner is killed in the middle of its transfer (it stops itself after its 5th message): the
 #           members go on without it (a second shrink) and finish with bitwise equal parameters; never a hang.
-#   refuse: joiners started with another model, then another policy, are refused with one line and exit 2
-#           before the world grows; the 2 members finish.
+#   refuse: the world runs dreamddp with a profile file; joiners started with another model, another policy, and
+#           the same policy once the profile's files changed on disk, are refused with one line and exit 2 before
+#           the world grows; the 2 members finish.
 #   donor:  4 ranks, rank 3 the one killed and started again; rank 0, the member that sends the state, is killed
 #           in the middle of the transfer: the joiner exits 3 with one line, ranks 1 and 2 go on; the joiner,
 #           started once more, is healed from rank 1 (a retry from another member), and ranks 1..3 end bitwise
@@ -23,8 +24,17 @@ N=3
 J=$((N - 1))  # the rank killed and started again
 W=$(mktemp -d /tmp/dd_heal.XXXXXX)
 source "$(dirname "$0")/shrink_lib.sh"
+POLICY=localsgd:k=4
+PAUSES=20,30,60
+if [ "$MODE" = refuse ]; then
+  mkdir -p "$W/prof"
+  echo '{"fc1": 0.001, "fc2": 0.003, "fc3": 0.003, "fc4": 0.0001}' > "$W/prof/bp.json"
+  echo '{"fc1": 0.004, "fc2": 0.005, "fc3": 0.005, "fc4": 0.001}' > "$W/prof/comm.json"
+  POLICY="dreamddp:h=4,profile=$W/prof,trial=0"
+  PAUSES=20,30,60,90
+fi
 ARGS=(train --model mlp:width=64 --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 3
-      --policy localsgd:k=4 --optimizer adamw --lr 0.001 --eval-every 0 --eval-samples 64 --log-every 1
+      --policy "$POLICY" --optimizer adamw --lr 0.001 --eval-every 0 --eval-samples 64 --log-every 1
       --on-peer-loss shrink --out "$W/run" --save-params "$W/p%r.bin")
 LOG0=$W/heal.0.log
 joiner() {  # LOG [OPTION VALUE]: rank J started again by hand (pid in PIDS[J]), OPTION's value replaced by VALUE
@@ -50,9 +60,9 @@ t0=$SECONDS
 # what they sent and received.
 export DREAMDDP_HEAL_CHUNK_BYTES=1000
 [ "$MODE" = equal ] && export DREAMDDP_HEAL_DUMP=$W/heal
-# Every rank stops itself after step 20 (rank J is lost there), the survivors again after step 30 and 60, once
-# shrunk, while a joiner starts.
-DREAMDDP_PAUSE_AFTER_STEPS=20,30,60 start_ranks heal $N "${ARGS[@]}"
+# Every rank stops itself after step 20 (rank J is lost there), the survivors again after step 30 and 60 (and 90),
+# once shrunk, while a joiner starts.
+DREAMDDP_PAUSE_AFTER_STEPS=$PAUSES start_ranks heal $N "${ARGS[@]}"
 kill_paused $J
 { wait "${PIDS[$J]}"; } 2>/dev/null || true
 wait_stopped "${PIDS[@]:0:$J}" || { dump_logs; exit 1; }
@@ -107,21 +117,27 @@ lost)
   echo "OK: the joiner lost in its transfer; the 2 members went on without it, bitwise equal"
   ;;
 refuse)
-  for bad in "--model mlp:width=32" "--policy localsgd:k=8"; do
-    # shellcheck disable=SC2086
-    joiner "$W/joiner.log" $bad
+  for bad in model policy profile; do
+    case $bad in
+      model) joiner "$W/joiner.log" --model mlp:width=32 ;;
+      policy) joiner "$W/joiner.log" --policy "dreamddp:h=8,profile=$W/prof,trial=0" ;;
+      profile)  # the same command; the profile was measured again since the world started
+        echo '{"fc1": 0.002, "fc2": 0.003, "fc3": 0.003, "fc4": 0.0001}' > "$W/prof/bp.json"
+        joiner "$W/joiner.log" ;;
+    esac
     joiner_asks "$W/joiner.log"
     kill -CONT "${PIDS[0]}" "${PIDS[1]}"
     status_of 2
     [ "$RC" -eq 2 ] || { echo "the joiner ($bad) exited $RC:"; cat "$W/joiner.log"; exit 1; }
-    tail -n 1 "$W/joiner.log" | grep -E "^dreamddp train: error: rejoin: the live world refused rank 2: not the live world's configuration: (model|policy) \(live world: " ||
+    tail -n 1 "$W/joiner.log" | grep -E "^dreamddp train: error: rejoin: the live world refused rank 2: not the live world's configuration: $bad \(live world: " ||
       { echo "joiner ($bad):"; cat "$W/joiner.log"; exit 1; }
-    [ "$bad" = "--model mlp:width=32" ] && { wait_stopped "${PIDS[0]}" "${PIDS[1]}" || { dump_logs; exit 1; }; }
+    [ $bad = profile ] || wait_stopped "${PIDS[0]}" "${PIDS[1]}" || { dump_logs; exit 1; }
   done
   members_finish
-  [ "$(grep -c "^rejoin: refused rank 2: " "$LOG0")" -eq 2 ] || { echo "rank 0:"; cat "$LOG0"; exit 1; }
+  [ "$(grep -c "^rejoin: refused rank 2: " "$LOG0")" -eq 3 ] || { echo "rank 0:"; cat "$LOG0"; exit 1; }
+  [ "$(events_of "$W/run/metrics.h5" rejoin-refused | grep -c .)" -eq 3 ] || { echo "rejoin-refused events"; exit 1; }
   ! grep -q "^rejoin: 2 -> " "$LOG0" || { echo "the world grew:"; cat "$LOG0"; exit 1; }
-  echo "OK: joiners of another model and another policy refused; the 2 members finished"
+  echo "OK: joiners of another model, another policy and another profile refused; the 2 members finished"
   ;;
 donor)
   DREAMDDP_PAUSE_IN_HEAL=5 joiner "$W/joiner.log"

@@ -244,6 +244,32 @@ TEST(RejoinStore, RequestCarriesTheProbeAddress) {
   EXPECT_TRUE(pending_joins(*s, "shrink", world_of({0, 1}, 1), 3).empty());
 }
 
+// A joiner of another configuration is refused before the world grows: its wait ends with the reason (exit 2), its
+// request is gone, and a later request of the same rank (started again, now alike) is looked at as any other.
+TEST(RejoinStore, RefusedJoinerLearnsWhyAndItsRequestGoes) {
+  TempDir d;
+  auto s = make_file_key_store(d.path);
+  post_join(*s, "shrink", 2, "n1", "", "model=mlp:width=32\npolicy=ddp\n");
+  auto joins = pending_joins(*s, "shrink", world_of({0, 1}, 1), 3);
+  ASSERT_EQ(joins.size(), 1u);
+  EXPECT_EQ(joins[0].fingerprint, "model=mlp:width=32\npolicy=ddp\n");
+  const std::string diff = join_fingerprint_diff("model=mlp:width=64\npolicy=ddp\n", joins[0].fingerprint);
+  EXPECT_EQ(diff, "model (live world: model=mlp:width=64, this rank: model=mlp:width=32)");
+  refuse_join(*s, "shrink", joins[0], "not the live world's configuration: " + diff);
+  EXPECT_TRUE(pending_joins(*s, "shrink", world_of({0, 1}, 1), 3).empty());
+  try {
+    await_join(*s, "shrink", 2, "n1", 30, 0.005);
+    FAIL() << "no throw";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "rejoin: the live world refused rank 2: not the live world's configuration: " + diff);
+  }
+  post_join(*s, "shrink", 2, "n2", "", "model=mlp:width=64\npolicy=ddp\n");
+  joins = pending_joins(*s, "shrink", world_of({0, 1}, 1), 3);
+  ASSERT_EQ(joins.size(), 1u);
+  EXPECT_EQ(join_fingerprint_diff("model=mlp:width=64\npolicy=ddp\n", joins[0].fingerprint), "");
+  EXPECT_EQ(join_fingerprint_diff("a=1\nprofile=p crc 1\n", "a=1\n"), "profile (live world: profile=p crc 1, this rank: none)");
+}
+
 TEST(RejoinStore, JoinerGivesUpWhenTheRunIsOver) {
   TempDir d;
   auto s = make_file_key_store(d.path);
