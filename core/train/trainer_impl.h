@@ -27,6 +27,12 @@ struct StepResult;
 struct ResumePlan;
 struct LoadedCheckpoint;
 
+// A rejoin's knobs (trainer_heal.cpp), read from the environment; a bad value is a UsageError.
+// DREAMDDP_HEAL_CHUNK_BYTES: the largest message of the transfer (default 4 MiB). DREAMDDP_PAUSE_IN_HEAL: a joiner
+// stops itself after that many messages (fault tests; 0: unset).
+int64_t heal_chunk_bytes();
+int64_t heal_pause_after();
+
 struct Trainer::Impl {
   TrainConfig cfg;
   Backend* backend;
