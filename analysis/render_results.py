@@ -1771,7 +1771,9 @@ def render_torchft_faults(results, name="torchft_faults.json"):
     out = ["| system | fault | rc | wall s | samples in the model | goodput | recovery |", "|---|---|---|---|---|---|---|"]
     for r in d["runs"]:
         if r["system"] == "ours":
-            rec = "; ".join("%s at step %d: %s" % (k, s, re.sub(r"^.*?\): ", "", dt).split(";")[0])
+            rec = "; ".join("%s at step %d: %s%s" % (
+                k, s, re.sub(r"^.*?\): ", "", dt).split(";")[0],
+                "".join(", " + m.group(1) for m in re.finditer(r"(full world again [0-9.]+ s after the loss)", dt)))
                             for s, k, dt in r.get("events", [])) or "-"
         else:
             v = r.get("recovery") or {}
@@ -1850,7 +1852,8 @@ RENDERERS = {"simulate_validation": render_sim_validation, "sim_charge": render_
              "shrink_overhead_profile": lambda r: render_shrink_overhead(r, "shrink_overhead_profile.json"),
              "findings": render_findings, "history_index": render_history_index,
              "topk_compression": render_topk_compression, "torchft": render_torchft,
-             "torchft_faults": render_torchft_faults}
+             "torchft_faults": render_torchft_faults,
+             "torchft_faults_heal": lambda r: render_torchft_faults(r, "torchft_faults_heal.json")}
 
 
 def render_section(name, results):

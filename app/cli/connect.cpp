@@ -10,7 +10,8 @@
 namespace dd::cli {
 namespace {
 
-// The fields every rank must agree on, as "key=value" lines.
+}  // namespace
+
 std::string config_fingerprint(const train::TrainConfig& c) {
   std::ostringstream s;
   s << "model=" << c.model << "\npolicy=" << c.policy << "\nseed=" << c.seed << "\nbatch=" << c.batch
@@ -19,6 +20,8 @@ std::string config_fingerprint(const train::TrainConfig& c) {
   for (auto& sw : c.switches) s << "switch=" << sw << "\n";
   return s.str();
 }
+
+namespace {
 
 // Refuses ranks whose configuration differs from rank 0's, naming the fields.
 void handshake(Backend& b, const train::TrainConfig& c) {

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 
 #include "app/cli/connect.h"
@@ -16,6 +18,7 @@
 #include "backends/key_store.h"
 #include "base/clock.h"
 #include "base/error.h"
+#include "core/common/crc.h"
 #include "core/ops/ops.h"
 #include "core/sync/policy/registry.h"
 #include "core/train/checkpoint.h"
@@ -35,7 +38,7 @@ std::unique_ptr<Backend> join_live_world(train::TrainConfig& cfg, train::Trainer
   auto store = make_key_store(base.rendezvous, "shrink");
   const std::string nonce = std::to_string(::getpid()) + "-" + std::to_string(int64_t(now_s() * 1e6));
   const double wait_s = std::max(60.0, 4 * cfg.timeout_s + 30);
-  train::post_join(*store, "shrink", cfg.rank, nonce, start->reach.address);
+  train::post_join(*store, "shrink", cfg.rank, nonce, start->reach.address, start->fingerprint);
   std::fprintf(stderr, "train: rank %d asks to join the live run of %s (waiting up to %.0f s)\n", cfg.rank,
                base.rendezvous.c_str(), wait_s);
   const double t0 = now_s();
@@ -69,10 +72,38 @@ train::ReachCheck reach_check(const train::TrainConfig& cfg) {
   }
 }
 
+// What a live world compares with a joiner's (docs/elastic.md "Rejoin"): the configuration of the start-up
+// handshake and, for a policy given a profile (profile=DIR), a CRC-32 of that directory's files.
+std::string join_fingerprint(const train::TrainConfig& cfg) {
+  std::string fp = config_fingerprint(cfg);
+  const std::string dir = cfg.policy_spec.get_str("profile", "");
+  if (dir.empty()) return fp;
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  uint32_t crc = 0;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    crc = crc32_of(bytes.data(), bytes.size(), crc32_of(f.filename().string().data(), f.filename().string().size(), crc));
+  }
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", crc);
+  return fp + "profile=" + dir + " crc " + hex + "\n";
+}
+
 // Connects, trains and prints the summary: everything after the run directory is prepared.
 int train_in_run_dir(train::TrainConfig& cfg, train::RunData& data, bool joining) {
-  train::Trainer::ElasticStart start{cfg.rank, cfg.world, std::nullopt, {}};
-  if (cfg.shrink_on_peer_loss && cfg.world > 1) start.reach = reach_check(cfg);
+  train::Trainer::ElasticStart start{cfg.rank, cfg.world, std::nullopt, {}, {}};
+  if (cfg.shrink_on_peer_loss && cfg.world > 1) {
+    start.reach = reach_check(cfg);
+    start.fingerprint = join_fingerprint(cfg);
+  }
+  // A joiner builds its model, optimizer and data before it asks to join: the live world waits for none of it.
+  std::unique_ptr<train::Trainer> joiner_trainer;
+  if (joining) joiner_trainer = std::make_unique<train::Trainer>(cfg, nullptr, &data);
   std::unique_ptr<Backend> backend = joining ? join_live_world(cfg, &start) : connect(cfg);
   if (cfg.rank == 0)
     std::fprintf(stderr, "train: %s on %s, %d rank(s), batch %lld/rank, %lld steps, policy %s, %d thread(s)/rank\n",
@@ -83,7 +114,10 @@ int train_in_run_dir(train::TrainConfig& cfg, train::RunData& data, bool joining
       if (sw.step >= cfg.steps)
         std::fprintf(stderr, "train: note: --switch %lld:%s is not before the last step (%lld steps): it will not "
                      "apply in this run\n", (long long)sw.step, sw.spec.text.c_str(), (long long)cfg.steps);
-  train::Trainer t(cfg, backend.get(), &data);
+  std::unique_ptr<train::Trainer> made;
+  if (joining) joiner_trainer->attach(backend.get(), cfg.rank, cfg.world);
+  else made = std::make_unique<train::Trainer>(cfg, backend.get(), &data);
+  train::Trainer& t = joining ? *joiner_trainer : *made;
   if (backend && cfg.shrink_on_peer_loss) {
     // The survivors of a lost peer agree in the rendezvous directory and meet there again, under a fresh key
     // prefix per generation (docs/elastic.md "Shrink without restart").

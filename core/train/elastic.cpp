@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/error.h"
 
 namespace dd::train {
 namespace {
@@ -40,6 +41,10 @@ Membership decode_world(const std::string& s) {
 std::string answer_key(const std::string& prefix, int id, const std::string& nonce) {
   return prefix + "/joined/" + std::to_string(id) + "-" + nonce;
 }
+std::string fingerprint_key(const std::string& prefix, int id, const std::string& nonce) {
+  return prefix + "/joinfp/" + std::to_string(id) + "-" + nonce;
+}
+const char kRefused[] = "refused|";
 
 // This rank's probes of the others, "id:1,id:0" (1: reached).
 std::string encode_reach(const std::map<int, bool>& r) {
@@ -174,7 +179,8 @@ Membership agree_survivors(KeyStore& store, const std::string& prefix, const Mem
 
 // A request's value: "nonce" or "nonce address".
 void post_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce,
-               const std::string& address) {
+               const std::string& address, const std::string& fingerprint) {
+  if (!fingerprint.empty()) store.set(fingerprint_key(prefix, me, nonce), fingerprint);  // before the request
   store.set(prefix + "/join/" + std::to_string(me), address.empty() ? nonce : nonce + " " + address);
 }
 
@@ -188,6 +194,7 @@ std::vector<JoinRequest> pending_joins(KeyStore& store, const std::string& prefi
     const auto sp = v.find(' ');
     r.nonce = v.substr(0, sp);
     if (sp != std::string::npos) r.address = v.substr(sp + 1);
+    store.get(fingerprint_key(prefix, id, r.nonce), &r.fingerprint);
     out.push_back(r);
   }
   return out;
@@ -202,6 +209,34 @@ void answer_join(KeyStore& store, const std::string& prefix, const JoinRequest& 
     store.remove(prefix + "/join/" + std::to_string(r.id));
 }
 
+void refuse_join(KeyStore& store, const std::string& prefix, const JoinRequest& r, const std::string& reason) {
+  store.set(answer_key(prefix, r.id, r.nonce), kRefused + reason);
+  store.remove(fingerprint_key(prefix, r.id, r.nonce));
+  std::string now;
+  if (store.get(prefix + "/join/" + std::to_string(r.id), &now) && now.substr(0, now.find(' ')) == r.nonce)
+    store.remove(prefix + "/join/" + std::to_string(r.id));
+}
+
+std::string join_fingerprint_diff(const std::string& live, const std::string& joiner) {
+  if (live == joiner) return "";
+  auto fields = [](const std::string& s) {
+    std::map<std::string, std::string> f;
+    std::istringstream in(s);
+    for (std::string line; std::getline(in, line);) f[line.substr(0, line.find('='))] = line;
+    return f;
+  };
+  const auto a = fields(live), b = fields(joiner);
+  std::map<std::string, int> keys;
+  for (const auto& [k, v] : a) keys[k] = 1;
+  for (const auto& [k, v] : b) keys[k] = 1;
+  std::string diff;
+  for (const auto& [k, one] : keys) {
+    const std::string x = a.count(k) ? a.at(k) : "none", y = b.count(k) ? b.at(k) : "none";
+    if (x != y) diff += (diff.empty() ? "" : ", ") + k + " (live world: " + x + ", this rank: " + y + ")";
+  }
+  return diff.empty() ? "fields differ" : diff;
+}
+
 void report_lost(KeyStore& store, const std::string& prefix, int id, const std::string& how) {
   store.set(prefix + "/lost/" + std::to_string(id), how);
 }
@@ -214,6 +249,11 @@ Membership await_join(KeyStore& store, const std::string& prefix, int me, const 
   for (;;) {
     std::string v;
     if (store.get(answer_key(prefix, me, nonce), &v)) {
+      if (v.compare(0, sizeof(kRefused) - 1, kRefused) == 0) {
+        store.remove(answer_key(prefix, me, nonce));
+        throw UsageError("rejoin: the live world refused rank " + std::to_string(me) + ": " +
+                         v.substr(sizeof(kRefused) - 1));
+      }
       Membership m = decode_world(v);
       if (std::find(m.members.begin(), m.members.end(), me) == m.members.end())
         throw PeerLost("rejoin: the answer to rank " + std::to_string(me) + " does not name it: " + v);

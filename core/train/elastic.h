@@ -66,7 +66,8 @@ Membership agree_survivors(KeyStore& store, const std::string& prefix, const Mem
 // "0, 2, 3"
 std::string join_ranks(const std::vector<int>& ranks);
 
-// When the live world looks for joiners: at every step that is a multiple of `every` (0: never), once. Every
+// When the live world looks for joiners: at the last step of every period of `every` steps (step + 1 a multiple of
+// `every`; 0: never), once, so that a world with joiners grows at the next step, the first of a period. Every
 // member must answer alike, since the look is a collective. A rank that failed in the collective of a check step
 // may or may not have passed it, so after a shrink every survivor restarts the count at the step it redoes
 // (restart_at): that step is not looked at again, the next multiple is.
@@ -76,7 +77,7 @@ class JoinCheck {
   JoinCheck(int64_t every, int64_t start) : every_(every), last_(start) {}
   // True (and remembered) when `step` is a check step not looked at yet.
   bool due(int64_t step) {
-    if (every_ <= 0 || step <= last_ || step % every_ != 0) return false;
+    if (every_ <= 0 || step <= last_ || (step + 1) % every_ != 0) return false;
     last_ = step;
     return true;
   }
@@ -92,24 +93,32 @@ class JoinCheck {
 // `<prefix>/join/<id>` (id: the rank it was started as; nonce: this process, so an old answer is never taken).
 // At each check step the live world's rank 0 looks for requests of ranks that are not members, and answers each
 // with the world it joins: the members in order, then the joiners, continuing at that step.
+// A request also carries the joiner's fingerprint (its configuration, "key=value" lines, and its profile): rank 0
+// refuses a joiner whose fingerprint differs from the live world's (refuse_join) before the world grows.
 struct JoinRequest {
   int id = 0;
   std::string nonce;
-  std::string address;  // the joiner's reach probe (ReachCheck::address), "" when it has none
+  std::string address;      // the joiner's reach probe (ReachCheck::address), "" when it has none
+  std::string fingerprint;  // "" when the joiner posted none
 };
 void post_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce,
-               const std::string& address = "");
+               const std::string& address = "", const std::string& fingerprint = "");
 // The requests of start ranks 0..ids-1 that are not members of `world`, in start-rank order.
 std::vector<JoinRequest> pending_joins(KeyStore& store, const std::string& prefix, const Membership& world, int ids);
 // Answers a request (and removes it, unless a newer one replaced it): `next` is the world the joiner is admitted to.
 void answer_join(KeyStore& store, const std::string& prefix, const JoinRequest& r, const Membership& next);
+// Refuses a request (and removes it): the joiner's wait ends with `reason` (await_join throws a UsageError).
+void refuse_join(KeyStore& store, const std::string& prefix, const JoinRequest& r, const std::string& reason);
+// The fields of two fingerprints ("key=value" lines) that differ, "model (live world: model=mlp, this rank:
+// model=cnn), ..."; "" when equal.
+std::string join_fingerprint_diff(const std::string& live, const std::string& joiner);
 // What a supervisor that saw a rank's process end (the launcher) records: the rank is certainly lost, so survivors
 // agreeing on a new world need not wait out their join window for it. Cleared when the rank is admitted again.
 void report_lost(KeyStore& store, const std::string& prefix, int id, const std::string& how);
 // The run is over: a joiner still waiting gives up at once.
 void mark_run_done(KeyStore& store, const std::string& prefix);
 // The joiner's wait for its answer: the world it joins. Throws QuorumLost (exit 3) when no answer came within
-// wait_s or the run ended first; the message says which.
+// wait_s or the run ended first, UsageError (exit 2) when the live world refused it; the message says which.
 Membership await_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce, double wait_s,
                       double poll_s = 0.02);
 

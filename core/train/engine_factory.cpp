@@ -11,7 +11,7 @@ std::unique_ptr<sync::SyncSession> make_engine_for(const TrainConfig& cfg, model
                                                   Backend& b, telemetry::MetricsWriter* metrics, DeviceState& dev,
                                                   int64_t first_step, std::shared_ptr<sync::ProfileCarry> profile_out,
                                                   const sync::ProfileCarry* profile_in,
-                                                  std::shared_ptr<sync::InPlaceUndo> undo) {
+                                                  std::shared_ptr<sync::InPlaceUndo> undo, bool state_equal) {
   sync::EngineOptions eo;
   eo.policy = cfg.policy_spec;
   eo.switches = cfg.policy_switches;
@@ -29,6 +29,7 @@ std::unique_ptr<sync::SyncSession> make_engine_for(const TrainConfig& cfg, model
   eo.profile_out = std::move(profile_out);
   eo.profile_in = profile_in;
   eo.undo = std::move(undo);
+  eo.state_equal = state_equal;
   const sync::Arenas a = sync::arenas_of(m, o);  // the model's and the optimizer's own, on their device
   return sync::make_layer_sync(eo, sync::layer_table(m), a, dev.data_path(a, m.num_layers(), b), b);
 }

@@ -64,6 +64,13 @@ Trainer::Trainer(const TrainConfig& cfg, Backend* backend, RunData* data) : impl
 
 Trainer::~Trainer() = default;
 
+void Trainer::attach(Backend* backend, int rank, int world) {
+  auto& I = *impl_;
+  I.backend = backend;
+  I.cfg.rank = rank;
+  I.cfg.world = world;  // the sharder is made for this place when the joiner is admitted (admit())
+}
+
 
 // An anomaly seen by any rank a step or two ago, agreed through the control all-reduce (a single process: its
 // own of the previous step): stop with a checkpoint, or fall back to lock-step.
@@ -128,8 +135,17 @@ void Trainer::Impl::start_run(RunLoop& L) {
     if (auto* w = L.rec->metrics()) w->append_event(resume_after, "restart", why);
   // A joiner (docs/elastic.md "Rejoin") takes the live world's state from its rank 0; a rank started with the
   // run builds its engine (whose construction broadcasts rank 0's parameters).
-  if (shrink && shrink->joining) L.tp.start = admit(/*joiner=*/true, *L.rec);
-  else if (backend)
+  if (shrink && shrink->joining) {
+    // A peer lost before this rank holds the whole state: it has nothing to go on with, and the live world goes on
+    // without it (it shrinks as after any loss); started again, it asks anew.
+    try {
+      L.tp.start = admit(/*joiner=*/true, *L.rec);
+    } catch (const PeerLost& e) {
+      throw PeerLost("rejoin: a peer was lost while rank " + std::to_string(shrink->start_rank) + " received its "
+                     "state (" + std::to_string(heal.messages) + " messages, " + std::to_string(heal.bytes) +
+                     " bytes so far); the live world goes on without it: " + e.what());
+    }
+  } else if (backend)
     engine = make_engine_for(cfg, *model, *opt, *backend, L.rec->metrics(), *dev, 0, profile_carry, nullptr,
                              undo());
   L.rec->set_hosts(engine ? engine->hosts() : std::vector<std::string>{});

@@ -53,7 +53,13 @@ class Trainer {
     int start_world = 1;
     std::optional<Membership> joined;
     ReachCheck reach;  // reachability on the ranks' network for the agreement (none: the store alone decides)
+    // This rank's configuration and profile ("key=value" lines, the world size it was started with): rank 0 of a
+    // live world refuses a joiner whose fingerprint differs from its own.
+    std::string fingerprint;
   };
+  // A joiner builds its trainer (model, optimizer, data) before it asks to join, off the live world's critical
+  // path, without a backend; once admitted it hands over the backend of the world it joins and its place there.
+  void attach(Backend* backend, int rank, int world);
   void enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, std::unique_ptr<KeyStore> store,
                      const ElasticStart& start);
 

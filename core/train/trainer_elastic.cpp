@@ -1,12 +1,12 @@
 // Shrink without restart and rejoin with live recovery (docs/elastic.md): the trainer's side of a world that
-// loses members and admits them again. The agreement and the key store are in elastic.cpp.
+// loses members and admits them again. The agreement and the key store are in elastic.cpp, a joiner's transfer of
+// the state in trainer_heal.cpp.
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
 #include "base/clock.h"
 #include "base/error.h"
-#include "core/common/crc.h"
 #include "core/telemetry/metrics_writer.h"
 #include "core/train/trainer_impl.h"
 
@@ -23,6 +23,9 @@ void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, 
   s->start_rank = start.start_rank;
   s->start_world = start.start_world;
   s->reach = start.reach;
+  s->fingerprint = start.fingerprint;
+  heal_chunk_bytes();  // the testing and tuning knobs of a rejoin's transfer, checked before the first step
+  heal_pause_after();
   if (start.joined) {
     s->world = *start.joined;
     s->joining = true;
@@ -103,12 +106,16 @@ void Trainer::Impl::report_shrink(const Membership& old, const Membership& next,
   std::vector<int> lost;
   for (int id : old.members)
     if (std::find(next.members.begin(), next.members.end(), id) == next.members.end()) lost.push_back(id);
+  std::string gone = join_ranks(lost);
+  if (!shrink->dropped_joiners.empty())
+    gone += (lost.empty() ? "" : " and ") + std::string("joining rank ") + join_ranks(shrink->dropped_joiners);
+  shrink->dropped_joiners.clear();
   char times[160];
   std::snprintf(times, sizeof(times), "detect %.2f s, agree %.2f s, rebuild %.2f s, recover %.2f s", t[0], t[1], t[2],
                 t[3]);
   const std::string what =
       std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
-      std::to_string(next.generation) + ": lost rank " + (lost.empty() ? std::string("none") : join_ranks(lost)) +
+      std::to_string(next.generation) + ": lost " + (gone.empty() ? std::string("rank none") : (lost.empty() ? "" : "rank ") + gone) +
       "; ranks " + join_ranks(next.members) + " now 0.." + std::to_string(new_world - 1) + "): " + times +
       "; step " + std::to_string(next.step) + " redone (what the failed step finished kept, " +
       std::to_string(undone) + " floats of unfinished averages put back), parameters averaged over the " +
@@ -176,6 +183,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
     }
     const double t_done = now_s();
     S.world = next;
+    if (S.fault_t < 0) S.fault_t = t_step, S.fault_step = failed_step;  // the world was full until this loss
     S.join_check.restart_at(next.step);  // survivors that did and did not pass a check step before the loss agree
     const double times[4] = {t_detect - t_step, t_agreed - t_detect, t_done - t_agreed, t_done - t_detect};
     report_shrink(old, next, times, undone, position, rec, progress);
@@ -183,25 +191,21 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
   }
 }
 
-
-namespace {
-
-uint32_t crc_of(const std::vector<float>& v) { return crc32_of(v.data(), v.size() * sizeof(float)); }
-
-std::string hex(uint32_t v) {
-  char s[9];
-  std::snprintf(s, sizeof s, "%08x", v);
-  return s;
-}
-
-}  // namespace
-
-void Trainer::Impl::launch_look(Progress& progress) {
+void Trainer::Impl::launch_look(int64_t step, RunRecorder& rec, Progress& progress) {
   Shrink& S = *shrink;
   S.look_flags.assign(size_t(S.start_world), 0.f);
   S.looked.clear();
   if (rank0()) {
     for (auto& j : pending_joins(*S.store, "shrink", S.world, S.start_world)) {
+      // A joiner of another configuration or profile would be refused only once the world had grown around it (or
+      // would train something else): it is refused here, and the world goes on as it is.
+      if (const std::string diff = join_fingerprint_diff(S.fingerprint, j.fingerprint); !diff.empty()) {
+        const std::string why = "not the live world's configuration: " + diff;
+        refuse_join(*S.store, "shrink", j, why);
+        if (auto* w = rec.metrics()) w->append_event(step, "rejoin-refused", "rank " + std::to_string(j.id) + ": " + why);
+        progress.message("rejoin: refused rank " + std::to_string(j.id) + ": " + why);
+        continue;
+      }
       // A joiner this rank cannot reach on the ranks' network (a partition) would only fail the new world's
       // connect, stalling every member: it waits for a later check.
       if (S.reach.reaches && !j.address.empty() && !S.reach.reaches(j.address)) {
@@ -229,7 +233,7 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
       if (S.look_flags[id] != 0) joiners.push_back(int(id));
   }
   if (joiners.empty()) {
-    if (S.join_check.due(step)) launch_look(progress);
+    if (S.join_check.due(step)) launch_look(step, rec, progress);
     return false;
   }
   const std::vector<JoinRequest> joins = std::move(S.looked);
@@ -249,22 +253,44 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
   S.world = next;  // from here a lost member is a loss in the new world
   const int new_rank = int(std::find(next.members.begin(), next.members.end(), S.start_rank) - next.members.begin());
   const int new_world = int(next.members.size());
-  backend = nullptr;
-  S.owner->reset();
-  *S.owner = S.make(new_rank, new_world, "dd-g" + std::to_string(next.generation));
-  backend = S.owner->get();
-  cfg.rank = new_rank;
-  cfg.world = new_world;
   const int64_t position = sharder->position_of(step);
-  admit(/*joiner=*/false, rec);
-  char times[64];
-  std::snprintf(times, sizeof(times), "admitted in %.2f s", now_s() - t0);
+  try {
+    backend = nullptr;
+    S.owner->reset();
+    *S.owner = S.make(new_rank, new_world, "dd-g" + std::to_string(next.generation));
+    backend = S.owner->get();
+    cfg.rank = new_rank;
+    cfg.world = new_world;
+    admit(/*joiner=*/false, rec);
+  } catch (const PeerLost&) {
+    // A peer lost before the joiners hold the state (a joiner, or a member: the donor too): the joiners go (they
+    // have nothing to go on with), so the members agree among themselves, as the old world one generation on. The
+    // quorum is of the old members (a joiner that never reports does not hold the decision back), and a member that
+    // finished the transfer before the loss and agrees as the grown world reads the same decision (same key prefix).
+    S.world.members = old.members;
+    S.dropped_joiners = joiners;
+    throw;
+  }
+  const double t_full = now_s();
+  char times[256];
+  std::snprintf(times, sizeof(times), "admitted in %.2f s, of which %.3f s the state's transfer (%lld bytes in %lld "
+                "messages of at most %lld bytes)", t_full - t0, heal.seconds, (long long)heal.bytes,
+                (long long)heal.messages, (long long)heal.chunk_bytes);
+  std::string full;
+  if (new_world == S.start_world && S.fault_t >= 0) {
+    char f[160];
+    std::snprintf(f, sizeof(f), "; full world again %.2f s after the loss (from the start of step %lld, in which it "
+                  "was detected)", t_full - S.fault_t, (long long)S.fault_step);
+    full = f;
+    S.fault_t = -1;
+    S.fault_step = -1;
+  }
   const std::string what =
       std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
       std::to_string(next.generation) + ": rank " + join_ranks(joiners) + " joined; ranks " + join_ranks(next.members) +
       " now 0.." + std::to_string(new_world - 1) + "): " + times + "; parameters averaged over the " +
-      std::to_string(old.members.size()) + " members, then parameters, buffers and optimizer state sent from rank 0 "
-      "(hashes equal on every rank); data continues at sample position " + std::to_string(position) +
+      std::to_string(old.members.size()) + " members, then parameters and optimizer state layer by layer and buffers sent from rank 0 "
+      "(hashes equal on every rank)" + full + "; data continues at sample position " + std::to_string(position) +
       ", global batch " + std::to_string(int64_t(old.members.size()) * cfg.batch) + " -> " +
       std::to_string(int64_t(new_world) * cfg.batch);
   if (auto* w = rec.metrics()) {
@@ -273,58 +299,6 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
   }
   if (rank0()) progress.message("rejoin: " + what);
   return true;
-}
-
-int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
-  // Rank 0's place in the run: the step, the data position and the sizes of what follows.
-  const std::string sizes = std::to_string(model->params().size()) + "," + std::to_string(model->buffers().size()) +
-                            "," + std::to_string(opt->state().size());
-  std::string mine;
-  if (rank0())
-    mine = std::to_string(shrink->world.step) + ";" + std::to_string(sharder->position_of(shrink->world.step)) + ";" +
-           sizes;
-  const std::string root = backend->allgather(mine)[0];
-  std::istringstream in(root);
-  std::string step_s, pos_s, sizes_s;
-  std::getline(in, step_s, ';');
-  std::getline(in, pos_s, ';');
-  std::getline(in, sizes_s);
-  const int64_t step = std::stoll(step_s), position = std::stoll(pos_s);
-  // Every rank runs the same configuration (the start-up handshake); a joiner started with another model is
-  // refused here, before any state moves.
-  if (sizes_s != sizes)
-    throw UsageError("rejoin: the live world's parameters, buffers and optimizer state have sizes " + sizes_s +
-                     ", this rank's " + sizes + " (not the same --model or --optimizer?)");
-  // The optimizer's per-layer step counts: the joiner takes rank 0's, the others keep their own.
-  share_layer_steps("rejoin", joiner);
-  // Optimizer state: the joiner takes rank 0's, the others keep their own. Parameters and buffers come with the
-  // engine below, whose construction broadcasts rank 0's (the old members' are bitwise equal to them already).
-  if (const size_t n = opt->state().size()) {
-    std::vector<float> state = ops::to_host(opt->state());
-    backend->broadcast(state.data(), n, 0)->wait();
-    if (joiner) ops::from_host(opt->state(), state.data(), n);
-  }
-  auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
-  moved->continue_at(step, position);
-  sharder = std::move(moved);
-  // The profile: a joiner carries none, so every rank takes rank 0's (the old members' are equal to it) and the
-  // grown world scales it instead of profiling again; none there (a loss during the profiling steps): it profiles.
-  const sync::ProfileCarry carried =
-      sync::ProfileCarry::decode(backend->allgather(rank0() ? profile_carry->encode() : std::string())[0]);
-  engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), *dev, step, profile_carry,
-                           carried.has() ? &carried : nullptr, undo());
-  // Every rank compares: parameters and buffers equal everywhere, the joiner's optimizer state equal to rank 0's.
-  const std::string h = hex(crc_of(ops::to_host(model->params()))) + "," + hex(crc_of(ops::to_host(model->buffers()))) + "," +
-                        hex(crc_of(ops::to_host(opt->state()))) + (joiner ? ",j" : "");
-  const auto all = backend->allgather(h);
-  for (size_t r = 0; r < all.size(); ++r) {
-    const bool j = all[r].size() > 2 && all[r].substr(all[r].size() - 2) == ",j";
-    const size_t cmp = j ? all[r].size() - 2 : 17;  // a joiner: all three hashes; a member: parameters and buffers
-    if (all[r].compare(0, cmp, all[0], 0, cmp) != 0)
-      throw std::runtime_error("rejoin: rank " + std::to_string(r) + "'s state differs from rank 0's after the "
-                               "transfer (hashes " + all[r] + " vs " + all[0] + ")");
-  }
-  return step;
 }
 
 void Trainer::Impl::end_elastic() {

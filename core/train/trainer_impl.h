@@ -27,6 +27,12 @@ struct StepResult;
 struct ResumePlan;
 struct LoadedCheckpoint;
 
+// A rejoin's knobs (trainer_heal.cpp), read from the environment; a bad value is a UsageError.
+// DREAMDDP_HEAL_CHUNK_BYTES: the largest message of the transfer (default 4 MiB). DREAMDDP_PAUSE_IN_HEAL: a joiner
+// stops itself after that many messages (fault tests; 0: unset).
+int64_t heal_chunk_bytes();
+int64_t heal_pause_after();
+
 struct Trainer::Impl {
   TrainConfig cfg;
   Backend* backend;
@@ -68,7 +74,19 @@ struct Trainer::Impl {
     std::shared_ptr<sync::InPlaceUndo> undo = std::make_shared<sync::InPlaceUndo>();
     std::vector<float> params, buffers, opt_state;
     std::vector<int64_t> layer_steps;
+    std::string fingerprint;  // this rank's configuration and profile (ElasticStart::fingerprint)
+    // The first loss since the world was last full: when (this rank's clock, the start of the step it was detected
+    // in) and in which step; -1 while the world is full. A rejoin that makes it full again reports the time since.
+    double fault_t = -1;
+    int64_t fault_step = -1;
+    std::vector<int> dropped_joiners;  // joiners a loss during their admission left out (for the shrink's line)
   };
+  // What the last admit() moved from rank 0 to the joiners: bytes (once, not per receiver), messages, seconds.
+  struct HealStats {
+    int64_t bytes = 0, messages = 0, chunk_bytes = 0;
+    double seconds = 0;
+  };
+  HealStats heal;
   std::unique_ptr<Shrink> shrink;
   std::shared_ptr<sync::InPlaceUndo> undo() const { return shrink ? shrink->undo : nullptr; }
   // After a loss: this rank's state, the unfinished in-place collectives undone, kept for every attempt at a new
@@ -87,8 +105,13 @@ struct Trainer::Impl {
   // of the old members, a new backend, admit()) and this returns true; otherwise, on a check step, rank 0 looks for
   // joiners and launches the broadcast that tells every rank, waited for at the next step.
   bool grow_world(int64_t step, RunRecorder& rec, Progress& progress);
-  // At a check step: rank 0 reads the join requests (those it reaches) and the broadcast of its answer is launched.
-  void launch_look(Progress& progress);
+  // At a check step: rank 0 reads the join requests, refuses those whose fingerprint differs from this world's
+  // (rejoin-refused in /events), and the broadcast of those it admits (those it reaches) is launched.
+  void launch_look(int64_t step, RunRecorder& rec, Progress& progress);
+  // admit()'s transfer: rank 0's parameters and optimizer state layer by layer, then its buffers, in messages of
+  // at most chunk_bytes (rank 0's DREAMDDP_HEAL_CHUNK_BYTES); every rank takes the parameters and buffers, the
+  // joiner also the optimizer state. Fills `heal`.
+  void transfer_state(bool joiner, int64_t chunk_bytes);
   // Every member of a new world, the joiner too: rank 0's step, data position, parameters, buffers and optimizer
   // state (taken by the joiner), a new sharder and engine, and a hash of the state that every rank compares.
   // Returns the step the world continues at.

@@ -52,7 +52,8 @@ std::unique_ptr<sync::SyncSession> make_engine_for(const TrainConfig& cfg, model
                                                   int64_t first_step = 0,
                                                   std::shared_ptr<sync::ProfileCarry> profile_out = nullptr,
                                                   const sync::ProfileCarry* profile_in = nullptr,
-                                                  std::shared_ptr<sync::InPlaceUndo> undo = nullptr);
+                                                  std::shared_ptr<sync::InPlaceUndo> undo = nullptr,
+                                                  bool state_equal = false);
 
 
 // Rank 0 records the run: metrics.h5 (/steps, /eval, /layers, root attributes) and, at the end, summary.json.

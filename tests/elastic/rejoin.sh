@@ -57,7 +57,7 @@ else
 fi
 echo "all 4 done after $((SECONDS - t0)) s"
 for r in 1 2 3; do cmp "$W/p0.bin" "$W/p$r.bin" || { echo "rank $r's parameters differ from rank 0's"; exit 1; }; done
-grep -E "^rejoin: 3 -> 4 ranks \(generation 2: rank 2 joined; ranks 0, 1, 3, 2 now 0..3\): admitted in [0-9.]+ s; " "$LOG0" ||
+grep -E "^rejoin: 3 -> 4 ranks \(generation 2: rank 2 joined; ranks 0, 1, 3, 2 now 0..3\): admitted in [0-9.]+ s, of which [0-9.]+ s the state's transfer " "$LOG0" ||
   { echo "no rejoin line on rank 0:"; cat "$LOG0"; exit 1; }
 for kind in shrink rejoin; do
   ev=$(events_of "$W/run/metrics.h5" $kind)

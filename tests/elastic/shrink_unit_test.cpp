@@ -244,6 +244,32 @@ TEST(RejoinStore, RequestCarriesTheProbeAddress) {
   EXPECT_TRUE(pending_joins(*s, "shrink", world_of({0, 1}, 1), 3).empty());
 }
 
+// A joiner of another configuration is refused before the world grows: its wait ends with the reason (exit 2), its
+// request is gone, and a later request of the same rank (started again, now alike) is looked at as any other.
+TEST(RejoinStore, RefusedJoinerLearnsWhyAndItsRequestGoes) {
+  TempDir d;
+  auto s = make_file_key_store(d.path);
+  post_join(*s, "shrink", 2, "n1", "", "model=mlp:width=32\npolicy=ddp\n");
+  auto joins = pending_joins(*s, "shrink", world_of({0, 1}, 1), 3);
+  ASSERT_EQ(joins.size(), 1u);
+  EXPECT_EQ(joins[0].fingerprint, "model=mlp:width=32\npolicy=ddp\n");
+  const std::string diff = join_fingerprint_diff("model=mlp:width=64\npolicy=ddp\n", joins[0].fingerprint);
+  EXPECT_EQ(diff, "model (live world: model=mlp:width=64, this rank: model=mlp:width=32)");
+  refuse_join(*s, "shrink", joins[0], "not the live world's configuration: " + diff);
+  EXPECT_TRUE(pending_joins(*s, "shrink", world_of({0, 1}, 1), 3).empty());
+  try {
+    await_join(*s, "shrink", 2, "n1", 30, 0.005);
+    FAIL() << "no throw";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "rejoin: the live world refused rank 2: not the live world's configuration: " + diff);
+  }
+  post_join(*s, "shrink", 2, "n2", "", "model=mlp:width=64\npolicy=ddp\n");
+  joins = pending_joins(*s, "shrink", world_of({0, 1}, 1), 3);
+  ASSERT_EQ(joins.size(), 1u);
+  EXPECT_EQ(join_fingerprint_diff("model=mlp:width=64\npolicy=ddp\n", joins[0].fingerprint), "");
+  EXPECT_EQ(join_fingerprint_diff("a=1\nprofile=p crc 1\n", "a=1\n"), "profile (live world: profile=p crc 1, this rank: none)");
+}
+
 TEST(RejoinStore, JoinerGivesUpWhenTheRunIsOver) {
   TempDir d;
   auto s = make_file_key_store(d.path);
@@ -263,24 +289,25 @@ TEST(RejoinStore, JoinerGivesUpWhenTheRunIsOver) {
 namespace dd::train {
 namespace {
 
-// Rank A passed step 32's look for joiners (a broadcast it sent as root) before a peer was lost in that step; rank
-// B failed earlier, in step 31. Both redo step 32. Without a common restart they would disagree on whether step 32
-// looks again, and one would wait in a broadcast the other never joins.
+// Rank A passed step 35's look for joiners (a broadcast it sent as root) before a peer was lost in that step; rank
+// B failed earlier, in step 34. Both redo step 35. Without a common restart they would disagree on whether step 35
+// looks again, and one would wait in a broadcast the other never joins. Looks are at the last step of each period
+// (step + 1 a multiple of 4), so that a world grows at the first step of the next.
 TEST(JoinCheck, SurvivorsAgreeOnCheckStepsAfterAShrink) {
   JoinCheck a(4, 0), b(4, 0);
-  for (int64_t s = 1; s <= 31; ++s) EXPECT_EQ(a.due(s), b.due(s)) << "step " << s;
-  EXPECT_TRUE(a.due(32));  // only A got there
+  for (int64_t s = 1; s <= 34; ++s) EXPECT_EQ(a.due(s), b.due(s)) << "step " << s;
+  EXPECT_TRUE(a.due(35));  // only A got there
   JoinCheck a_kept = a, b_kept = b;
-  EXPECT_NE(a_kept.due(32), b_kept.due(32)) << "the disagreement restart_at settles";
-  a.restart_at(32);
-  b.restart_at(32);
+  EXPECT_NE(a_kept.due(35), b_kept.due(35)) << "the disagreement restart_at settles";
+  a.restart_at(35);
+  b.restart_at(35);
   int checks = 0;
-  for (int64_t s = 32; s <= 64; ++s) {
+  for (int64_t s = 35; s <= 67; ++s) {
     const bool da = a.due(s);
     EXPECT_EQ(da, b.due(s)) << "step " << s;
     checks += da ? 1 : 0;
   }
-  EXPECT_EQ(checks, 8);  // 36, 40, ..., 64: each multiple of 4 after the redone step, once
+  EXPECT_EQ(checks, 8);  // 39, 43, ..., 67: the last step of each period after the redone step, once
   EXPECT_FALSE(JoinCheck(0, 0).due(8)) << "every 0: never";
 }
 

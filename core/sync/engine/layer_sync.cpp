@@ -36,9 +36,11 @@ LayerSync::LayerSync(const EngineOptions& o, const LayerTable& layers, const Are
   hosts_ = b_.allgather(o.host_name.empty() ? std::string(host) : o.host_name);
   step_ = o.first_step;  // the policy is in force (and profiles) from here
   set_policy(o.policy);
-  // Identical starting point everywhere (PyTorch DDP broadcasts at construction too).
-  dp_->broadcast(b_, a_.params, size_t(a_.num_params), 0)->wait();
-  if (a_.num_buffers) dp_->broadcast(b_, a_.buffers, size_t(a_.num_buffers), 0)->wait();
+  // Identical starting point everywhere (PyTorch DDP broadcasts at construction too), unless the caller made it so.
+  if (!o.state_equal) {
+    dp_->broadcast(b_, a_.params, size_t(a_.num_params), 0)->wait();
+    if (a_.num_buffers) dp_->broadcast(b_, a_.buffers, size_t(a_.num_buffers), 0)->wait();
+  }
   pm_.anchor(a_.params, 0, a_.num_params);  // set_policy made them from the parameters before they were equal
 }
 

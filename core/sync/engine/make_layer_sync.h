@@ -54,6 +54,9 @@ struct EngineOptions {
   // --on-peer-loss shrink (in_place_undo.h): in-place averages on the training state keep what they overwrite, so
   // that a collective a lost peer left unfinished can be undone. Null: nothing is kept.
   std::shared_ptr<InPlaceUndo> undo;
+  // Every rank already holds rank 0's parameters and buffers bitwise (a rejoin moved them layer by layer and checks
+  // them by hash): the engine skips its initial broadcast of them.
+  bool state_equal = false;
 };
 
 // The layers as the engine sees them: per layer (forward order) what a policy may know, and its arena ranges.
