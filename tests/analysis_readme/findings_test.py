@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
-import render_results as R  # noqa: E402
+from results_pages import findings, findings_cells, findings_runs as R  # noqa: E402
 
 MACHINE = {"date": "2026-12-02 10:00 UTC", "cpu": "Test CPU", "cpu_flags": ["avx2"], "cores": 2, "load_1m": 0.1,
            "load_1m_end": 0.2, "commit": "abc1234", "tree_clean": True}
@@ -19,7 +19,7 @@ def cell(model, ranks, rate, cb, sps, best, e2e):
     """A regime-map cell whose runs took steps x batch x ranks / e2e[config] seconds from launch to exit."""
     rows = [{"system": "ours", "config": c, "samples_per_s": v} for c, v in sps.items()]
     ls, dd, dl = sps["localsgd:k=8"], sps["dreamddp:h=8"], sps["dreamddp:h=8,delay=2"]
-    samples = 53 * R.REGIME_BATCH[model] * ranks
+    samples = 53 * findings_cells.REGIME_BATCH[model] * ranks
     runs = [{"system": "ours", "config": c, "samples_per_s": sps[c], "run_s": samples / v} for c, v in e2e.items()]
     return {"model": model, "ranks": ranks, "rate": rate, "comm_over_backward": cb, "rows": rows, "steps": 53,
             "runs": runs,
@@ -65,7 +65,7 @@ def main():
                "rows": [{"policy": "localsgd:k=8", "ratio": 0.1}]},
               open(os.path.join(d, "simulate_validation_cnn-n2-300mbit.2026-01-01.json"), "w"))
     ties, wins, delay = R._finding_ties(d), R._finding_wins(d), R._finding_delay(d)
-    sim = R._finding_sim(d)
+    sim = findings._finding_sim(d)
     # From launch to exit (the figures quoted) with the timed window beside them.
     checks = [
         ("0.85–0.95x the better" in ties, ties),              # 950/1000 and 1530/1800

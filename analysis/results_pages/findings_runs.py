@@ -1,0 +1,259 @@
+"""The README's findings from measured runs: ties, wins, delay, elastic, GPU, step time, torchft."""
+from .common import _load, _median, _rel
+from .findings_cells import E2E_NOTE, _absent_line, _best_e2e, _sps, _sps_e2e, _vs, _vs_e2e, _where
+from .gpu import _gpu_rounds
+from .torchft import _torchft_e2e, _torchft_twin
+
+
+def _finding_ties(results):
+    d = _load(results, "regime_map.json")
+    cells = [c for c in d["cells"] if c["model"] == "mlp"] if d else []
+    if not cells:
+        return _absent_line("Ties on a small model", "regime-map.md")
+    H = d["H"]
+    win = {_where(c): c["verdict"]["dreamddp_vs_best_baseline"] for c in cells}
+    v = {_where(c): _best_e2e(c, H) for c in cells}
+    if any(x is None for x in v.values()):  # older files: the timed window only, said so
+        v, e2e = win, False
+    else:
+        e2e = True
+    low = min(cells, key=lambda c: v[_where(c)])
+    best = max(("localsgd:k=%d" % H, "plsgd:h=%d" % H), key=lambda n: (_sps_e2e(low, n) if e2e else _sps(low, n)))
+    return ("**Ties on a small model.** On the 4-layer mlp, dreamddp:h=%d runs at %.2f–%.2fx the better of "
+            "localsgd:k=%d and plsgd:h=%d in %d cells of the regime map, %s: with four layers there is little "
+            "for a layer-wise schedule to spread. It loses most (%.2fx%s) on %d ranks at %s, where %s(C/B %.2f) and "
+            "the best baseline is %s ([regime map](%s))." % (
+                H, min(v.values()), max(v.values()), H, H, len(cells),
+                (E2E_NOTE.replace("with the trainer's timed window in brackets", "against %.2f–%.2fx in the "
+                                  "trainer's timed window" % (min(win.values()), max(win.values()))))
+                if e2e else "in the trainer's timed window (it leaves out the start)",
+                v[_where(low)], " [%.2fx]" % win[_where(low)] if e2e else "", low["ranks"], low["rate"],
+                "communication is shortest " if low["comm_over_backward"] == min(
+                    c["comm_over_backward"] for c in cells) else "",
+                low["comm_over_backward"], "Local SGD's one whole-model average"
+                if best.startswith("localsgd") else "plsgd", _rel("regime-map.md")))
+
+
+def _finding_wins(results):
+    d = _load(results, "regime_map.json")
+    deep = [c for c in d["cells"] if c["model"] != "mlp"] if d else []
+    if not deep:
+        return _absent_line("Where it wins", "regime-map.md")
+    H = d["H"]
+    dd, ls, pl = "dreamddp:h=%d" % H, "localsgd:k=%d" % H, "plsgd:h=%d" % H
+    e2e = all(_vs_e2e(c, dd, pl) and _vs_e2e(c, dd, ls) for c in deep)
+    if e2e:
+        out = ["%s: %.2fx [%.2fx] %s and %.2fx [%.2fx] %s" % (
+            _where(c), _vs_e2e(c, dd, pl), _vs(c, dd, pl), pl, _vs_e2e(c, dd, ls), _vs(c, dd, ls), ls) for c in deep]
+        text = ("**Where it wins.** On the deeper models dreamddp:h=%d against its baselines, %s: %s." % (
+            H, E2E_NOTE, "; ".join(out)))
+    else:
+        out = ["%s: %.2fx %s and %.2fx %s" % (_where(c), _vs(c, dd, pl), pl, _vs(c, dd, ls), ls) for c in deep]
+        text = ("**Where it wins.** On the deeper models dreamddp:h=%d against its baselines, in the trainer's timed "
+                "window (it leaves out the start): %s." % (H, "; ".join(out)))
+    delayed = [(c, c["verdict"]["best_delay_config"]) for c in d["cells"] if c["verdict"].get("best_delay_vs_localsgd")]
+    if delayed:
+        key = (lambda c, n: _vs_e2e(c, n, ls)) if e2e and all(_vs_e2e(c, n, ls) for c, n in delayed) else None
+        ratio = key or (lambda c, n: _vs(c, n, ls))
+        vals = [(c, ratio(c, n), n) for c, n in delayed]
+        best = max(vals, key=lambda t: t[1])
+        text += (" A delayed merge goes further: %s reaches %.2fx %s at %s%s; over all %d cells it runs at "
+                 "%.2f–%.2fx %s, below 1 only at %s. What the delay costs in accuracy is the next finding "
+                 "([regime map](%s))." % (
+                     best[2], best[1], ls, _where(best[0]), " from launch to exit [%.2fx in the timed window]" %
+                     _vs(best[0], best[2], ls) if key else "", len(vals), min(t[1] for t in vals),
+                     max(t[1] for t in vals), ls, ", ".join(_where(c) for c, x, _ in vals if x < 1) or "none",
+                     _rel("regime-map.md")))
+    return text
+
+
+def _finding_delay(results):
+    seeds = _load(results, "convergence_seeds_mlp.json")
+    speed_doc = _load(results, "regime_map.json")
+    if not seeds or not speed_doc:
+        return _absent_line("The delay against accuracy", "convergence.md")
+    H = speed_doc["H"]
+    gap = {r["policy"]: r for r in seeds["rows"] if len(r["seeds"]) == len(seeds["seeds"]) and r["policy"] != "ddp"}
+    ls = "localsgd:k=%d" % H
+    parts = []
+    mlp = [c for c in speed_doc["cells"] if c["model"] == "mlp"]
+    e2e = all(_vs_e2e(c, p, ls) for c in mlp for p in gap if p != ls and _vs(c, p, ls))
+    vs = _vs_e2e if e2e else _vs
+    for p in sorted(gap, key=lambda p: -gap[p]["mean_gap_points"]):
+        sp = [vs(c, p, ls) for c in mlp if vs(c, p, ls)]
+        parts.append("%s %+.2f points (%+.2f to %+.2f)%s" % (
+            p, gap[p]["mean_gap_points"], gap[p]["min_gap_points"], gap[p]["max_gap_points"],
+            ", %.2f–%.2fx %s" % (min(sp), max(sp), ls) if sp and p != ls else ""))
+    ddp = next((list(r["accuracy"].values()) for r in seeds["rows"] if r["policy"] == "ddp"), [])
+    spread = 100 * (max(ddp) - min(ddp)) if ddp else None
+    worst = min((r["mean_gap_points"] for r in gap.values()), default=0.0)
+    verdict = ""
+    if spread is not None and gap:
+        verdict = (" Every local policy's mean gap is %s ddp's own spread over the seeds (%.2f points)%s." % (
+            "within" if -worst <= spread else "beyond", spread,
+            ": on this small model the delay's accuracy cost is not resolved" if -worst <= spread else ""))
+    return ("**The delay against accuracy.** Gap to ddp's final test accuracy on the mlp (Fashion-MNIST, %d "
+            "seeds, each against ddp of the same seed), with the speed against Local SGD on the mlp cells of the "
+            "regime map %s: %s ([convergence](%s)).%s" % (
+                len(seeds["seeds"]), "from launch to exit" if e2e else "in the trainer's timed window (it leaves out "
+                "the start)", "; ".join(parts), _rel("convergence.md"), verdict))
+
+
+def _finding_elastic(results):
+    d = _load(results, "chaos.json")
+    if not d:
+        return _absent_line("A lost rank", "elastic.md")
+    kill = [r for r in d["runs"] if r.get("fault") == "kill" and r.get("goodput") is not None]
+    # Goodput only for runs that finished every requested step (an unfinished one is counted apart, below).
+    by = {m: [r["goodput"] for r in kill if r["mode"] == m and r["rc"] == 0] for m in ("rejoin", "restart")}
+    ended = [r["samples"] / float(r["steps"] * d["set_up"]["ranks"] * d["set_up"]["batch"])
+             for r in kill if r["mode"] == "exit"]
+    unfinished = [r for r in kill if r["mode"] == "restart" and r["rc"] != 0]
+    if not by["rejoin"]:
+        return _absent_line("A lost rank", "elastic.md")
+    rng = lambda xs: ("%.2f" % xs[0]) if len(set(xs)) == 1 else "%.2f–%.2f" % (min(xs), max(xs))  # noqa: E731
+    shr = [x for r in kill if r["mode"] == "rejoin" for x in r["recoveries"] if "detect_s" in x]
+    adm = [x["admit_s"] for r in kill if r["mode"] == "rejoin" for x in r["recoveries"] if "admit_s" in x]
+    u = d["set_up"]
+    text = ("**Lost ranks, killed on a schedule.** With one of %d ranks killed every %g s on the emulated %s "
+            "cluster (%s; %s), shrinking and rejoining kept a goodput of %s (samples in the final model per "
+            "second, over the fault-free run)" % (u["ranks"], u["every"], u["netem"],
+                                                  " and ".join(dict.fromkeys(r["model"] for r in kill)),
+                                                  ", ".join(dict.fromkeys(r["policy"] for r in kill)),
+                                                  rng(by["rejoin"])))
+    if by["restart"]:
+        text += ", restarting every rank from its checkpoint %s" % rng(by["restart"])
+        if unfinished:
+            text += (" where it finished (%d of %d such runs never did: every restart was killed before the end, "
+                     "so they earn no goodput)" % (len(unfinished), len(unfinished) + len(by["restart"])))
+    if ended:
+        text += (", and the default ends the job at the first loss with %.0f–%.0f%% of the requested samples in its "
+                 "last checkpoint" % (100 * min(ended), 100 * max(ended)))
+    text += "."
+    if shr:
+        text += (" A loss stalls the survivors for a median %.2f s (detect %.2f s, agree %.2f s, rebuild %.2f s); "
+                 % (_median([x["detect_s"] + x["recover_s"] for x in shr]), _median([x["detect_s"] for x in shr]),
+                    _median([x["agree_s"] for x in shr]), _median([x["rebuild_s"] for x in shr])))
+    if adm:
+        text += "the restarted rank rejoins in %.2f s." % _median(adm)
+    again = _load(results, "chaos_shrink.json")
+    if again:
+        rows = [r for r in again["runs"] if r["mode"] == "rejoin" and r["rc"] == 0 and r.get("goodput") is not None]
+        k = ["%s %.2f" % (r["policy"], r["goodput"]) for r in rows if r["fault"] == "kill"]
+        part = [r for r in again["runs"] if r["fault"] == "partition"]
+        if k:
+            text += (" Re-measured (%s) without per-step copies, with partitions fenced by probes and the profile "
+                     "carried through shrink and rejoin: %s" % (" and ".join(dict.fromkeys(r["model"] for r in rows)),
+                                                               ", ".join(k)))
+            if part:
+                p0 = part[0]
+                text += ("; a rank partitioned half the time %s" % (
+                    "no longer stalls the run: it finished, goodput %.2f" % p0["goodput"]
+                    if p0["rc"] == 0 and p0.get("goodput") is not None else "still ends the run short"))
+            text += "."
+    ov = _load(results, "shrink_overhead.json")
+    if ov:
+        ratios = []
+        for policy in dict.fromkeys(r["policy"] for r in ov["runs"]):
+            ex = _median([r["samples_per_s"] for r in ov["runs"] if r["policy"] == policy and r["mode"] == "exit"])
+            sh = _median([r["samples_per_s"] for r in ov["runs"] if r["policy"] == policy and r["mode"] == "shrink"])
+            ratios.append("%s %.3f" % (policy, sh / ex))
+        text += " Being ready for a loss, without one, runs at %s of the default's speed" % ", ".join(ratios)
+        fx = _load(results, "shrink_overhead_profile.json")
+        if fx:
+            ex = _median([r["samples_per_s"] for r in fx["runs"] if r["mode"] == "exit"])
+            sh = _median([r["samples_per_s"] for r in fx["runs"] if r["mode"] == "shrink"])
+            text += " (dreamddp with one fixed profile, so that both run the same plan: %.3f)" % (sh / ex)
+        text += "."
+    return text + " ([elastic](%s))" % _rel("elastic.md")
+
+
+def _finding_gpu(results):
+    d = _load(results, "gpu_step.json")
+    if not d:
+        return _absent_line("The GPU path", "gpu.md")
+    rows = [r for r in d["results"] if r.get("ratio") is not None]
+    if not rows:
+        return _absent_line("The GPU path", "gpu.md")
+    ratios = [r["ratio"] for r in rows]
+    return ("**One GPU.** On an %s, our step took %.2f–%.2fx of PyTorch's on the same GPU (%s; batch %d, plain FP32, "
+            "both at the same GEMM rate). The smallest model's step is mostly launch and dispatch overhead, which "
+            "PyTorch pays in Python for every operation; %s. ([GPU](%s))" % (
+                d["gpu"].split(",")[0], min(ratios), max(ratios),
+                ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), d["batch"], _gpu_rounds(d),
+                _rel("gpu.md")))
+
+
+def _finding_step_time(results):
+    docs = [d for d in (_load(results, "bench_step_t1.json"), _load(results, "bench_step_t2.json")) if d]
+    if not docs:
+        return _absent_line("Step time against PyTorch", "step-time.md")
+    parts, slower = [], []
+    for d in docs:
+        rows = [r for r in d["results"] if r.get("ratio") is not None]
+        if not rows:
+            continue
+        ratios = [r["ratio"] for r in rows]
+        peer = d.get("peer") or {}
+        gemms = [r["peer"].get("gemm_gflops") for r in rows if r["peer"].get("gemm_gflops")]
+        g = d["ours_gemm_gflops"]
+        parts.append("%d thread%s: %.2f–%.2fx over %d models (%s; peer GEMM %.0f–%.0f GFLOP/s, ours %.0f)" % (
+            d["threads"], "" if d["threads"] == 1 else "s", min(ratios), max(ratios), len(rows),
+            ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), min(gemms), max(gemms),
+            max(g["start"], g["end"])))
+        slower += ["%s at %d thread%s" % (r["model"], d["threads"], "" if d["threads"] == 1 else "s")
+                   for r in rows if r["ratio"] > 1.0]
+        missing = [r["model"] for r in d["results"] if r.get("ratio") is None]
+        if missing:
+            parts[-1] += "; no ratio for %s (the peer did not run at its best)" % ", ".join(missing)
+    if not parts:
+        return _absent_line("Step time against PyTorch", "step-time.md")
+    peer = docs[0].get("peer") or {}
+    text = ("**Step time against PyTorch %s.** One process on the CPU, same model, batch and thread count, "
+            "alternating repeats; our step over the peer's (%s): %s." % (
+                peer.get("torch", "?").split("+")[0], (peer.get("blas") or "?").split(",")[-1].split(" (")[0].strip(),
+                "; ".join(parts)))
+    text += (" Slower than PyTorch: %s." % ", ".join(slower)) if slower else " Slower than PyTorch in none of them."
+    return text + " ([step time](%s))" % _rel("step-time.md")
+
+
+def _finding_torchft(results):
+    d, f = _load(results, "torchft.json"), _load(results, "torchft_faults.json")
+    if not d:
+        return _absent_line("torchft as a peer", "torchft.md")
+    rows = d["results"]
+    val = {(r["network"], r["system"], r["method"]): r for r in rows}
+    run_s = {}
+    for x in d.get("runs", []):
+        run_s.setdefault((x["network"], x["system"], x["method"]), []).append(x["run_s"])
+    per_net = {}
+    for r in rows:
+        if r["system"] != "dreamddp":
+            continue
+        t = val.get((r["network"], "torchft", _torchft_twin(r["method"])))
+        if t and t.get("peer_ok", True):
+            e = _torchft_e2e(run_s, r, t)
+            per_net.setdefault(r["network"], []).append("%s %s[%.2fx]" % (
+                r["method"], "%.2fx " % e if e else "", r["samples_per_s"] / t["samples_per_s"]))
+    withheld = sorted({r["network"] for r in rows if r["system"] == "torchft" and not r.get("peer_ok", True)})
+    su = d["set_up"]
+    text = ("**torchft as a peer.** torchft %s's own LocalSGD, DiLoCo and Streaming DiLoCo on %s, %d ranks, H=%d, "
+            "against our policies (samples/s over the torchft twin from launch to exit, with the timed steps' "
+            "ratio in brackets): %s." % (
+                (d.get("peer") or {}).get("torchft", "?"), su["model"], su["ranks"], su["h"],
+                "; ".join("%s: %s" % (n, ", ".join(v)) for n, v in per_net.items()) or "no ratio"))
+    if withheld:
+        text += (" At %s the ratios are withheld: some torchft runs measured their GEMM below the rules' floor on "
+                 "the loaded machine." % ", ".join(withheld))
+    reps = su.get("repeats_done") or {}
+    if reps:
+        text += " Repeats per link: %s." % ", ".join("%s %d" % kv for kv in reps.items())
+    text += (" compress=int8 is set against unquantized Streaming DiLoCo: torchft's quantized all-reduce runs on CUDA "
+             "only. Where we lose: a short run's launch-to-exit time on a slow link, which our lock-step profiling "
+             "steps dominate.")
+    if f:
+        g = {r["system"]: r for r in f["runs"] if r.get("fault") and r.get("goodput") is not None}
+        if "ours" in g and "torchft" in g:
+            text += (" One killed and restarted rank (%s, %d ranks): goodput %.3f ours, %.3f torchft, one repeat." % (
+                f["set_up"]["model"], f["set_up"]["ranks"], g["ours"]["goodput"], g["torchft"]["goodput"]))
+    return text + " ([torchft](%s))" % _rel("torchft.md")

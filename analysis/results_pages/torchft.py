@@ -1,0 +1,91 @@
+"""docs/results/torchft.md: dreamddp against torchft, with and without faults."""
+import re
+from .common import _absent, _f, _fmt_sps, _load, _median, _prov
+
+
+def _torchft_e2e(run_s, r, t):
+    """Samples/s from launch to exit, ours over its torchft twin: both run the same steps of the same batch, so the
+    ratio of their median launch-to-exit seconds (None where either has none)."""
+    a = _median(run_s.get((r["network"], r["system"], r["method"]), []))
+    b = _median(run_s.get((t["network"], t["system"], t["method"]), []))
+    return b / a if a and b else None
+
+
+def _torchft_twin(method):
+    if method.startswith("localsgd"):
+        return "localsgd"
+    return "streaming" if "delay=" in method else "localsgd"
+
+
+def render_torchft(results, name="torchft.json"):
+    """experiments/torchft_study.py: ours against torchft's LocalSGD / DiLoCo / Streaming DiLoCo, per network."""
+    d = _load(results, name)
+    if not d:
+        return _absent("the torchft comparison", "run `experiments/torchft_study.sh --out runs/torchft "
+                       "--results experiments/results/torchft.json`")
+    su = d["set_up"]
+    out = ["| network | system | method | samples/s (runs) | step ms | launch to exit, s (runs) | final loss (runs) | "
+           "vs its torchft twin, timed steps | vs its twin, launch to exit |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = d["results"]
+    run_s = {}
+    for x in d.get("runs", []):
+        run_s.setdefault((x["network"], x["system"], x["method"]), []).append(x["run_s"])
+    val = {(r["network"], r["system"], r["method"]): r for r in rows}
+    for r in rows:
+        twin, ratio, e2e = "", "-", "-"
+        if r["system"] == "dreamddp":
+            t = val.get((r["network"], "torchft", _torchft_twin(r["method"])))
+            if t and t.get("peer_ok", True):
+                twin, ratio = t["method"], "%.2fx %s" % (r["samples_per_s"] / t["samples_per_s"], t["method"])
+            if t and t.get("peer_ok", True):  # the peer rules withhold both ratios alike
+                e = _torchft_e2e(run_s, r, t)
+                e2e = "%.2fx %s" % (e, t["method"]) if e else "-"
+        method = r["method"] if r["system"] == "dreamddp" else "`%s`" % r["class"]
+        out.append("| %s | %s | %s | %s (%s) | %.0f | %s | %s | %s | %s |" % (
+            r["network"], "ours" if r["system"] == "dreamddp" else "torchft", method if r["system"] == "torchft"
+            else "`%s`" % method, _fmt_sps(r["samples_per_s"]),
+            ", ".join(_fmt_sps(x) for x in r["samples_per_s_runs"]), r["step_ms"],
+            ", ".join("%.0f" % x for x in run_s.get((r["network"], r["system"], r["method"]), [])) or "-",
+            ", ".join("%.2f" % x for x in r["final_loss_runs"]), ratio + (" (noisy)" if r.get("noisy") else ""),
+            e2e))
+    g = [x for r in rows if r["system"] == "torchft" for x in r.get("peer_gemm_gflops_runs", [])]
+    low = [x for x in g if x < 0.7 * su["our_gemm_gflops"]]
+    notes = ["in-run GEMM %.1f to %.1f GFLOP/s over %d runs, %d of them below 0.7x ours (its ratios withheld, "
+             "experiments/lib/peer_rules.py)" % (min(g), max(g), len(g), len(low))] if g else []
+    out += ["", "%s, batch %d per rank, %s (lr %g, constant), %d ranks, synthetic data, H=%d; %d untimed steps then "
+                "%d timed (ours: its summary's whole periods after the first); repeats %s, alternating; median. "
+                "Our GEMM %.1f GFLOP/s; torchft peer: %s. %s%s" % (
+                    su["model"], su["batch"], su["optimizer"], su["lr"], su["ranks"], su["h"], su["warmup_steps"],
+                    su["timed_steps"], ", ".join("%s %d" % kv for kv in (su.get("repeats_done") or {}).items())
+                    or su["repeats"], su["our_gemm_gflops"], "; ".join(notes) or "-",
+                    (d["note"] + " ") if d.get("note") else "", _prov(d)), ""]
+    return "\n".join(out)
+
+
+def render_torchft_faults(results, name="torchft_faults.json"):
+    """experiments/torchft_faults.py: one kill and restart, ours (shrink + rejoin) against torchft's Manager."""
+    d = _load(results, name)
+    if not d:
+        return _absent("the torchft fault comparison", "run `experiments/torchft_faults.py --out runs/torchft-faults "
+                       "--results experiments/results/torchft_faults.json`")
+    out = ["| system | fault | rc | wall s | samples in the model | goodput | recovery |", "|---|---|---|---|---|---|---|"]
+    for r in d["runs"]:
+        if r["system"] == "ours":
+            rec = "; ".join("%s at step %d: %s%s" % (
+                k, s, re.sub(r"^.*?\): ", "", dt).split(";")[0],
+                "".join(", " + m.group(1) for m in re.finditer(r"(full world again [0-9.]+ s after the loss)", dt)))
+                            for s, k, dt in r.get("events", [])) or "-"
+        else:
+            v = r.get("recovery") or {}
+            rec = "-" if not v else ("first sync without the lost replica %s s after the kill, with all again %s s "
+                                     "after; syncs not committed: %d" % (
+                                         _f(v.get("to_first_commit_without_lost_s"), "%.1f"),
+                                         _f(v.get("to_first_commit_with_all_again_s"), "%.1f"),
+                                         v.get("failed_commits", 0)))
+        out.append("| %s | %s | %d | %.1f | %d | %s | %s |" % (
+            "ours" if r["system"] == "ours" else "torchft", r["fault"] or "none", r["rc"], r["wall_s"], r["samples"],
+            _f(r.get("goodput"), "%.3f"), rec))
+    su = d["set_up"]
+    out += ["", "%s, batch %d, %d ranks on %s, Local SGD H=%d, %d steps; rank 1 killed %g s after the launch. %s" % (
+        su["model"], su["batch"], su["ranks"], su["netem"], su["h"], su["steps"], su["kill_at"], _prov(d)), ""]
+    return "\n".join(out)
