@@ -45,168 +45,15 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "peers"))
-import torch_sensitivity as ts  # noqa: E402  (the ported seed streams, sharder, data reader, lr schedule)
+import sensitivity_port  # noqa: E402  (the ported seed streams, sharder and data reader)
+import sensitivity_runs  # noqa: E402  (the runs of our binary)
+import torch_sensitivity as ts  # noqa: E402  (the lr schedule)
+from probe_replica import Images, Replica, cosines, input_shape, read_buffers, rel_err  # noqa: E402
 
 K = 10.0                 # our float32 error may be up to K times the float32 replica's (see the docstring)
 DECIDED = 0.1            # a cosine whose bound is below this is decided by the check; above, the replicas diverged
-CHUNK = 256              # core/train/sensitivity.cpp: image models' probe chunk
 IMAGE_MODELS = ("mlp", "cnn", "resnet20", "resnet18", "resnet50")
 MUTATIONS = ("none", "late", "early", "other-samples", "eval-bn", "one-chunk", "keep-stats")
-
-
-# ---- inputs: Fashion-MNIST as our loader makes it (core/data/fashion_mnist.cpp, core/data/resize.cpp) ----
-
-def axis_taps(n_in, n_out):
-    scale = np.float32(n_in) / np.float32(n_out)
-    s = np.maximum(scale * (np.arange(n_out, dtype=np.float32) + np.float32(0.5)) - np.float32(0.5), np.float32(0))
-    i0 = np.minimum(s.astype(np.int64), n_in - 1)
-    frac = s - i0.astype(np.float32)
-    i1 = np.where(i0 < n_in - 1, i0 + 1, i0)
-    return i0, i1, np.float32(1) - frac, frac
-
-
-class Images:
-    """Training images by index, in the model's input shape: 1x28x28 as stored, or 3xHxW (x/255 resized
-    bilinearly, then normalized, one plane repeated as three channels)."""
-
-    def __init__(self, data_dir, shape):
-        img = ts.read_idx_gz(os.path.join(data_dir, "train-images-idx3-ubyte.gz"))
-        self.y = ts.read_idx_gz(os.path.join(data_dir, "train-labels-idx1-ubyte.gz")).astype(np.int64)
-        self.u8, self.shape, self.size = img, tuple(shape), img.shape[0]
-
-    def x(self, idx):
-        u = self.u8[idx].astype(np.float32) / np.float32(255.0)
-        if self.shape != (1, 28, 28):
-            _, H, W = self.shape
-            ty, tx = axis_taps(28, H), axis_taps(28, W)
-            rows = tx[2] * u[:, :, tx[0]] + tx[3] * u[:, :, tx[1]]            # along x: [n, 28, W]
-            u = ty[2][None, :, None] * rows[:, ty[0], :] + ty[3][None, :, None] * rows[:, ty[1], :]
-        x = (u - np.float32(ts.FASHION_MEAN)) / np.float32(ts.FASHION_STD)
-        if self.shape[0] == 3:
-            x = np.repeat(x[:, None], 3, axis=1)
-        return np.ascontiguousarray(x.reshape((len(idx),) + self.shape), dtype=np.float32)
-
-
-def input_shape(name, cfg):
-    return (3, cfg["image"], cfg["image"]) if name in ("resnet18", "resnet50") else (1, 28, 28)
-
-
-# ---- the PyTorch replica ----
-
-def torch_layers(model):
-    """(module, parameter tensors, buffer tensors) per layer in our --save-params order."""
-    import torch_ddp
-    out = []
-    for m in torch_ddp.sync_layers(model):
-        params = [p for _, p in m.named_parameters(recurse=False)]
-        bufs = [m.running_mean, m.running_var] if hasattr(m, "running_mean") and m.running_mean is not None else []
-        out.append((m, params, bufs))
-    return out
-
-
-def load_theta(model, path, names, counts):
-    """Parameters of the --save-params file into the model (buffers skipped: see the docstring)."""
-    import torch
-    raw = np.fromfile(path, dtype="<f4")
-    layers = torch_layers(model)
-    if len(layers) != len(counts):
-        raise ts.BadInput("the torch model has %d layers, our run %d (%s)" % (len(layers), len(counts), names))
-    o = 0
-    with torch.no_grad():
-        for (m, params, bufs), name, n in zip(layers, names, counts):
-            if sum(p.numel() for p in params) != n:
-                raise ts.BadInput("layer %s: %d parameters in our run, %d in torch's %s" %
-                                  (name, n, sum(p.numel() for p in params), type(m).__name__))
-            for p in params:
-                p.copy_(torch.from_numpy(raw[o:o + p.numel()].copy()).view_as(p))
-                o += p.numel()
-            o += sum(b.numel() for b in bufs)
-    if o != raw.size:
-        raise ts.BadInput("%s holds %d floats, the model %d" % (path, raw.size, o))
-
-
-def read_buffers(path, model):
-    """Per layer: the running statistics in a --save-params file (empty for layers without)."""
-    raw = np.fromfile(path, dtype="<f4").astype(np.float64)
-    out, o = [], 0
-    for _, params, bufs in torch_layers(model):
-        o += sum(p.numel() for p in params)
-        nb = sum(b.numel() for b in bufs)
-        out.append(raw[o:o + nb])
-        o += nb
-    return out
-
-
-class Replica:
-    """One PyTorch copy of the run in a given precision."""
-
-    def __init__(self, spec, dtype, theta0, names, counts, ta):
-        import torch
-        import torch_ddp
-        torch.manual_seed(0)
-        self.model, _, _ = torch_ddp.build(spec, 1)
-        load_theta(self.model, theta0, names, counts)
-        self.model.to(dtype)
-        self.dtype = dtype
-        self.layers = torch_layers(self.model)
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=ta.lr, momentum=ta.momentum, nesterov=ta.nesterov,
-                                   weight_decay=ta.weight_decay)
-
-    def probe_gradient(self, x, y, mutate):
-        """Per-layer gradient of the mean loss over the probe batch: train-mode forward over chunks of 256, each
-        chunk's loss weighted by its share, running statistics restored (docs/design.md)."""
-        import torch
-        import torch.nn.functional as F
-        saved = [b.clone() for _, _, bufs in self.layers for b in bufs]
-        self.model.train(mutate != "eval-bn")
-        self.model.zero_grad(set_to_none=False)
-        n = x.shape[0]
-        chunk = n if mutate == "one-chunk" else CHUNK
-        for first in range(0, n, chunk):
-            xc = torch.from_numpy(x[first:first + chunk]).to(self.dtype)
-            yc = torch.from_numpy(y[first:first + chunk])
-            (F.cross_entropy(self.model(xc), yc) * (xc.shape[0] / n)).backward()
-        g = [np.concatenate([p.grad.detach().double().numpy().ravel() for p in params])
-             for _, params, _ in self.layers]
-        self.model.zero_grad(set_to_none=False)
-        if mutate != "keep-stats":
-            with torch.no_grad():
-                for b, s in zip([b for _, _, bufs in self.layers for b in bufs], saved):
-                    b.copy_(s)
-        return g
-
-    def train_step(self, x, y, lr):
-        import torch
-        import torch.nn.functional as F
-        self.model.train()
-        self.opt.zero_grad(set_to_none=False)
-        loss = F.cross_entropy(self.model(torch.from_numpy(x).to(self.dtype)), torch.from_numpy(y))
-        loss.backward()
-        for group in self.opt.param_groups:
-            group["lr"] = lr
-        self.opt.step()
-        return float(loss)
-
-    def buffers(self):
-        return [np.concatenate([b.detach().double().numpy().ravel() for b in bufs]) if bufs else np.zeros(0)
-                for _, _, bufs in self.layers]
-
-
-def cosines(a, b):
-    out = []
-    for u, v in zip(a, b):
-        uu, vv = float(u @ u), float(v @ v)
-        out.append(float(u @ v) / np.sqrt(uu * vv) if uu > 0 and vv > 0 else np.nan)
-    return np.asarray(out)
-
-
-def rel_err(a, b):
-    """|a - b| / |b| per layer (0 where both are zero)."""
-    out = []
-    for u, v in zip(a, b):
-        nv = float(np.linalg.norm(v))
-        out.append(float(np.linalg.norm(u - v)) / nv if nv > 0 else (0.0 if not np.any(u) else np.inf))
-    return np.asarray(out)
 
 
 # ---- the train arguments ----
@@ -228,29 +75,29 @@ def parse_train_args(argv):
     try:
         a, _ = p.parse_known_args(argv)
     except SystemExit:
-        raise ts.BadInput("cannot parse the train arguments %s" % " ".join(argv))
+        raise sensitivity_port.BadInput("cannot parse the train arguments %s" % " ".join(argv))
     for opt in ("out", "save_params", "resume", "config", "switch", "staleness_lr", "inject_nan", "control_file",
                 "precision", "device"):
         if getattr(a, opt) is not None:
-            raise ts.BadInput("train argument --%s is not allowed here (the script sets --out and --save-params "
+            raise sensitivity_port.BadInput("train argument --%s is not allowed here (the script sets --out and --save-params "
                               "itself and models plain one-rank CPU runs)" % opt.replace("_", "-"))
     import torch_ddp
     try:
         a.model_name, a.model_cfg = torch_ddp.parse_spec(a.model)
     except ValueError as e:
-        raise ts.BadInput(str(e))
+        raise sensitivity_port.BadInput(str(e))
     if a.model_name not in IMAGE_MODELS or a.data != "fashion-mnist":
-        raise ts.BadInput("only image models (%s) on fashion-mnist are modelled (got --model %s --data %s)"
+        raise sensitivity_port.BadInput("only image models (%s) on fashion-mnist are modelled (got --model %s --data %s)"
                           % (", ".join(IMAGE_MODELS), a.model, a.data))
     if a.optimizer != "sgd" or a.policy != "ddp":
-        raise ts.BadInput("only --optimizer sgd --policy ddp is modelled (got %s, %s)" % (a.optimizer, a.policy))
+        raise sensitivity_port.BadInput("only --optimizer sgd --policy ddp is modelled (got %s, %s)" % (a.optimizer, a.policy))
     if a.sensitivity is None:
-        raise ts.BadInput("the train arguments need --sensitivity (the probe to check)")
+        raise sensitivity_port.BadInput("the train arguments need --sensitivity (the probe to check)")
     if a.warmup is None:
         a.warmup = a.steps // 50
-    a.sens = ts.parse_sensitivity(a.sensitivity, a.steps)
+    a.sens = sensitivity_runs.parse_sensitivity(a.sensitivity, a.steps)
     if a.sens["minibatch"]:
-        raise ts.BadInput("probe=minibatch is not modelled here (the fixed probe batch is)")
+        raise sensitivity_port.BadInput("probe=minibatch is not modelled here (the fixed probe batch is)")
     return a
 
 
@@ -259,9 +106,9 @@ def parse_train_args(argv):
 def run_replica(ta, imgs, theta0, names, counts, dtype, mutate, verbose):
     """One PyTorch replica through the run: per probe (cosines [probe, layer, delay], the gradients by (t0, d),
     d = 0 the reference), the loss of every step and the final running statistics."""
-    sharder = ts.Sharder(imgs.size, ta.seed, 1, ta.batch)
+    sharder = sensitivity_port.Sharder(imgs.size, ta.seed, 1, ta.batch)
     salt = 0x5E15 ^ (0x777 if mutate == "other-samples" else 0)
-    pidx = ts.fixed_subset(imgs.size, min(ta.sens["batch"], imgs.size), ta.seed ^ salt)
+    pidx = sensitivity_port.fixed_subset(imgs.size, min(ta.sens["batch"], imgs.size), ta.seed ^ salt)
     px, py = imgs.x(pidx), imgs.y[pidx]
     probes, delays = ta.sens["probe_steps"], ta.sens["delays"]
     shift = {"late": 1, "early": -1}.get(mutate, 0)
@@ -339,22 +186,22 @@ def split_like(flat, parts):
     return out
 
 
-def check(opts, ta, train_argv):
+def ours_side(opts, ta, train_argv):
+    """Runs our binary (the probed run, and theta(0) from a one-step run at a negligible rate) and reads the probed
+    run's layers, cosines and losses: (names, counts, cosines, losses, final params path, theta(0) path)."""
     import h5py
-    import torch
-    import torch_ddp
-    torch.set_num_threads(opts.torch_threads)
-    imgs = Images(ta.data_dir, input_shape(ta.model_name, ta.model_cfg))
     run_opts = argparse.Namespace(bin=opts.bin, ranks=1, work=opts.work, verbose=opts.verbose)
     probed, final = os.path.join(opts.work, "probed"), os.path.join(opts.work, "final.bin")
     theta0 = os.path.join(opts.work, "theta0.bin")
-    ts.run_cached(run_opts, "probed", train_argv, ["--out", probed, "--overwrite", "--save-params", final],
-                  "probed run", [os.path.join(probed, "metrics.h5"), final])
-    base = ts.strip_options(train_argv, {"--sensitivity", "--steps", "--lr", "--warmup", "--lr-schedule",
-                                         "--eval-every", "--eval-samples"})
-    ts.run_cached(run_opts, "theta0", base, ["--steps", "1", "--lr", "1e-30", "--warmup", "0", "--lr-schedule",
-                                             "const", "--eval-samples", "16", "--save-params", theta0],
-                  "theta(0) run", [theta0])
+    sensitivity_runs.run_cached(run_opts, "probed", train_argv, ["--out", probed, "--overwrite", "--save-params",
+                                                                  final],
+                                "probed run", [os.path.join(probed, "metrics.h5"), final])
+    base = sensitivity_runs.strip_options(train_argv, {"--sensitivity", "--steps", "--lr", "--warmup",
+                                                       "--lr-schedule", "--eval-every", "--eval-samples"})
+    sensitivity_runs.run_cached(run_opts, "theta0", base, ["--steps", "1", "--lr", "1e-30", "--warmup", "0",
+                                                           "--lr-schedule", "const", "--eval-samples", "16",
+                                                           "--save-params", theta0],
+                                "theta(0) run", [theta0])
     with h5py.File(os.path.join(probed, "metrics.h5"), "r") as f:
         names = [n.decode() if isinstance(n, bytes) else str(n) for n in f["layers"]["name"]]
         counts = [int(n) for n in f["layers"]["params"]]
@@ -363,8 +210,58 @@ def check(opts, ta, train_argv):
         o_delays = [int(x) for x in f["sensitivity/delays"][:]]
         o_loss = f["steps"]["loss"][:].astype(np.float64)
     if o_probes != ta.sens["probe_steps"] or o_delays != ta.sens["delays"]:
-        raise ts.Mismatch("our run probed at %s with delays %s; the probe rule gives %s and %s"
-                          % (o_probes, o_delays, ta.sens["probe_steps"], ta.sens["delays"]))
+        raise sensitivity_port.Mismatch("our run probed at %s with delays %s; the probe rule gives %s and %s"
+                                        % (o_probes, o_delays, ta.sens["probe_steps"], ta.sens["delays"]))
+    return names, counts, ours, o_loss, final, theta0
+
+
+def delay_rows(ours, t32, t64, bound, names, delays):
+    """Per delay: the mean cosines of both sides, their differences against the bound, the worst layer."""
+    diff = np.abs(ours - t32)
+    per_delay = []
+    for j, d in enumerate(delays):
+        worst = int(np.nanargmax(np.nanmean(diff[:, :, j], axis=0)))
+        per_delay.append({"delay": d, "ours": float(np.nanmean(ours[:, :, j])), "torch": float(np.nanmean(t32[:, :, j])),
+                          "torch64": float(np.nanmean(t64[:, :, j])),
+                          "mean_abs_diff": float(np.nanmean(diff[:, :, j])), "max_abs_diff": float(np.nanmax(diff[:, :, j])),
+                          "max_bound": float(np.nanmax(bound[:, :, j])), "min_bound": float(np.nanmin(bound[:, :, j])),
+                          "worst_layer": names[worst], "worst_layer_mean_abs_diff": float(np.nanmean(diff[:, worst, j])),
+                          "outside": int(np.sum(diff[:, :, j] > bound[:, :, j])),
+                          "decided": int(np.sum(bound[:, :, j] < DECIDED)), "entries": int(bound[:, :, j].size)})
+    return per_delay
+
+
+def print_report(opts, ta, imgs, names, ours, t32, bound, per_delay, loss_d, loss_bad, buf_rows, buf_bad):
+    probes, delays = ta.sens["probe_steps"], ta.sens["delays"]
+    print("probe_e2e: %s, %d steps x batch %d, probes at %s, delays %s, probe batch %d%s"
+          % (ta.model, ta.steps, ta.batch, probes, delays, min(ta.sens["batch"], imgs.size),
+             "" if opts.mutate == "none" else "; torch side mutated: %s" % opts.mutate))
+    print("  %-6s %9s %9s %9s %11s %11s %11s %9s  %s" % ("delay", "ours", "torch32", "torch64", "mean|diff|",
+                                                          "max|diff|", "max bound", "decided", "worst layer (mean|diff|)"))
+    for r in per_delay:
+        print("  d=%-4d %9.5f %9.5f %9.5f %11.3g %11.3g %11.3g %4d/%-4d  %s (%.3g)%s"
+              % (r["delay"], r["ours"], r["torch"], r["torch64"], r["mean_abs_diff"], r["max_abs_diff"], r["max_bound"],
+                 r["decided"], r["entries"], r["worst_layer"], r["worst_layer_mean_abs_diff"],
+                 "" if not r["outside"] else "  <- %d outside the bound" % r["outside"]))
+    if opts.verbose:
+        for p, t0 in enumerate(probes):
+            print("  probe t0=%d: ours / torch32 (bound) per delay" % t0)
+            for l, name in enumerate(names):
+                print("    %-22s " % name[:22] + " ".join("%8.5f/%8.5f (%.1g)" % (ours[p, l, j], t32[p, l, j], bound[p, l, j])
+                                                       for j in range(len(delays))))
+    print("  training loss: max |ours - torch32| = %.3g over %d steps, %d outside the bound"
+          % (float(np.max(loss_d)), ta.steps, loss_bad))
+    if buf_rows:
+        print("  final BatchNorm running statistics: max relative |ours - torch32| = %.3g over %d layers, %d outside"
+              " the bound" % (max(d for _, d, _ in buf_rows), len(buf_rows), buf_bad))
+
+
+def check(opts, ta, train_argv):
+    import torch
+    import torch_ddp
+    torch.set_num_threads(opts.torch_threads)
+    imgs = Images(ta.data_dir, input_shape(ta.model_name, ta.model_cfg))
+    names, counts, ours, o_loss, final, theta0 = ours_side(opts, ta, train_argv)
     key = json.dumps({"argv": train_argv, "theta0_mtime_ns": os.stat(theta0).st_mtime_ns, "K": K, "rule": 2})
     ref = reference(opts, ta, imgs, theta0, names, counts, key)
     bound = ref["bound"]
@@ -387,37 +284,8 @@ def check(opts, ta, train_argv):
             buf_rows.append((name, d, float(ref["buf_bound"][l])))
     buf_bad = sum(1 for _, d, b in buf_rows if d > b)
     probes, delays = ta.sens["probe_steps"], ta.sens["delays"]
-    per_delay = []
-    for j, d in enumerate(delays):
-        worst = int(np.nanargmax(np.nanmean(diff[:, :, j], axis=0)))
-        per_delay.append({"delay": d, "ours": float(np.nanmean(ours[:, :, j])), "torch": float(np.nanmean(t32[:, :, j])),
-                          "torch64": float(np.nanmean(t64[:, :, j])),
-                          "mean_abs_diff": float(np.nanmean(diff[:, :, j])), "max_abs_diff": float(np.nanmax(diff[:, :, j])),
-                          "max_bound": float(np.nanmax(bound[:, :, j])), "min_bound": float(np.nanmin(bound[:, :, j])),
-                          "worst_layer": names[worst], "worst_layer_mean_abs_diff": float(np.nanmean(diff[:, worst, j])),
-                          "outside": int(np.sum(diff[:, :, j] > bound[:, :, j])),
-                          "decided": int(np.sum(bound[:, :, j] < DECIDED)), "entries": int(bound[:, :, j].size)})
-    print("probe_e2e: %s, %d steps x batch %d, probes at %s, delays %s, probe batch %d%s"
-          % (ta.model, ta.steps, ta.batch, probes, delays, min(ta.sens["batch"], imgs.size),
-             "" if opts.mutate == "none" else "; torch side mutated: %s" % opts.mutate))
-    print("  %-6s %9s %9s %9s %11s %11s %11s %9s  %s" % ("delay", "ours", "torch32", "torch64", "mean|diff|",
-                                                          "max|diff|", "max bound", "decided", "worst layer (mean|diff|)"))
-    for r in per_delay:
-        print("  d=%-4d %9.5f %9.5f %9.5f %11.3g %11.3g %11.3g %4d/%-4d  %s (%.3g)%s"
-              % (r["delay"], r["ours"], r["torch"], r["torch64"], r["mean_abs_diff"], r["max_abs_diff"], r["max_bound"],
-                 r["decided"], r["entries"], r["worst_layer"], r["worst_layer_mean_abs_diff"],
-                 "" if not r["outside"] else "  <- %d outside the bound" % r["outside"]))
-    if opts.verbose:
-        for p, t0 in enumerate(probes):
-            print("  probe t0=%d: ours / torch32 (bound) per delay" % t0)
-            for l, name in enumerate(names):
-                print("    %-22s " % name[:22] + " ".join("%8.5f/%8.5f (%.1g)" % (ours[p, l, j], t32[p, l, j], bound[p, l, j])
-                                                       for j in range(len(delays))))
-    print("  training loss: max |ours - torch32| = %.3g over %d steps, %d outside the bound"
-          % (float(np.max(loss_d)), ta.steps, loss_bad))
-    if buf_rows:
-        print("  final BatchNorm running statistics: max relative |ours - torch32| = %.3g over %d layers, %d outside"
-              " the bound" % (max(d for _, d, _ in buf_rows), len(buf_rows), buf_bad))
+    per_delay = delay_rows(ours, t32, t64, bound, names, delays)
+    print_report(opts, ta, imgs, names, ours, t32, bound, per_delay, loss_d, loss_bad, buf_rows, buf_bad)
     ok = cos_bad == 0 and nan_mismatch == 0 and loss_bad == 0 and buf_bad == 0
     return {"model": ta.model, "steps": ta.steps, "batch": ta.batch, "probe_batch": min(ta.sens["batch"], imgs.size),
             "probes": probes, "delays": delays, "layers": names, "mutate": opts.mutate, "K": K,
@@ -428,7 +296,7 @@ def check(opts, ta, train_argv):
 
 
 def main(argv):
-    mine, train_argv = ts.split_argv(argv)
+    mine, train_argv = sensitivity_runs.split_argv(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Everything after -- is passed to `dreamddp train`.")
     p.add_argument("--bin", required=True, help="the dreamddp binary")
@@ -443,16 +311,16 @@ def main(argv):
         return 0 if e.code == 0 else 2
     try:
         if not train_argv:
-            raise ts.BadInput("give the train arguments after --")
+            raise sensitivity_port.BadInput("give the train arguments after --")
         if not (os.path.isfile(opts.bin) and os.access(opts.bin, os.X_OK)):
-            raise ts.BadInput("--bin %s: not an executable file" % opts.bin)
+            raise sensitivity_port.BadInput("--bin %s: not an executable file" % opts.bin)
         ta = parse_train_args(train_argv)
         os.makedirs(opts.work, exist_ok=True)
         res = check(opts, ta, train_argv)
-    except ts.BadInput as e:
+    except sensitivity_port.BadInput as e:
         print("probe_e2e: %s" % e, file=sys.stderr)
         return 2
-    except ts.Mismatch as e:
+    except sensitivity_port.Mismatch as e:
         print("probe_e2e: FAILED: %s" % e, file=sys.stderr)
         return 1
     if opts.json:
