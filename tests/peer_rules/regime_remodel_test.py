@@ -12,7 +12,8 @@ import tempfile
 
 binary, experiments = sys.argv[1], sys.argv[2]
 sys.path.insert(0, experiments)
-import regime_map  # noqa: E402
+import regime_map  # noqa: E402,F401  (puts experiments/lib on the path)
+import regime_runs  # noqa: E402
 
 failed = []
 
@@ -52,7 +53,7 @@ with tempfile.TemporaryDirectory() as root:
     with open(os.path.join(root, runs[1]["dir"] + ".log"), "w") as f:
         f.write("dreamddp: schedule for H=8, delay=2 (modelled 1 ms/iter backward+comm)\n"
                 "  phase: fc1=0 fc2=0 fc3=0 fc4=0\nstep 10/10\n")
-    check(regime_map.ran_phases(os.path.join(root, runs[1]["dir"] + ".log"), layers) == "0,0,0,0", "ran_phases")
+    check(regime_runs.ran_phases(os.path.join(root, runs[1]["dir"] + ".log"), layers) == "0,0,0,0", "ran_phases")
     model_s = schedule(prof)
     doc = {"study": "regime_map", "command": "test", "machine": {}, "H": 8, "repeats": 1,
            "cells": [{"model": "mlp", "ranks": 2, "rate": "300mbit", "steps": 13, "H": 8,
