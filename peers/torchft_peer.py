@@ -214,49 +214,15 @@ def batch_maker(spec, batch, seed, rank):
                     torch.randint(0, classes, (batch,), generator=g)), None
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    a = parse_args(argv)
-    if a.supervise and not os.environ.get('TORCHFT_PEER_CHILD'):
-        supervise(a, argv)
-    if os.environ.get('TORCHFT_PEER_CHILD'):
-        die_with_parent()
-    try:
-        import torch
-        import torch.nn.functional as F
-        from datetime import timedelta
-        from torch.distributed import TCPStore
-        import torchft
-        from torchft import Manager, ProcessGroupGloo
-        from torchft.local_sgd import LocalSGD, DiLoCo
-        from torchft.checkpointing.http_transport import HTTPTransport
-        from torchft._torchft import LighthouseServer
-        import torch_ddp
-    except ImportError as e:
-        fail('torchft is not importable (%s); install it beside torch (make deps-peer)' % e)
-    try:
-        from importlib.metadata import version
-        tft_version = version('torchft')
-    except Exception:  # noqa: BLE001 (metadata missing: say so rather than guess)
-        tft_version = getattr(torchft, '__version__', 'unknown')
-
-    if a.quantize and not torch.cuda.is_available():
-        fail('--quantize: torchft %s quantizes with Triton FP8 kernels on CUDA devices only, and this CPU peer has '
-             'none (every sync would fail and none would commit)' % tft_version)
-    torch.set_num_threads(int(os.environ.get('THREADS', '1')))
-    torch.manual_seed(a.seed)  # the same initial model on every replica (init_sync=False)
-    try:
-        model, _fixed, _loss = torch_ddp.build(a.model, a.batch)
-    except ValueError as e:
-        fail(str(e))
-    next_batch, vocab = batch_maker(a.model, a.batch, a.seed, a.rank)
-    if vocab:
-        loss_of = lambda out, y: F.cross_entropy(out.reshape(-1, vocab), y.reshape(-1))  # noqa: E731
-    else:
-        loss_of = lambda out, y: F.cross_entropy(out, y)  # noqa: E731
-    blas = torch_ddp.blas_libraries()
-    gflops = torch_ddp.one_thread_gemm_gflops()
-
+def make_manager(a, model):
+    """The optimizer and this replica's torchft Manager around it, and the Lighthouse when this rank runs it
+    (rank 0 without --lighthouse): (manager, optimizer, lighthouse or None, replicas a quorum needs)."""
+    from datetime import timedelta
+    import torch
+    from torch.distributed import TCPStore
+    from torchft import Manager, ProcessGroupGloo
+    from torchft.checkpointing.http_transport import HTTPTransport
+    from torchft._torchft import LighthouseServer
     ip = iface_address(os.environ.get('GLOO_SOCKET_IFNAME', 'lo'))
     master = os.environ.get('MASTER_ADDR', '127.0.0.1')
     master_port = int(os.environ.get('MASTER_PORT', '29500'))
@@ -291,7 +257,14 @@ def main(argv=None):
         connect_timeout=timeout, rank=0, world_size=1, store_addr=ip, store_port=store.port,
         lighthouse_addr=lighthouse_addr, replica_id='replica%d' % a.rank, port=0, hostname=ip,
         checkpoint_transport=Transport(timeout=timeout, num_chunks=0), init_sync=False)
+    return manager, opt, lighthouse, min_replicas
 
+
+def make_algo(a, manager, model, opt, min_replicas):
+    """The torchft algorithm (LocalSGD or DiLoCo) around the optimizer: (algorithm, its class, its settings, the
+    syncs to commit)."""
+    import torch
+    from torchft.local_sgd import LocalSGD, DiLoCo
     settings = {'sync_every': a.sync_every}
     if a.algo == 'localsgd':
         cls = 'torchft.local_sgd.LocalSGD'
@@ -311,8 +284,12 @@ def main(argv=None):
                          'should_quantize': a.quantize})
         commits_target = (a.warmup + a.steps) // a.sync_every * a.fragments
     settings['min_replica_size'] = min_replicas
+    return algo, cls, settings, commits_target
 
-    # Commits as rank 0 sees them: wrap should_commit (the one place a sync is decided).
+
+def record_commits(manager):
+    """Commits as rank 0 sees them: wraps should_commit (the one place a sync is decided); the list fills as the
+    syncs are decided."""
     commits = []
     inner_should_commit = manager.should_commit
 
@@ -321,7 +298,12 @@ def main(argv=None):
         commits.append([round(time.time(), 3), manager.current_step(), manager.num_participants(), bool(ok)])
         return ok
     manager.should_commit = should_commit
+    return commits
 
+
+def train(a, algo, manager, model, opt, next_batch, loss_of, commits_target):
+    """Inner steps until the syncs are committed: (loss curve, inner steps, start, end of the warm-up, its step,
+    end, last loss)."""
     curve, step, t_first, t_warm, warm_step = [], 0, None, None, None
     loss_v = float('nan')
     with algo:
@@ -344,6 +326,56 @@ def main(argv=None):
             if t_warm is None and done >= a.warmup:
                 t_warm, warm_step = time.perf_counter(), step
     t_end = time.perf_counter()
+    return curve, step, t_first, t_warm, warm_step, t_end, loss_v
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    a = parse_args(argv)
+    if a.supervise and not os.environ.get('TORCHFT_PEER_CHILD'):
+        supervise(a, argv)
+    if os.environ.get('TORCHFT_PEER_CHILD'):
+        die_with_parent()
+    try:  # everything the steps below import, so that a missing piece fails here, before anything starts
+        import torch
+        import torch.nn.functional as F
+        from torch.distributed import TCPStore  # noqa: F401
+        import torchft
+        from torchft import Manager, ProcessGroupGloo  # noqa: F401
+        from torchft.local_sgd import LocalSGD, DiLoCo  # noqa: F401
+        from torchft.checkpointing.http_transport import HTTPTransport  # noqa: F401
+        from torchft._torchft import LighthouseServer  # noqa: F401
+        import torch_ddp
+    except ImportError as e:
+        fail('torchft is not importable (%s); install it beside torch (make deps-peer)' % e)
+    try:
+        from importlib.metadata import version
+        tft_version = version('torchft')
+    except Exception:  # noqa: BLE001 (metadata missing: say so rather than guess)
+        tft_version = getattr(torchft, '__version__', 'unknown')
+
+    if a.quantize and not torch.cuda.is_available():
+        fail('--quantize: torchft %s quantizes with Triton FP8 kernels on CUDA devices only, and this CPU peer has '
+             'none (every sync would fail and none would commit)' % tft_version)
+    torch.set_num_threads(int(os.environ.get('THREADS', '1')))
+    torch.manual_seed(a.seed)  # the same initial model on every replica (init_sync=False)
+    try:
+        model, _fixed, _loss = torch_ddp.build(a.model, a.batch)
+    except ValueError as e:
+        fail(str(e))
+    next_batch, vocab = batch_maker(a.model, a.batch, a.seed, a.rank)
+    if vocab:
+        loss_of = lambda out, y: F.cross_entropy(out.reshape(-1, vocab), y.reshape(-1))  # noqa: E731
+    else:
+        loss_of = lambda out, y: F.cross_entropy(out, y)  # noqa: E731
+    blas = torch_ddp.blas_libraries()
+    gflops = torch_ddp.one_thread_gemm_gflops()
+
+    manager, opt, lighthouse, min_replicas = make_manager(a, model)
+    algo, cls, settings, commits_target = make_algo(a, manager, model, opt, min_replicas)
+    commits = record_commits(manager)
+    curve, step, t_first, t_warm, warm_step, t_end, loss_v = train(a, algo, manager, model, opt, next_batch, loss_of,
+                                                                   commits_target)
     timed = step - warm_step
     elapsed = t_end - t_warm
     if a.rank == 0:
