@@ -24,71 +24,13 @@ import sys
 import tempfile
 import time
 
-import h5py
-import numpy as np
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "experiments", "lib"))
 import provenance  # noqa: E402
+from sim_report import report  # noqa: E402
+from sim_run import BATCH, POLICIES, STEADY, log, policy_args, schedule, simulate  # noqa: E402
 PROFILES = os.path.join(ROOT, "data", "dreamddp-profiles")
 GPT2_BYTES = os.path.join(ROOT, "app", "sim", "gpt2_bytes.json")
-BATCH = 8  # per-rank sequences (samples/s); the artifact's per-worker batch is not in its profiles
-
-
-def simulate(binary, args, steady_from=None, batch=BATCH, plan=False):
-    """Runs one simulation; returns its summary, plus steady-state step_ms over steps >= steady_from, and with
-    `plan` the plan rank 0 printed (its last one)."""
-    with tempfile.TemporaryDirectory(prefix="dd_sim_study_") as out:
-        cmd = [binary, "simulate"] + args + ["--out", os.path.join(out, "run")]
-        t0 = time.time()
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-500:]}")
-        s = json.loads(p.stdout.strip().splitlines()[-1])
-        s["wall_s"] = round(time.time() - t0, 2)
-        s["command"] = "dreamddp simulate " + " ".join(a.replace(ROOT + "/", "") for a in args)
-        if plan:
-            lines = [l for l in p.stderr.splitlines() if not l.startswith(("simulate:", "simulated ", "sync: policy"))]
-            s["plan"] = "\n".join(lines[-3:])
-        if steady_from is not None:
-            with h5py.File(os.path.join(out, "run", "metrics.h5"), "r") as f:
-                st = f["steps"][:]
-            # Never before the run's own timed window (whole periods): a dreamddp that measures both schedules (its
-            # trial) settles later than the fixed steady state, and is then timed over that window.
-            first, end = int(s["timed_steps"][0]), int(s["timed_steps"][1])
-            if first > steady_from:
-                steady_from = first
-                st = st[st["step"] < end]
-            sel = st[st["step"] >= steady_from]
-            prev = st[st["step"] == steady_from - 1]["wall_time_s"]
-            span = sel["wall_time_s"][-1] - (prev[0] if len(prev) else 0)
-            s["step_ms"] = span / len(sel) * 1e3
-            tot = np.diff(np.concatenate([[prev[0] if len(prev) else 0], sel["wall_time_s"]])) * 1e3
-            s["exposed_comm_fraction"] = float(sel["exposed_comm_ms"].sum() / tot.sum())
-            s["samples_per_s"] = batch * s["world"] / (s["step_ms"] / 1e3)
-        return s
-
-
-def schedule(binary, prof, h):
-    p = subprocess.run([binary, "schedule", "--profile", prof, "--h", str(h), "--fillin"], capture_output=True,
-                       text=True, check=True)
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-# dreamddp:h=10 profiles itself in the simulation (6 lock-step steps, then the engine's comm estimate on the
-# simulated network); "+profile" schedules from the profile directory's comm times instead (the artifact's).
-POLICIES = ["ddp", "localsgd:k=10", "plsgd:h=10", "dreamddp:h=10", "dreamddp:h=10+profile"]
-STEADY = 16  # steady state: steps >= 16 (after dreamddp's and hier's profiling steps), or the run's timed window
-# where that starts later (dreamddp:h=10's trial, where it runs one, ends at step 60: runs are long enough for it,
-# and then timed over whole periods)
-
-
-def policy_args(pol, prof):
-    return pol.replace("+profile", ",profile=" + prof)
 
 
 def study_artifact(binary, quick):
@@ -386,87 +328,6 @@ def main():
         provenance.write_json_atomic(path, provenance.stamp(doc, command, start))
         print(f"{name}: {len(rows)} rows -> {path} ({time.time() - t0:.0f} s)")
     return 0
-
-
-
-def _load(results, name):
-    p = os.path.join(results, f"simulate_{name}.json")
-    return json.load(open(p))["rows"] if os.path.exists(p) else []
-
-
-def report(results):
-    """Markdown tables of the studies' JSON (printed; simulate.md embeds them)."""
-    out = []
-    rows = _load(results, "artifact")
-    if rows:
-        out.append("| profile | policy | simulated s/iter (GPT-2 bytes on the named link) | modelled s/iter "
-                   "(`schedule --h 10 --fillin`) | sim/model | exposed comm | simulated on the profile's c_l |")
-        out.append("|---|---|---|---|---|---|---|")
-        cl = {(r["profile"], r["policy"]): r for r in rows if r["bandwidth"] == "profile c_l"}
-        for r in rows:
-            if r["bandwidth"] == "profile c_l":
-                continue
-            c = cl.get((r["profile"], r["policy"]))
-            out.append(f"| {r['profile']} | {r['policy']} | {r['simulated_s']:.4f} | {r['modelled_s']:.4f} | "
-                       f"{r['simulated_s'] / r['modelled_s']:.2f} | {100 * r['exposed_comm_fraction']:.1f}% | "
-                       + (f"{c['simulated_s']:.4f} |" if c else "— |"))
-        out.append("")
-        out.append("| profile | simulated speed-up of dreamddp:h=10 (self-profiled) over ddp / localsgd / plsgd | "
-                   "modelled (`schedule`) over ddp / localsgd / plsgd |")
-        out.append("|---|---|---|")
-        for prof in sorted({r["profile"] for r in rows}):
-            sim = {r["policy"]: r["simulated_s"] for r in rows if r["profile"] == prof and r["bandwidth"] != "profile c_l"}
-            mod = {r["policy"]: r["modelled_s"] for r in rows if r["profile"] == prof and r["bandwidth"] != "profile c_l"}
-            d, m = sim["dreamddp:h=10"], mod["dreamddp:h=10"]
-            out.append(f"| {prof} | {sim['ddp'] / d:.2f}x / {sim['localsgd:k=10'] / d:.2f}x / {sim['plsgd:h=10'] / d:.2f}x"
-                       f" | {mod['ddp'] / m:.2f}x / {mod['localsgd:k=10'] / m:.2f}x / {mod['plsgd:h=10'] / m:.2f}x |")
-        out.append("")
-    for study, what in (("scaling", f"GPT-2 profile gpt2_16_1gbit's backward times, GPT-2 small bytes, batch {BATCH}/rank"),
-                        ("scaling_gptmini", "gpt-mini, backward measured here, batch 64/rank")):
-        rows = _load(results, study)
-        if not rows:
-            continue
-        pols = list(dict.fromkeys(r["policy"] for r in rows))
-        for bw, lat in dict.fromkeys((r["bandwidth"], r.get("lat", "0us")) for r in rows):
-            out.append(f"Scaling at {bw}, latency {lat} between nodes ({what}): samples/s (exposed comm fraction)")
-            out.append("")
-            out.append("| ranks | " + " | ".join(pols) + " |")
-            out.append("|---" * (len(pols) + 1) + "|")
-            for n in sorted({r["world"] for r in rows}):
-                cells = []
-                for p in pols:
-                    r = next((r for r in rows if r["world"] == n and r["bandwidth"] == bw and r["policy"] == p
-                              and r.get("lat", "0us") == lat), None)
-                    cells.append(f"{r['samples_per_s']:.1f} ({100 * r['exposed_comm_fraction']:.0f}%)" if r else "—")
-                out.append(f"| {n} | " + " | ".join(cells) + " |")
-            out.append("")
-    rows = _load(results, "hier")
-    if rows:
-        out.append(f"Two-level cluster {rows[0]['cluster']} (128 ranks), steady state (steps >= {STEADY}):")
-        out.append("")
-        out.append("| policy | s/step | samples/s | exposed comm | vs dreamddp:h=8 |")
-        out.append("|---|---|---|---|---|")
-        base = next(r for r in rows if r["policy"] == "dreamddp:h=8")["step_s"]
-        for r in rows:
-            out.append(f"| {r['policy']} | {r['step_s']:.4f} | {r['samples_per_s']:.1f} | "
-                       f"{100 * r['exposed_comm_fraction']:.1f}% | {base / r['step_s']:.2f}x |")
-        out.append("")
-    rows = _load(results, "stragglers")
-    if rows:
-        out.append("Stragglers, 16 ranks (forward 44 ms, backward 88.8 ms, update 10 ms per step), rank 5's compute "
-                   "x1.5:")
-        out.append("")
-        out.append("| bandwidth | policy | s/step, no straggler | s/step, straggler | slow-down | exposed comm "
-                   "(straggler) |")
-        out.append("|---|---|---|---|---|---|")
-        for bw in dict.fromkeys(r["bandwidth"] for r in rows):
-            for p in dict.fromkeys(r["policy"] for r in rows):
-                a = next(r for r in rows if r["bandwidth"] == bw and r["policy"] == p and r["straggler"] == "none")
-                b = next(r for r in rows if r["bandwidth"] == bw and r["policy"] == p and r["straggler"] != "none")
-                out.append(f"| {bw} | {p} | {a['step_s']:.4f} | {b['step_s']:.4f} | {b['step_s'] / a['step_s']:.3f}x | "
-                           f"{100 * b['exposed_comm_fraction']:.1f}% |")
-        out.append("")
-    return "\n".join(out)
 
 
 if __name__ == "__main__":
