@@ -17,41 +17,16 @@ transforms  the averages on copies (compress=, outer=, delay=) run on sizes alon
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 import h5py
 
+from sim_contention_cases import case_contention, case_contention_step, case_paced
+from sim_util import FAILS, check, events, run, simulate, simulate_measured, write_profile
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAILS = []
-
-
-def check(ok, what):
-    print(("ok    " if ok else "FAIL  ") + what)
-    if not ok:
-        FAILS.append(what)
-
-
-def run(binary, args, timeout=300):
-    p = subprocess.run([binary] + args, capture_output=True, text=True, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
-
-
-def simulate(binary, args):
-    rc, out, err = run(binary, ["simulate"] + args)
-    if rc != 0:
-        raise SystemExit(f"simulate {' '.join(args)} failed ({rc}): {err.strip()}")
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def write_profile(d, names, bp, comm, sizes=None):
-    os.makedirs(d, exist_ok=True)
-    json.dump(dict(zip(names, bp)), open(os.path.join(d, "bp.json"), "w"))
-    json.dump(dict(zip(names, comm)), open(os.path.join(d, "comm.json"), "w"))
-    if sizes is not None:
-        json.dump(dict(zip(names, sizes)), open(os.path.join(d, "bytes.json"), "w"))
 
 
 def case_ring(binary, tmp, _):
@@ -107,15 +82,6 @@ def case_model(binary, tmp, profiles):
         got = s["step_ms"] / 1e3
         check(abs(got - want) <= 0.01 * want, f"{pol.split(',profile')[0]}: simulated {got:.6f} s/iter, "
               f"modelled {want:.6f} ({what})")
-
-
-def events(path, rank=None):
-    with h5py.File(path, "r") as f:
-        e = f["sync_events"][:]
-    if rank is not None:
-        e = e[e["rank"] == rank]
-    return [(int(r["step"]), int(r["first_layer"]), int(r["last_layer"]), int(r["action"]), int(r["group"]),
-             int(r["bytes"])) for r in e]
 
 
 # The sequence runs' mlp: the same four layers as the default one, narrow, so that 16 real runs take seconds.
@@ -276,19 +242,6 @@ def case_speed(binary, tmp, profiles):
         check(dt < 30, f"100 steps x 64 ranks x 125 layers, {pol}: {dt:.1f} s wall ({s['flows']} flows; bound 30 s)")
 
 
-def simulate_measured(binary, args):
-    """Runs simulate; returns (summary, CPU seconds of the process, peak RSS in MB) from the process's own rusage."""
-    with open(os.devnull, "w") as null, tempfile.TemporaryFile("w+") as out:
-        p = subprocess.Popen([binary, "simulate"] + args, stdout=out, stderr=null)
-        _, status, ru = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        text = out.read()
-    if p.returncode != 0:
-        raise SystemExit(f"simulate {' '.join(args)} failed ({p.returncode})")
-    return json.loads(text.strip().splitlines()[-1]), ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
-
-
 def case_transforms(binary, tmp, profiles):
     # Before they ran on sizes alone, the transformed run held anchors and residuals of the parameters per rank and
     # encoded them: 46x the memory and 90x the time of the plain run at 4 ranks. CPU time, not wall time: the bound
@@ -343,122 +296,19 @@ def case_own_profile(binary, tmp, _):
           f"a broken meta.json: exit {rc}, {err.strip()}")
 
 
-def case_paced(binary, tmp, _):
-    """A profile of 2 ranks is paced to the slower one: every sync waits for it. The agreed forward, backward and
-    update add up to the slowest rank's median pass, which the profile prints with every rank's."""
-    d = os.path.join(tmp, "prof2r")
-    rc, out, err = run(binary, ["launch", "-n", "2", "--", "profile", "--model", "mlp", "--batch", "16", "--steps",
-                                "5", "--threads", "1", "--out", d])
-    if rc != 0:
-        raise SystemExit("2-rank profile failed: " + err)
-    line = [x for x in out.splitlines() if x.startswith("each rank's median pass (ms): ")]
-    check(len(line) == 1, f"one line with each rank's pass: {out}")
-    if not line:
-        return
-    passes = [float(x) for x in line[0].split(": ", 1)[1].split(";")[0].split(", ")]
-    step = json.load(open(os.path.join(d, "step.json")))
-    total = 1e3 * (step["forward_s"] + step["update_s"] + sum(json.load(open(os.path.join(d, "bp.json"))).values()))
-    # Printed to a microsecond; stored as the floats the ranks agreed on (relative 1e-6 per part).
-    check(len(passes) == 2 and abs(total - max(passes)) <= 1e-3 + 1e-5 * total,
-          f"forward + backward + update = the slowest rank's pass: {total:.4f} ms vs {passes}")
-
-
-def case_contention(binary, tmp, _):
-    """A profile's contention, both sides. Compute runs slower only while the rank's bulk collectives are in
-    flight: the per-step control vote (a few floats, still running when a long forward starts) slows none of it.
-    A transfer runs slower for the part of it that overlaps the rank's compute."""
-    d = os.path.join(tmp, "prof")
-    write_profile(d, ["a", "b"], [1e-3, 1e-3], [1e-4, 1e-4], [4096, 4096])
-    common = ["--profile", d, "--cluster", "2x1,inter=1Gbps,lat=100us", "--cfg", "network/model:CM02",
-              "--policy", "localsgd:k=1000", "--steps", "30", "--forward-ms", "50", "--update-ms", "1"]
-    alone = simulate(binary, common)
-    with open(os.path.join(d, "overlap.json"), "w") as f:
-        json.dump({"compute_slowdown": 1.0, "comm_slowdown": 0.0}, f)
-    slowed = simulate(binary, common)
-    # The vote's ring is 2 transfers of a few bytes over routes of 100 us latency (CM02: no latency factor), a
-    # few hundred microseconds: were it charged, it would add at most half that per step; slowing the whole
-    # forward would add 50 ms.
-    check(alone["step_ms"] >= 52.99 and slowed["step_ms"] - alone["step_ms"] <= 1.0,
-          f"contention x2 while only a vote is in flight costs nothing worth a millisecond: {slowed['step_ms']:.3f} "
-          f"vs {alone['step_ms']:.3f} ms/step")
-
-    # The communication side: a bucket whose rounds all overlap the rank's compute takes 1 + comm_slowdown times
-    # as long. ddp, one bucket per layer: "b" (backward first, 10 ms of link time) is all-reduced while "a"'s
-    # 100 ms backward runs.
-    d2 = os.path.join(tmp, "prof2")
-    write_profile(d2, ["a", "b"], [0.1, 1e-3], [1e-6, 0.01])
-    def b_bucket_ms(comm_slowdown):
-        with open(os.path.join(d2, "overlap.json"), "w") as f:
-            json.dump({"compute_slowdown": 0.0, "comm_slowdown": comm_slowdown}, f)
-        out = os.path.join(tmp, f"b{comm_slowdown}")
-        simulate(binary, ["--profile", d2, "--comm-bw", "1Gbps", "--cluster", "2x1,inter=1Gbps",
-                          "--cfg", "network/model:CM02", "--policy", "ddp", "--steps", "4", "--bucket-cap-mb", "0",
-                          "--out", out])
-        with h5py.File(os.path.join(out, "metrics.h5"), "r") as f:
-            e = f["sync_events"][:]
-        e = e[(e["first_layer"] == 1) & (e["step"] == 2)]
-        return float((e["end_s"] - e["launch_s"]).max()) * 1e3
-    plain, slowed = b_bucket_ms(0.0), b_bucket_ms(1.0)
-    check(plain >= 10 and abs(slowed / plain - 2.0) <= 0.02,
-          f"comm_slowdown 1 doubles an all-reduce that overlaps compute throughout: {slowed:.3f} vs {plain:.3f} ms")
-
-
-def case_contention_step(binary, tmp, _):
-    """A known overlap and slowdown give the known simulated step, and the simulation is bitwise reproducible.
-    ddp on 2 ranks, one bucket per layer, CM02 without latency: layer "b" (backward first, 10 ms) is all-reduced
-    in T = 20 ms of link time (2.5 MB over 1 Gbit/s split-duplex uplinks: S / BW) while layer "a"'s 100 ms backward
-    runs. With compute x(1 + k) while the all-reduce is in flight, "a" does T / (1 + k) of its work in the overlap,
-    so the step is T k / (1 + k) longer; with transfers also x(1 + m) while the rank computes, the all-reduce takes
-    T (1 + m) and the step is T (1 + m) k / (1 + k) longer."""
-    d = os.path.join(tmp, "prof")
-    write_profile(d, ["a", "b"], [0.1, 0.01], [1e-6, 0.02])
-    T = 20.0  # ms
-    common = ["--profile", d, "--comm-bw", "1Gbps", "--cluster", "2x1,intra=1000TBps,inter=1Gbps",
-              "--cfg", "network/model:CM02", "--cfg", "network/crosstraffic:0", "--policy", "ddp", "--steps", "6",
-              "--bucket-cap-mb", "0", "--first-bucket-mb", "0", "--anomaly", "off", "--forward-ms", "10",
-              "--update-ms", "5"]
-
-    def step_ms(k, m, out=None):
-        ov = os.path.join(d, "overlap.json")
-        if os.path.exists(ov):
-            os.remove(ov)
-        if k or m:
-            with open(ov, "w") as f:
-                json.dump({"compute_slowdown": k, "comm_slowdown": m}, f)
-        return simulate(binary, common + (["--out", out] if out else []))["step_ms"]
-
-    plain = step_ms(0.0, 0.0)
-    # forward 10 + backward 10 + 100 + update 5, "a"'s all-reduce of 4 bytes ~0, b's hidden behind "a"
-    check(abs(plain - 125.0) <= 0.05, f"no contention: the step is 125 ms: {plain:.4f}")
-    for k, m in ((1.0, 0.0), (0.5, 0.0), (1.0, 1.0), (0.25, 0.5)):
-        want = plain + T * (1 + m) * k / (1 + k)
-        got = step_ms(k, m)
-        check(abs(got - want) <= 0.01,
-              f"compute x{1 + k}, comm x{1 + m} over a {T:.0f} ms overlap: step {got:.4f} ms, known {want:.4f} ms")
-
-    # Bitwise reproducible: the same run twice gives the same summary and the same event tables, to the bit.
-    outs = [os.path.join(tmp, f"rep{i}") for i in (1, 2)]
-    a, b = (step_ms(0.25, 0.5, o) for o in outs)
-    check(a == b, f"the same contended run twice: {a!r} and {b!r} ms/step")
-    tables = []
-    for o in outs:
-        with h5py.File(os.path.join(o, "metrics.h5"), "r") as f:
-            tables.append({k: f[k][:].tobytes() for k in ("steps", "sync_events", "layer_ready") if k in f})
-    check(tables[0].keys() == tables[1].keys() and "sync_events" in tables[0]
-          and all(tables[0][k] == tables[1][k] for k in tables[0]),
-          f"the same contended run twice: {sorted(tables[0])} identical to the bit")
+CASES = {"ring": case_ring, "model": case_model, "sequence": case_sequence, "agree": case_agree, "bad": case_bad,
+         "speed": case_speed, "transforms": case_transforms, "own_profile": case_own_profile, "paced": case_paced,
+         "contention": case_contention, "contention_step": case_contention_step}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True)
-    ap.add_argument("--case", required=True, choices=["ring", "model", "sequence", "agree", "bad", "speed",
-                                                      "transforms", "own_profile", "paced", "contention",
-                                                      "contention_step"])
+    ap.add_argument("--case", required=True, choices=list(CASES))
     ap.add_argument("--profiles", default=os.environ.get("DREAMDDP_PROFILES", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "dreamddp-profiles")))
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="dd_sim_test_") as tmp:
-        globals()["case_" + a.case](a.bin, tmp, a.profiles)
+        CASES[a.case](a.bin, tmp, a.profiles)
     if FAILS:
         print(f"{len(FAILS)} check(s) failed", file=sys.stderr)
         return 1
