@@ -32,6 +32,10 @@ def long_function(lines):
     return "int f() {\n" + "  int x = 0;\n" * lines + "  return 0;\n}\n"
 
 
+def long_python_function(lines):
+    return "def f():\n" + "    x = 0\n" * lines + "    return x\n"
+
+
 # (check, breach, file it names relative to the copy, how to write it)
 CASES = [
     ("layers_check.py", "quoted include of a layer above", "backends/common/bad.h",
@@ -52,6 +56,13 @@ CASES = [
      lambda r: write(os.path.join(r, "core/ops/bad_long.cpp"), "int x;\n" * 401)),
     ("size_check.py", "a function too long", "app/cli/bad_fn.cpp",
      lambda r: write(os.path.join(r, "app/cli/bad_fn.cpp"), long_function(85))),
+    ("size_check.py", "a Python file too long", "analysis/bad_long.py",
+     lambda r: write(os.path.join(r, "analysis/bad_long.py"), "x = 0\n" * 401)),
+    ("size_check.py", "a Python function too long", "experiments/bad_fn.py",
+     lambda r: write(os.path.join(r, "experiments/bad_fn.py"), long_python_function(85))),
+    ("size_check.py", "a Python method too long, its length in a nested function", "peers/bad_method.py",
+     lambda r: write(os.path.join(r, "peers/bad_method.py"), "class C:\n    def m(self):\n        def inner():\n" +
+                     "            x = 0\n" * 85 + "        return inner\n")),
     ("sync_rooms_check.py", "a file directly in core/sync", "core/sync/bad.h",
      lambda r: write(os.path.join(r, "core/sync/bad.h"), "int x;\n")),
     ("sync_rooms_check.py", "the leaf room including another room", "core/sync/types/bad.h",

@@ -1,5 +1,8 @@
 """Sizes of the sources: no source file under base/, backends/, core/ or app/ is longer than MAX_FILE_LINES, and no
 function body is longer than MAX_FUNCTION_LINES (from the line of its opening brace to that of its closing one).
+The same limits hold for the Python files under analysis/, experiments/, tests/ and peers/: there a function is
+read with the ast module, from its `def` line to its last line, and a function nested in another counts as part of
+it; a Python file that does not parse is a breach.
 
 A function is what the reader sees as one: a lambda or a local class counts as part of the function that holds it;
 a lambda that initializes a variable outside any function counts as a function of its own. The scan needs no build:
@@ -10,6 +13,7 @@ an enum: skipped). A file whose braces do not match is a breach too, so the chec
 
 usage: size_check.py REPO_ROOT     exit 0 with a one-line summary when every rule holds, 1 with one line per breach
 """
+import ast
 import os
 import re
 import sys
@@ -18,6 +22,7 @@ MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 80
 TOP_DIRS = ("base", "backends", "core", "app")
 SOURCE_SUFFIXES = (".h", ".cpp", ".cu", ".cuh", ".inc")
+PYTHON_DIRS = ("analysis", "experiments", "tests", "peers")
 # path (relative to the repository root) -> why it may be longer. Keep it short: every entry needs a reason.
 EXEMPT = {}
 
@@ -71,6 +76,20 @@ int f(int x) { if (x) { return 1; } return 0; }
 """
 SAMPLE_FUNCTIONS = [("S", 8, 3), ("S", 11, 1), ("get", 12, 1), ("pair", 13, 3), ("each", 18, 5),
                     ("operator()", 24, 3), ("twice", 28, 3), ("f", 33, 1)]
+
+# The same for Python: a nested function is part of its parent, a method (in a class at any depth) is a function.
+PY_SAMPLE = """def a():
+    def b():
+        return 1
+    return b
+
+
+class C:
+    class D:
+        def m(self):
+            return [x for x in ()]
+"""
+PY_SAMPLE_FUNCTIONS = [("a", 1, 4), ("m", 9, 2)]
 
 
 def strip_code(text):
@@ -265,20 +284,43 @@ def match_brace(code, k):
     raise ValueError(f"line {line_of(code, k)}: '{{' never closed")
 
 
+def python_functions(text):
+    """(name, line, lines) of every outermost function in Python source: module-level functions and methods of
+    classes at any depth, each from its `def` line to its last line; a function nested in a function is part of
+    it. ValueError when the text does not parse."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as e:
+        raise ValueError(f"line {e.lineno}: {e.msg}") from None
+    found = []
+
+    def visit(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.append((child.name, child.lineno, child.end_lineno - child.lineno + 1))
+            else:
+                visit(child)
+    visit(tree)
+    return found
+
+
 def source_files(root):
-    for top in TOP_DIRS:
-        for dirpath, dirs, files in os.walk(os.path.join(root, top)):
-            dirs.sort()
-            for f in sorted(files):
-                if f.endswith(SOURCE_SUFFIXES):
-                    path = os.path.join(dirpath, f)
-                    yield os.path.relpath(path, root).replace(os.sep, "/"), path
+    """(relative path, path, scanner) of every file the check reads."""
+    for tops, suffixes, scan in ((TOP_DIRS, SOURCE_SUFFIXES, lambda text: scan_functions(strip_code(text))),
+                                 (PYTHON_DIRS, (".py",), python_functions)):
+        for top in tops:
+            for dirpath, dirs, files in os.walk(os.path.join(root, top)):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+                for f in sorted(files):
+                    if f.endswith(suffixes):
+                        path = os.path.join(dirpath, f)
+                        yield os.path.relpath(path, root).replace(os.sep, "/"), path, scan
 
 
 def check(root):
     """(breaches, files scanned, functions scanned)."""
     errors, files, functions = [], 0, 0
-    for rel, path in source_files(root):
+    for rel, path, scan in source_files(root):
         if rel in EXEMPT:
             continue
         files += 1
@@ -288,9 +330,9 @@ def check(root):
         if lines > MAX_FILE_LINES:
             errors.append(f"{rel}:1 file {lines} lines (at most {MAX_FILE_LINES})")
         try:
-            found = scan_functions(strip_code(text))
+            found = scan(text)
         except ValueError as e:
-            errors.append(f"{rel}: cannot match braces ({e})")
+            errors.append(f"{rel}: cannot {'parse' if rel.endswith('.py') else 'match braces'} ({e})")
             continue
         functions += len(found)
         for name, line, n in found:
@@ -306,6 +348,10 @@ def main(argv):
     found = scan_functions(strip_code(SAMPLE))
     if found != SAMPLE_FUNCTIONS:
         print(f"size_check: the scan misreads its own sample: found {found}, expected {SAMPLE_FUNCTIONS}")
+        return 1
+    found = python_functions(PY_SAMPLE)
+    if found != PY_SAMPLE_FUNCTIONS:
+        print(f"size_check: the scan misreads its Python sample: found {found}, expected {PY_SAMPLE_FUNCTIONS}")
         return 1
     errors, files, functions = check(argv[1])
     for e in errors:
