@@ -42,6 +42,20 @@ def _load(results, name):
 _PATH = re.compile(r"(?<![\w:/.])/(?:work|root|home|tmp)/[^\s,;'\"`)]*")
 
 
+_RUN_DIRS = re.compile(r"(?:\s+\S+/[^\s/]+\.r\d+)+")
+
+
+def short_command(cmd):
+    """A recorded command as a provenance line shows it: scrubbed of machine paths, and a list of run directories
+    (DIR/NAME.rK ...) folded into DIR/* and their count, so that the line names the command, not every run."""
+    def fold(m):
+        dirs = m.group(0).split()
+        if len(dirs) < 2:
+            return m.group(0)
+        return " %s/* (%d runs)" % (os.path.commonpath([os.path.dirname(x) for x in dirs]), len(dirs))
+    return _RUN_DIRS.sub(fold, scrub(cmd))
+
+
 def scrub(text):
     """A machine's own absolute paths in recorded commands become their last component (`…/dreamddp`)."""
     return _PATH.sub(lambda m: "…/" + m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
@@ -68,7 +82,7 @@ def _peer(d):
 
 def _prov(d):
     """The provenance line of a rendered table: command, machine, commit and tree, peer."""
-    return "`%s` — %s; %s." % (scrub(d.get("command", "?")), _machine(d.get("machine") or {}), _peer(d))
+    return "`%s` — %s; %s." % (short_command(d.get("command", "?")), _machine(d.get("machine") or {}), _peer(d))
 
 
 def _f(x, fmt="%.2f", none="-"):

@@ -1,7 +1,7 @@
 """docs/results/simulator.md, first part: the simulator against measured runs."""
 import os
 import re
-from .common import _absent, _f, _load, _machine, _prov, scrub
+from .common import _absent, _f, _load, _machine, _prov, short_command
 
 
 # NAME.DATE.json, or NAME.DATEb.json for a second file superseded on one day
@@ -21,7 +21,7 @@ def render_sim_validation(results):
     if not docs:
         return _absent("the simulator against measured runs", "run `experiments/sim_validate.sh --json ...`")
     provs = ["%s: simulated by %s" % (c, _prov(d)) + (" Its runs: `%s` — %s." % (
-        scrub(d["measured_by"]["command"]), _machine(d["measured_by"]["machine"])) if d.get("measured_by") else "")
+        short_command(d["measured_by"]["command"]), _machine(d["measured_by"]["machine"])) if d.get("measured_by") else "")
              for c, d in docs]
     docs = [(c, d["rows"]) for c, d in docs]
     short = lambda p: ",".join(x for x in p.split(",") if not x.startswith("profile="))
@@ -47,14 +47,6 @@ def render_sim_validation(results):
                     len(ratios), len(docs), min(ratios), max(ratios), inside), ""]
     out += ["* " + p for p in provs] + [""]
     return "\n".join(out)
-
-
-def _runs_glob(cmd):
-    """A command whose trailing run directories (DIR/NAME.rK ...) are folded into DIR/* and their count."""
-    def fold(m):
-        dirs = m.group(0).split()
-        return " %s/* (%d runs)" % (os.path.dirname(dirs[0]), len(dirs))
-    return re.sub(r"(?:\s+\S+/ours-\S+\.r\d+)+", fold, cmd)
 
 
 def render_sim_charge(results):
@@ -88,8 +80,8 @@ def render_sim_charge(results):
                 else "none", pol, len(rows), avg("measured_step_ms"), rows[0]["measured_step_ms"],
                 rows[-1]["measured_step_ms"], avg("simulated_step_ms"), avg("simulated_step_ms_no_contention"),
                 ("%.2f" if abs(a - 1) <= 0.10 else "**%.2f**") % a, ("%.2f" if abs(b - 1) <= 0.10 else "**%.2f**") % b))
-        provs.append("%s: simulated by %s" % (cell, _prov(dict(d, command=_runs_glob(d.get("command", "?")))))
-                     + (" Its runs: `%s` — %s." % (scrub(d["measured_by"]["command"]),
+        provs.append("%s: simulated by %s" % (cell, _prov(d))
+                     + (" Its runs: `%s` — %s." % (short_command(d["measured_by"]["command"]),
                                                     _machine(d["measured_by"]["machine"])) if d.get("measured_by")
                         else ""))
     n5 = lambda xs: sum(1 for x in xs if abs(x - 1) <= 0.05)
@@ -166,7 +158,7 @@ def render_sim_validation_paper(results):
                 ("%.2f" if abs(ratio - 1) <= 0.10 else "**%.2f**") % ratio, _f(bare), _f(own),
                 _f(comp / sim_comp if comp and sim_comp else None), _f(exp_m, "%.1f%%"), _f(exp_s, "%.1f%%")))
         provs.append("%s: simulated by %s" % (cell, _prov(d)) + (" Its runs: `%s` — %s." % (
-            scrub(d["measured_by"]["command"]), _machine(d["measured_by"]["machine"])) if d.get("measured_by") else ""))
+            short_command(d["measured_by"]["command"]), _machine(d["measured_by"]["machine"])) if d.get("measured_by") else ""))
         if rc:
             provs.append("%s, the runs' own compute: %s" % (cell, _prov(rc)))
     out += ["", "The median run is within 10%% of the simulation in %d of %d cell and policy pairs (bold: outside). "
