@@ -40,7 +40,10 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
-from torch_models import GPT, Llama, cnn, gpt2_init, mlp, resnet20
+
+# The model definitions sit beside this file; found however the peer is loaded (a script, importlib, a copy).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_models import GPT, Llama, cnn, gpt2_init, mlp, resnet20  # noqa: E402
 
 PROG = 'torch_ddp.py'
 TUNING_VARS = ('OPENBLAS_CORETYPE', 'OPENBLAS_L2_SIZE')
