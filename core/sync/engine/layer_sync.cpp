@@ -54,6 +54,7 @@ void LayerSync::begin_step(int64_t step) {
   merge_delayed(/*all=*/false);
   apply_switches();
   policy_->on_step_begin(step);
+  print_plan_if_changed();  // a plan placed at this step (dreamddp's solved plan from a boundary)
   time_periods(step);
   const bool lockstep_all = policy_->profiling(step) || step < fallback_until_;
   std::vector<bool> was_lockstep;
@@ -118,7 +119,7 @@ StepCommStats LayerSync::end(const StepEnd& report) {
 
 void LayerSync::on_layer_ready(int l) {
   // On a device the hook runs when the layer's kernels are queued: profiling steps wait for them to run.
-  if (policy_->profiling(step_)) dp_->wait_layer_ready(l);
+  if (policy_->profiling(step_) || policy_->observing(step_)) dp_->wait_layer_ready(l);
   ready_[l] = now_s();
   // compress=auto needs the signals only while it measures; the policy's own, every step.
   if (signals_.on() && (wants_signals_ || auto_.measuring()))
@@ -195,7 +196,24 @@ void LayerSync::finish_backward_and_update(const std::function<void(int)>& updat
 void LayerSync::end_of_backward(double t1) {
   record_timeline(t1);
   // The window's steps counted from the policy's first one (a switch into dreamddp profiles from there).
-  if (policy_->profiling(step_)) profile_.add(step_ - policy_->first_step(), ready_, t_bwd_);
+  const int64_t k = step_ - policy_->first_step();
+  if (policy_->profiling(step_) || policy_->observing(step_)) profile_.add(k, ready_, t_bwd_);
+  if (policy_->observing(step_) && k > 0) record_comm();
+}
+
+// The all-reduces of this step as the communication thread ran them, one after another in launch order: each
+// from its launch or the previous one's end, whichever is later, to its own end.
+void LayerSync::record_comm() {
+  double prev = 0;
+  for (auto& f : inflight_) {
+    double end = 0;
+    for (auto& w : f.works)
+      if (w) end = std::max(end, w->end_time());
+    if (end <= 0) continue;  // a backend that does not record it
+    const double start = std::max(f.launch_s, prev);
+    prev = end;
+    if (f.record < 0 && end > start) profile_.add_comm(f.bytes >= 0 ? f.bytes : f.bucket.bytes(), end - start);
+  }
 }
 
 float LayerSync::lr_factor(int l) const {
@@ -213,6 +231,8 @@ void LayerSync::after_update() {
   }
   const int64_t window = policy_->profile_window();
   if (window > 0 && step_ + 1 == policy_->first_step() + window) finish_profile();
+  const int64_t seen = policy_->observe_window();
+  if (seen > 0 && step_ + 1 == policy_->first_step() + seen) finish_observed();
 }
 
 std::vector<bool> LayerSync::local_layers() const {

@@ -75,6 +75,7 @@ class LayerSync : public SyncSession {
   void plan_launches();
   void check_all_launched() const;
   void end_of_backward(double t1);
+  void record_comm();
   void launch(const Bucket& bk);
   void record_timeline(double t_end);
   void log_sync_event(const InFlight& f, double t_end, int64_t step, double t_bwd);
@@ -93,6 +94,7 @@ class LayerSync : public SyncSession {
   void print_plan_if_changed();
   void record_decisions();  // the policy's decisions() into metrics.h5's /decisions (rank 0)
   void finish_profile();
+  void finish_observed();
   void take_carried_profile();
   void publish_profile(const LayerTimes& t);
   void time_periods(int64_t step);

@@ -145,6 +145,13 @@ void LayerSync::finish_profile() {
   print_plan_if_changed();
 }
 
+// The same from ordinary steps (Profiled::observe_steps): the comm model fitted to the recorded all-reduces, no
+// probe; agreed over the ranks with one small collective between two steps.
+void LayerSync::finish_observed() {
+  publish_profile(profile_.finish_observed(*dp_, b_, meta_, o_.contention_given ? &o_.contention : nullptr));
+  print_plan_if_changed();
+}
+
 // A profile the policy schedules from: handed to it, and kept for the caller (EngineOptions::profile_out) so that
 // an engine built after a change of world size can start from it.
 void LayerSync::publish_profile(const LayerTimes& t) {
@@ -158,7 +165,8 @@ void LayerSync::publish_profile(const LayerTimes& t) {
 void LayerSync::take_carried_profile() {
   const ProfileCarry* in = o_.profile_in;
   o_.profile_in = nullptr;
-  if (!in || !in->has() || !caps_.profiled || policy_->profile_window() <= 0 || b_.size() < 2) return;
+  if (!in || !in->has() || !caps_.profiled || b_.size() < 2) return;
+  if (policy_->profile_window() <= 0 && policy_->observe_window() <= 0) return;
   if (in->times.backward_s.size() != size_t(num_layers())) return;
   const LayerTimes t = scale_profile(in->times, meta_, in->world, b_.size());
   if (o_.verbose && b_.rank() == 0)

@@ -33,6 +33,7 @@ std::string LayerSync::save_state() {
     w.put_str(c.spec);
     w.put_str(c.source);
   }
+  profile_.save_comm(w);
   return w.bytes();
 }
 
@@ -75,6 +76,8 @@ void LayerSync::load_state(const std::string& blob) {
       changes_.push_back(std::move(c));
     }
   }
+  // The all-reduces recorded for a profile so far (absent before they were: none).
+  if (!r.done()) profile_.load_comm(r);
   plan_version_ = policy_plan_version();
   record_decisions();  // as restored (a resumed metrics.h5 keeps only what was decided by the checkpoint)
   if (!r.done()) throw UsageError("checkpoint: engine state has trailing bytes");

@@ -13,10 +13,13 @@
 namespace dd::sync {
 
 // Policies that schedule from a profile ask for one during their first profile_steps() steps from first_step()
-// (lock-step meanwhile); 0 once they have one. The engine hands them the agreed profile of those steps.
+// (lock-step meanwhile), or during their first observe_steps() steps, which run the policy's own decisions and are
+// only recorded (ready times, and each bucket's bytes and time on the communication thread); 0 once they have one.
+// At the end of either window the engine hands them the profile agreed over the ranks.
 class Profiled {
  public:
   virtual int64_t profile_steps() const = 0;
+  virtual int64_t observe_steps() const { return 0; }
   virtual void on_profile(const LayerTimes& t) = 0;
 
  protected:

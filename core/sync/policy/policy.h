@@ -54,6 +54,9 @@ class Policy {
   // The lock-step profiling window still asked for (Profiled::profile_steps), 0 without the capability.
   int64_t profile_window() const { return caps_.profiled ? caps_.profiled->profile_steps() : 0; }
   bool profiling(int64_t step) const { return step - first_step_ < profile_window(); }
+  // The window of ordinary steps recorded for a profile (Profiled::observe_steps), 0 without the capability.
+  int64_t observe_window() const { return caps_.profiled ? caps_.profiled->observe_steps() : 0; }
+  bool observing(int64_t step) const { return step - first_step_ < observe_window(); }
   // For a run starting at `start`, the step from which this policy's schedule no longer changes by itself (after
   // profiling and a measured trial), at worst: throughput is timed from there.
   int64_t settled_by(int64_t start) const {

@@ -25,14 +25,14 @@ void SelfProfile::add(int64_t step, const std::vector<double>& ready, double t_b
   ++n_;
 }
 
-LayerTimes SelfProfile::finish(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers,
-                               const Contention* given) {
-  const int L = int(sum_.size());
+LayerTimes SelfProfile::mean_backward() const {
   LayerTimes t;
-  t.backward_s.resize(size_t(L));
-  for (int l = 0; l < L; ++l) t.backward_s[size_t(l)] = n_ ? sum_[size_t(l)] / n_ : 0;
-  t.comm_s = measure_comm_model(dp, b, layers, bucket_cap_);
-  t.contention = given ? *given : measure_contention(dp, b);
+  t.backward_s.resize(sum_.size());
+  for (size_t l = 0; l < sum_.size(); ++l) t.backward_s[l] = n_ ? sum_[l] / n_ : 0;
+  return t;
+}
+
+void SelfProfile::agree(DataPath& dp, Backend& b, LayerTimes& t) {
   // Every rank's mean backward (a sum of one-hot vectors: exact) before the rank average, which is then paced to the
   // slowest rank, as `dreamddp profile` does: a step waits for the slowest rank's layers, not for the average's.
   std::vector<float> each(size_t(b.size()), 0.0f);
@@ -41,6 +41,29 @@ LayerTimes SelfProfile::finish(DataPath& dp, Backend& b, const std::vector<Layer
   agree_profile(dp, b, t.backward_s, t.comm_s, &t.contention);
   const double slow = slowest_scale(t.backward_s, std::vector<double>(each.begin(), each.end()));
   for (auto& x : t.backward_s) x *= slow;
+}
+
+LayerTimes SelfProfile::finish(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers,
+                               const Contention* given) {
+  LayerTimes t = mean_backward();
+  t.comm_s = measure_comm_model(dp, b, layers, bucket_cap_);
+  t.contention = given ? *given : measure_contention(dp, b);
+  agree(dp, b, t);
+  return t;
+}
+
+void SelfProfile::add_comm(int64_t bytes, double seconds) {
+  comm_bytes_.push_back(bytes);
+  comm_s_.push_back(seconds);
+}
+
+LayerTimes SelfProfile::finish_observed(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers,
+                                        const Contention* given) {
+  LayerTimes t = mean_backward();
+  const CommFit fit = comm_s_.empty() ? CommFit{} : fit_comm(comm_bytes_, comm_s_);
+  for (auto& m : layers) t.comm_s.push_back(fit.at(m.bytes));
+  if (given) t.contention = *given;
+  agree(dp, b, t);
   return t;
 }
 
@@ -63,6 +86,17 @@ void agree_profile(DataPath& dp, Backend& b, std::vector<double>& bp, std::vecto
 void SelfProfile::save(ByteWriter& w) const {
   w.put_vec(sum_);
   w.put<int32_t>(n_);
+}
+
+void SelfProfile::save_comm(ByteWriter& w) const {
+  w.put_vec(comm_bytes_);
+  w.put_vec(comm_s_);
+}
+
+void SelfProfile::load_comm(ByteReader& r) {
+  comm_bytes_ = r.get_vec<int64_t>();
+  comm_s_ = r.get_vec<double>();
+  if (comm_bytes_.size() != comm_s_.size()) throw UsageError("checkpoint: engine state is damaged (profile)");
 }
 
 void SelfProfile::load(ByteReader& r) {

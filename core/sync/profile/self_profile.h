@@ -31,11 +31,28 @@ class SelfProfile {
   LayerTimes finish(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers,
                     const Contention* given = nullptr);
 
+  // One all-reduce of an ordinary step (Profiled::observe_steps): its bytes and its seconds on the communication
+  // thread.
+  void add_comm(int64_t bytes, double seconds);
+  // Collective: the agreed profile of ordinary steps: backward times as finish() does, each layer's all-reduce from
+  // fit_comm over the recorded all-reduces (0 where none was recorded), no probe; the contention `given`, else none
+  // (the records carry it already: they overlapped). Three small collectives, nothing sized by the model.
+  LayerTimes finish_observed(DataPath& dp, Backend& b, const std::vector<LayerMeta>& layers,
+                             const Contention* given = nullptr);
+
   void save(ByteWriter& w) const;
   void load(ByteReader& r);
+  void save_comm(ByteWriter& w) const;
+  void load_comm(ByteReader& r);
 
  private:
+  LayerTimes mean_backward() const;
+  // Collective: t agreed over the ranks, backward times paced to the slowest rank.
+  static void agree(DataPath& dp, Backend& b, LayerTimes& t);
+
   std::vector<double> sum_;
+  std::vector<int64_t> comm_bytes_;
+  std::vector<double> comm_s_;
   int32_t n_ = 0;
   int64_t bucket_cap_;
 };
