@@ -270,7 +270,8 @@ TEST(Staleness, CapsAnyInnerPolicy) {
   // Order does not matter; dreamddp's profiling request passes through.
   auto d = make_policy(PolicySpec::parse("staleness:t=4+dreamddp:h=8"));
   EXPECT_EQ(d->describe(), "dreamddp:h=8+staleness:t=4");
-  EXPECT_GT(d->profile_window(), 0);
+  EXPECT_GT(d->observe_window(), 0);
+  EXPECT_GT(make_policy(PolicySpec::parse("staleness:t=4+dreamddp:h=8,lockstep=1"))->profile_window(), 0);
 }
 
 TEST(Staleness, BadCompositionsAreUsageErrors) {

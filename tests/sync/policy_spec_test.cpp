@@ -136,7 +136,9 @@ TEST(PolicyCapabilities, EachPolicyTakesOnOnlyWhatItNeeds) {
   const auto dd = make("dreamddp:h=4");
   EXPECT_TRUE(dd->caps().profiled && dd->caps().trialled && dd->caps().reporting && dd->caps().checkpointed);
   EXPECT_FALSE(dd->caps().voting || dd->caps().grouped);
-  EXPECT_GT(dd->profile_window(), 0);
+  EXPECT_EQ(dd->profile_window(), 0);  // the default start records ordinary steps instead of lock-step ones
+  EXPECT_GT(dd->observe_window(), 0);
+  EXPECT_GT(make("dreamddp:h=4,lockstep=1")->profile_window(), 0);
   EXPECT_TRUE(make("hier:nodes=2x1")->caps().grouped);
   for (const std::string inner : {"dreamddp:h=4", "threshold", "hier:nodes=2x1", "plsgd:h=4"}) {
     const auto p = make(inner + "+staleness:t=3");

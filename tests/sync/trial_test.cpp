@@ -161,9 +161,11 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   EXPECT_EQ(fresh->period(), 4);
   EXPECT_EQ(fresh->settled_by(0), 24) << "one period, the 4 periods of the trial, one period to switch";
   EXPECT_EQ(fresh->settled_by(5), 32);
-  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4"))->settled_by(0), 32)
+  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,lockstep=1"))->settled_by(0), 32)
       << "self-profile: 6 lock-step steps, a trial may follow";
-  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=0"))->settled_by(0), 6);
+  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,lockstep=1,trial=0"))->settled_by(0), 6);
+  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4"))->settled_by(0), 8)
+      << "the default start: 8 recorded steps, the solved plan from the boundary at 8, no trial";
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("localsgd:k=8"))->period(), 8);
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("plsgd:h=3"))->period(), 3);
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("ddp"))->period(), 0);
@@ -297,12 +299,16 @@ TEST(Replay, RecordedDecisionsReplayBitwise) {
   EXPECT_EQ(jr["trial"]["verdict"], j["trial"]["verdict"]);
   EXPECT_EQ(jr["schedule"]["phase"], j["schedule"]["phase"]);
 
-  const auto c = train_recorded("dreamddp:h=4,profile_steps=3", 32, (base / "self").string());
-  const auto js = recorded((base / "self").string(), "policy@0");
-  EXPECT_EQ(js["profile"]["source"], "self-profile");
-  EXPECT_EQ(js["profile"]["backward_s"].size(), 4u);
-  const auto d = train_recorded("dreamddp:h=4,replay=" + (base / "self").string(), 32, "");
-  EXPECT_EQ(0, std::memcmp(c.data(), d.data(), 4 * c.size())) << "the replay of a self-profiled run differs";
+  for (const std::string start : {"", ",lockstep=1"}) {  // recorded from ordinary steps, and lock-step
+    const auto c = train_recorded("dreamddp:h=4,profile_steps=3" + start, 32, (base / "self").string());
+    const auto js = recorded((base / "self").string(), "policy@0");
+    EXPECT_EQ(js["profile"]["source"], "self-profile");
+    EXPECT_EQ(js["profile"]["observed"], start.empty());
+    EXPECT_EQ(js["profile"]["backward_s"].size(), 4u);
+    const auto d = train_recorded("dreamddp:h=4,replay=" + (base / "self").string(), 32, "");
+    EXPECT_EQ(0, std::memcmp(c.data(), d.data(), 4 * c.size())) << "the replay of a self-profiled run differs" << start;
+    if (start.empty()) fs::remove_all(base / "self");
+  }
 
   // A replay that cannot be one is refused before any work.
   EXPECT_THROW(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=8,replay=" + (base / "self").string())), UsageError);

@@ -1,5 +1,6 @@
 // dreamddp:h=H: every layer averaged once per H steps at the phase the schedule solver picks from a per-layer
-// profile (self-measured during the first steps, lock-step meanwhile, or read from profile=DIR), plus fill-in
+// profile (by default recorded from the first steps, which run plsgd's contiguous groups meanwhile, the solved plan
+// taking over at a period boundary; with lockstep=1 measured during lock-step steps; or read from profile=DIR), plus fill-in
 // syncs where the modelled channel is idle, fused into the buckets a phase launches anyway (on by default, as in the
 // paper's system; fillin=0 for the bare schedule). Fill-in is free under the time model; see schedule_model.h for why
 // it never opens a collective of its own. In-step (no delay, no outer optimizer or compression), where the profile
@@ -33,8 +34,9 @@ DreamDdpPolicy::DreamDdpPolicy(const PolicySpec& s)
     : h_(int(s.get_int("h", 8, 1, kMaxPhases))), merge_(parse_merge(s, "dreamddp", h_)), delay_(merge_.delay),
       fillin_(s.get_bool("fillin", default_fillin())), profile_dir_(s.get_str("profile", "")),
       replay_dir_(s.get_str("replay", "")), profile_steps_(s.get_int("profile_steps", 6, 2, 10000)),
-      fallback_(s.get_bool("fallback", true)), trial_(s.get_bool("trial", default_trial())) {
-  s.allow_only_with_merge_keys({"h", "fillin", "profile", "profile_steps", "fallback", "trial", "replay"});
+      fallback_(s.get_bool("fallback", true)), trial_(false) {
+  s.allow_only_with_merge_keys({"h", "fillin", "profile", "profile_steps", "fallback", "trial", "replay", "lockstep"});
+  const bool lockstep = s.get_bool("lockstep", false);
   set_merge(merge_);
   set_period(h_);
   caps_.profiled = this;
@@ -60,10 +62,17 @@ DreamDdpPolicy::DreamDdpPolicy(const PolicySpec& s)
       std::fprintf(stderr, "%s\n", bp_nan_note(file_profile_, profile_dir_).c_str());
   }
   if (!replay_dir_.empty()) load_replay();
+  observe_ = replay_ ? replay_->observed : !lockstep && default_observe();
+  if (lockstep && !default_observe())
+    throw UsageError("--policy dreamddp: lockstep=1 is for a self-profiled in-step schedule (without profile=, "
+                     "replay=, delay=, outer= or compress=, which profile lock-step anyway or not at all)");
+  trial_ = s.get_bool("trial", default_trial());
 }
 
 std::string DreamDdpPolicy::describe() const {
-  return "dreamddp:h=" + std::to_string(h_) + (fillin_ == default_fillin() ? "" : fillin_ ? ",fillin=1" : ",fillin=0") +
+  const bool lockstep = !observe_ && default_observe();
+  return "dreamddp:h=" + std::to_string(h_) + (lockstep ? ",lockstep=1" : "") +
+         (fillin_ == default_fillin() ? "" : fillin_ ? ",fillin=1" : ",fillin=0") +
          (fallback_ ? "" : ",fallback=0") + (trial_ == default_trial() ? "" : trial_ ? ",trial=1" : ",trial=0") +
          merge_.describe() + (profile_dir_.empty() ? "" : ",profile=" + profile_dir_) +
          (replay_dir_.empty() ? "" : ",replay=" + replay_dir_);
@@ -71,6 +80,7 @@ std::string DreamDdpPolicy::describe() const {
 
 void DreamDdpPolicy::setup(const std::vector<LayerMeta>& layers, int world) {
   Policy::setup(layers, world);
+  setup_default_plan();
   if (replay_) {
     if (replay_->names.size() != layers.size())
       throw UsageError("--policy dreamddp: replay=" + replay_dir_ + " recorded " + std::to_string(replay_->names.size()) +
@@ -145,6 +155,7 @@ void DreamDdpPolicy::on_profile(const LayerTimes& measured) {
 }
 
 Action DreamDdpPolicy::decide(int layer, int64_t step) const {
+  if (!solved_at(step)) return int(step % h_) == default_phase_[size_t(layer)] ? Action::AverageParams : Action::None;
   if (local_at(step)) return Action::None;
   // The engine keeps a profiling policy in lock-step and never asks it (profiling(), counted from first_step()).
   if (phase_.empty())

@@ -23,6 +23,7 @@ std::string DreamDdpPolicy::save_state() const {
   w.put<double>(trial_layerwise_s_);
   w.put<double>(trial_local_s_);
   w.put<int64_t>(decisions_);
+  w.put<int64_t>(switch_at_);
   return w.bytes();
 }
 
@@ -45,6 +46,7 @@ void DreamDdpPolicy::load_state(const std::string& s) {
     trial_local_s_ = r.get<double>();
     decisions_ = r.get<int64_t>();
   }
+  if (!r.at_end()) switch_at_ = r.get<int64_t>();  // absent before the default start: -1, placed at the next step
 }
 
 // JSON (docs/design.md, HDF5 /decisions): the profile the schedule came from, the schedule, the trial.
@@ -59,8 +61,10 @@ std::string DreamDdpPolicy::decisions() const {
   json prof;
   prof["source"] = replay_ ? "replay" : self ? "self-profile" : "file";
   prof["self_profiled"] = self;
-  if (self) prof["steps"] = profile_steps_;
+  if (self) prof["steps"] = observe_ ? observe_window() : profile_steps_;
+  prof["observed"] = observe_;
   j["profile"] = prof;
+  if (observe_) j["switch_at"] = switch_at_ >= 0 ? nlohmann::json(switch_at_) : nlohmann::json();
   if (phase_.empty()) {
     j["schedule"] = nullptr;
     return j.dump();
@@ -91,6 +95,7 @@ std::string DreamDdpPolicy::decisions() const {
 }
 
 std::string DreamDdpPolicy::plan() const {
+  if (observe_ && phase_.empty()) return observe_plan();
   if (phase_.empty()) return "dreamddp: profiling backward and communication during the first " +
                              std::to_string(profile_steps_) + " steps" +
                              (first_step_ > 0 ? " from step " + std::to_string(first_step_) : std::string()) +
@@ -121,6 +126,9 @@ std::string DreamDdpPolicy::plan() const {
       << "th update; modelled " << localsgd_modelled_ * 1e3 << " ms/iter)";
   o << (local_sgd_ && !trial_pending_ ? "\n  layer-wise schedule (not run):" : "\n  phase:");
   for (size_t l = 0; l < phase_.size(); ++l) o << " " << layers_[l].name << "=" << phase_[l];
+  if (observe_)
+    o << "\n  in force from " << (switch_at_ >= 0 ? "step " + std::to_string(switch_at_) : "the next period boundary")
+      << " (plsgd's contiguous groups before it)";
   if (fillin_) {
     o << "\n  fill-in (extra averages fused into a phase's buckets):";
     bool any = false;

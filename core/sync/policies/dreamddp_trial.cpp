@@ -1,6 +1,7 @@
 // dreamddp's measured trial (dreamddp.h): where the model cannot tell the layer-wise schedule from Local SGD's on
 // shared cores, both run 2 periods each and the faster is kept; and replay=RUN_DIR, which takes a recorded run's
 // decisions (its profile, schedule and the trial's verdict) instead of measuring them.
+#include <algorithm>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -15,12 +16,14 @@ namespace dd::sync {
 // the period after it is not settled either (switching to Local SGD's schedule, it still waits for the last
 // layer-wise period's averages).
 int64_t DreamDdpPolicy::settled_after(int64_t from) const {
+  if (observe_) from = std::max(from, switch_at_ >= 0 ? switch_at_ : switch_bound(first_step_ + observe_window()));
   const bool may_trial = phase_.empty() ? (replay_ ? replay_->trial : fallback_ && trial_ && delay_ == 0 && !merge_.transforms())
                                         : trial_pending_;
   return may_trial ? first_trial_step(from) + (kTrialPeriods + 1) * int64_t(h_) : from;
 }
 
 void DreamDdpPolicy::on_step_begin(int64_t step) {
+  place_switch(step);
   // One whole period first: the first steps of a run (first collectives, first-touch memory) would weigh on the
   // trial's first window, and that window is the layer-wise one.
   if (trial_pending_ && trial_start_ < 0)
@@ -77,6 +80,7 @@ void DreamDdpPolicy::load_replay() {
     const auto& p = rec.at("profile");
     r.self_profiled = p.at("self_profiled").get<bool>();
     if (r.self_profiled) profile_steps_ = p.at("steps").get<int64_t>();
+    r.observed = p.value("observed", false);
     r.names = p.at("layers").get<std::vector<std::string>>();
     r.times.backward_s = p.at("backward_s").get<std::vector<double>>();
     r.times.comm_s = p.at("comm_s").get<std::vector<double>>();
