@@ -1,10 +1,12 @@
 // Hands `dreamddp simulate` to the `dreamddp-sim` executable beside this one (sim_exec.h says why).
 #include "app/entry/sim_exec.h"
+#include "app/entry/self_exe.h"
 
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -13,12 +15,14 @@
 namespace dd::app {
 
 namespace {
-// The directory of the running executable, from /proc/self/exe ("" when it cannot be read).
+// The directory of the running executable ("" when /proc/self/exe cannot be read).
 std::string self_dir() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "";
-  std::string path(buf, static_cast<size_t>(n));
+  std::string path;
+  try {
+    path = self_exe();
+  } catch (const std::exception&) {
+    return "";
+  }
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }

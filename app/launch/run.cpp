@@ -23,6 +23,7 @@
 #include <stdexcept>
 
 #include "base/error.h"
+#include "app/entry/self_exe.h"
 #include "app/launch/launch.h"
 #include "app/launch/rank_group.h"
 #include "app/netem/emulated_cluster.h"
@@ -91,13 +92,6 @@ bool is_subcommand(const std::string& s) {
   return names.count(s) > 0;
 }
 
-std::string self_exe() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw std::runtime_error("cannot resolve /proc/self/exe: " + std::string(strerror(errno)));
-  return std::string(buf, static_cast<size_t>(n));
-}
-
 // A loopback port free right now (the kernel picks it); rank 0 binds it shortly after.
 int free_loopback_port() {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -163,7 +157,7 @@ void check_ranks(const LaunchOptions& o, const std::vector<std::string>& cmd) {
 // A dreamddp sub-command runs with this binary; anything else must be an executable file or on PATH.
 void resolve_command(const LaunchOptions& o, const std::vector<std::string>& cmd, Job& job) {
   if (is_subcommand(cmd[0])) {
-    job.exe = o.self_exe.empty() ? self_exe() : o.self_exe;
+    job.exe = o.self_exe.empty() ? app::self_exe() : o.self_exe;
     job.argv.push_back(job.exe);
     job.argv.insert(job.argv.end(), cmd.begin(), cmd.end());
   } else {
