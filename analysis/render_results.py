@@ -33,7 +33,8 @@ from results_pages.gpu import render_gpu_step
 from results_pages.history import render_history_index, render_ops
 from results_pages.regime_map import render_contention, render_fillin_rule, render_goal, render_regime
 from results_pages.schedule import render_schedule
-from results_pages.sensitivity import render_sensitivity_e2e, render_sensitivity_paper, render_sensitivity_seeds
+from results_pages.sensitivity import (render_sensitivity_e2e, render_sensitivity_paper, render_sensitivity_seeds,
+                                       render_sensitivity_trained)
 from results_pages.sim_validation import render_sim_charge, render_sim_validation, render_sim_validation_paper
 from results_pages.simulator import (render_sim_artifact, render_sim_copies_cost, render_sim_dominance,
     render_sim_hier, render_sim_own_gpt2, render_sim_paper_scale, render_sim_scaling, render_sim_stragglers)
@@ -77,6 +78,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "sim_charge": render_
              "sensitivity_e2e_lr05": lambda r: render_sensitivity_e2e(r, "sensitivity_e2e_lr05.json"),
              "sensitivity_e2e_cnn": lambda r: render_sensitivity_e2e(r, "sensitivity_e2e_cnn.json"),
              "sensitivity_seeds32": lambda r: render_sensitivity_seeds(r, "sensitivity_seeds32.json"),
+             "sensitivity_trained": render_sensitivity_trained,
              "chaos": render_chaos, "shrink_overhead": render_shrink_overhead,
              "chaos_shrink": lambda r: render_chaos(r, "chaos_shrink.json"),
              "shrink_overhead_profile": lambda r: render_shrink_overhead(r, "shrink_overhead_profile.json"),

@@ -119,3 +119,47 @@ def render_sensitivity_seeds(results, name="sensitivity_seeds.json"):
     out += ["", "Per seed: the mean over probes and layers of cos(g_l(t0), g_l(t0+d)); sd over the seeds' means.%s %s"
             % (" Reported pair: " + d["reported_what"] + "." if rep and d.get("reported_what") else "", _prov(d)), ""]
     return "\n".join(out)
+
+
+TRAINED_CLAIMS = {"depth": "deeper layers turn faster (rank correlation of depth and cosine at d=8 at most -0.5)",
+                  "a": "an early conv block stays above 0.85 at d=8",
+                  "b": "the last layer drops below 0.6 at d=2",
+                  "c": "the embedding above 0.85 at d=4 while the head is below 0.6 at d=1"}
+
+
+def render_sensitivity_trained(results, name="sensitivity_trained.json"):
+    """analysis/sensitivity_trained.py --save: the claims on models trained to their plateau, at the start, 10%, 50%
+    and the end of training."""
+    d = _load(results, name)
+    if not d:
+        return _absent("the sensitivity claims on trained models", "train as `experiments/sensitivity.sh --models "
+                       "resnet20 --steps 6010 --every 600 --no-minibatch --threads 1 --out runs/sens-trained-r20` "
+                       "(and gpt-mini, 3010 steps every 300), then run `analysis/sensitivity_trained.py "
+                       "runs/sens-trained-r20 runs/sens-trained-gm --save experiments/results/%s`" % name)
+    out = []
+    for r in d["runs"]:
+        acc = r.get("test_accuracy")
+        out += ["`%s`, %d steps x batch %s; final training loss %s, test loss %s, test accuracy %s (%s test "
+                "samples):" % (r["model"], r["steps"], r["batch"], _f(r.get("final_loss"), "%.3f"),
+                               _f(r.get("test_loss"), "%.3f"), "-" if acc is None else "%.1f%%" % (100 * acc),
+                               r.get("eval_samples", "-")), "",
+                "| probe | step | lr | mean cosine d=" + ", ".join(str(x) for x in r["delays"]) + " | " +
+                " | ".join(k for k in TRAINED_CLAIMS if any(k in p["claims"] for p in r["probes"])) + " |"]
+        keys = [k for k in TRAINED_CLAIMS if any(k in p["claims"] for p in r["probes"])]
+        out.append("|---|---|---|---|" + "---|" * len(keys))
+        for p in r["probes"]:
+            cells = []
+            for k in keys:
+                c = p["claims"].get(k)
+                if not c:
+                    cells.append("-")
+                    continue
+                nums = ", ".join("%s %s" % (n, _f(v, "%.2f")) for n, v in c["rests_on"].items())
+                cells.append("**%s** (%s)" % (c["verdict"], nums))
+            out.append("| %s | %d | %s | %s | %s |" % (p["label"], p["step"], _f(p.get("lr"), "%.2g"),
+                                                      ", ".join(_f(v, "%.3f") for v in p["mean_cosine"]),
+                                                      " | ".join(cells)))
+        out.append("")
+    out += ["Claims: " + "; ".join("**%s** %s" % (k, v) for k, v in TRAINED_CLAIMS.items()) + ". Each is judged "
+            "on that probe's own cosines (mean of a group's layers), not on a mean over probes. %s" % _prov(d), ""]
+    return "\n".join(out)
