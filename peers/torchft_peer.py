@@ -22,8 +22,9 @@ Algorithms (--algo), with torchft's classes:
             before it is merged (Streaming DiLoCo). --quantize passes should_quantize=True (torchft's FP8
             all-reduce; its kernels are Triton/CUDA: refused with exit 2 where CUDA is not available).
 
-Data: a fresh synthetic batch every step, different on every rank (tokens and targets uniform in [0, vocab);
-images unit-variance noise with uniform labels), the shapes of `dreamddp train --data synthetic`. Optimizers as
+Data: as `dreamddp train --data synthetic`, a fixed set of 10,000 random samples with random labels (tokens and
+targets uniform in [0, vocab); images unit-variance noise with uniform labels), the same on every rank, sharded
+over the ranks in a fresh order each epoch: a set a model can learn by heart, so both sides' losses fall. Optimizers as
 peers/torch_ddp.py: sgd lr 0.01 momentum 0.9, adamw lr 1e-3, constant.
 
 The run lasts until the Manager has committed the syncs of --warmup + --steps inner steps (a discarded sync is
@@ -198,20 +199,49 @@ def fragments_of(model, F):
     return [nn.ModuleList(g) for g in groups]
 
 
-def batch_maker(spec, batch, seed, rank):
-    """A function giving a fresh (inputs, targets) per call, different per rank, of the model's synthetic shapes."""
+SYNTHETIC_SIZE, SYNTHETIC_BYTES = 10000, 512 << 20   # dreamddp's synthetic training set: samples and byte budget
+
+
+def batch_maker(spec, batch, seed, rank, world):
+    """A function giving the next (inputs, targets) of this rank, and the vocabulary (None for images).
+
+    As `dreamddp train --data synthetic`: one fixed set of random samples with random labels, the same on every
+    rank (10,000 samples, fewer where they would pass 512 MiB), drawn in a fresh random order each epoch, of which
+    rank r takes every world-th sample from r on; a model learns it by heart, so its loss falls as ours does."""
     import torch
     import torch_ddp
     name, c = torch_ddp.parse_spec(spec)
-    g = torch.Generator().manual_seed(seed * 1000003 + rank + 1)
+    g = torch.Generator().manual_seed(seed * 1000003 + 7)
     if name in ('gpt-mini', 'gpt2', 'llama'):
         ctx, vocab = (128, 256) if name == 'gpt-mini' else (c['ctx'], c['vocab'])
-        return lambda: (torch.randint(0, vocab, (batch, ctx), generator=g),
-                        torch.randint(0, vocab, (batch, ctx), generator=g)), vocab
-    shape = (3, c['image'], c['image']) if name in ('resnet18', 'resnet50') else (1, 28, 28)
-    classes = c['classes'] if name in ('resnet18', 'resnet50') else 10
-    return lambda: (torch.randn((batch,) + shape, generator=g),
-                    torch.randint(0, classes, (batch,), generator=g)), None
+        n = max(1, min(SYNTHETIC_SIZE, SYNTHETIC_BYTES // (8 * ctx)))
+        xs = torch.randint(0, vocab, (n, ctx), generator=g)
+        ys = torch.randint(0, vocab, (n, ctx), generator=g)
+    else:
+        shape = (3, c['image'], c['image']) if name in ('resnet18', 'resnet50') else (1, 28, 28)
+        classes = c['classes'] if name in ('resnet18', 'resnet50') else 10
+        numel = 1
+        for d in shape:
+            numel *= d
+        n = max(1, min(SYNTHETIC_SIZE, SYNTHETIC_BYTES // (4 * (numel + 1))))
+        xs = torch.randn((n,) + shape, generator=g)
+        ys = torch.randint(0, classes, (n,), generator=g)
+        vocab = None
+    state = {'epoch': 0, 'order': torch.empty(0, dtype=torch.long), 'pos': 0}
+
+    def next_batch():
+        idx = []
+        while len(idx) < batch:
+            if state['pos'] >= len(state['order']):
+                perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 1000003 + 11 +
+                                                                                 state['epoch']))
+                state['order'], state['pos'], state['epoch'] = perm[rank::world] if n >= world else perm, 0, \
+                    state['epoch'] + 1
+            take = min(batch - len(idx), len(state['order']) - state['pos'])
+            idx += state['order'][state['pos']:state['pos'] + take].tolist()
+            state['pos'] += take
+        return xs[idx], ys[idx]
+    return next_batch, vocab
 
 
 def make_manager(a, model):
@@ -363,7 +393,7 @@ def main(argv=None):
         model, _fixed, _loss = torch_ddp.build(a.model, a.batch)
     except ValueError as e:
         fail(str(e))
-    next_batch, vocab = batch_maker(a.model, a.batch, a.seed, a.rank)
+    next_batch, vocab = batch_maker(a.model, a.batch, a.seed, a.rank, a.world)
     if vocab:
         loss_of = lambda out, y: F.cross_entropy(out.reshape(-1, vocab), y.reshape(-1))  # noqa: E731
     else:
