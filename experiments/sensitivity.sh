@@ -6,9 +6,9 @@
 #
 #   experiments/sensitivity.sh [--steps N] [--every N] [--probe-batch B] [--models "cnn resnet20 gpt-mini"]
 #                              [--no-minibatch] [--ranks R] [--threads T] [--out runs/sensitivity] [--bin build/dreamddp]
-#                              [--save FILE]
+#                              [--save FILE] [--lr-schedule cosine|const]
 #
-# Per model (defaults; --steps/--every/--probe-batch override all models): training steps x batch, probe every N
+# Per model (defaults; --steps/--every/--probe-batch/--lr-schedule override all models): training steps x batch, probe every N
 # steps (delays 1,2,4,8, so 6-8 probes), probe batch:
 #   cnn       300 x 64 images, every 50, probe batch 256     resnet20  300 x 32 images, every 50, probe batch 128
 #   gpt-mini  240 x 8 sequences of 128 bytes, every 30, probe batch 32 sequences
@@ -45,7 +45,7 @@ set -euo pipefail
 prov_command -- "$@"
 cd "$(dirname "$0")/.."
 
-STEPS="" EVERY="" PROBE_BATCH="" MODELS="cnn resnet20 gpt-mini"
+STEPS="" EVERY="" PROBE_BATCH="" SCHEDULE="" MODELS="cnn resnet20 gpt-mini"
 MINIBATCH=1 RANKS=1 THREADS=2 OUT=runs/sensitivity BIN=${DREAMDDP_BIN:-build/dreamddp} PY=/usr/bin/python3 SAVE=""
 while [ $# -gt 0 ]; do
   need_value --no-minibatch -h --help -- "$@"
@@ -60,6 +60,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     --save) SAVE=$2; shift 2 ;;
+    --lr-schedule) SCHEDULE=$2; shift 2 ;;
     -h|--help) usage_from_header; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
@@ -69,6 +70,7 @@ for m in $MODELS; do
   case $m in cnn|resnet20|gpt-mini|mlp|resnet18|resnet50|gpt2|llama) ;;
     *) die "--models: unknown model '$m' (cnn resnet20 gpt-mini mlp resnet18 resnet50 gpt2 llama)" ;; esac
 done
+case $SCHEDULE in ""|cosine|const) ;; *) die "--lr-schedule: cosine or const, got '$SCHEDULE'" ;; esac
 need_bin "$BIN"
 if [ -n "$SAVE" ] && [ -e "$SAVE" ]; then die "--save $SAVE exists (nothing is overwritten; move it away first)"; fi
 
@@ -106,7 +108,7 @@ run() {
   read -r spec_model steps batch every pbatch data evals sched first opt lr <<< "$(defaults "$model")"
   local lr_args=()
   [ "$lr" = - ] || lr_args=(--lr "$lr")
-  steps=${STEPS:-$steps} every=${EVERY:-$every} pbatch=${PROBE_BATCH:-$pbatch}
+  steps=${STEPS:-$steps} every=${EVERY:-$every} pbatch=${PROBE_BATCH:-$pbatch} sched=${SCHEDULE:-$sched}
   [ "$first" = half ] && first=$((every / 2))
   local spec="delays=1/2/4/8,every=$every"
   [ "$first" -gt 0 ] && spec+=",first=$first"
