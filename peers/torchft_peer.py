@@ -246,7 +246,9 @@ def batch_maker(spec, batch, seed, rank, world):
 
 def make_manager(a, model):
     """The optimizer and this replica's torchft Manager around it, and the Lighthouse when this rank runs it
-    (rank 0 without --lighthouse): (manager, optimizer, lighthouse or None, replicas a quorum needs)."""
+    (rank 0 without --lighthouse): (manager, optimizer, lighthouse or None, replicas a quorum needs). The Manager
+    holds the replica group's TCPStore by address only: the store object rides on it, or the server would close
+    when this function returns and every quorum would time out connecting to it."""
     from datetime import timedelta
     import torch
     from torch.distributed import TCPStore
@@ -287,6 +289,7 @@ def make_manager(a, model):
         connect_timeout=timeout, rank=0, world_size=1, store_addr=ip, store_port=store.port,
         lighthouse_addr=lighthouse_addr, replica_id='replica%d' % a.rank, port=0, hostname=ip,
         checkpoint_transport=Transport(timeout=timeout, num_chunks=0), init_sync=False)
+    manager.dreamddp_peer_store = store
     return manager, opt, lighthouse, min_replicas
 
 
