@@ -9,7 +9,8 @@ Left out on purpose: --resume, --config (its values are among the attributes), -
 ranks met, not what they computed), --control-file (its switches are in /events, kind "switch": add them as
 --switch STEP:SPEC). A one-process run records its backend as "none" (it had none): the command leaves
 --backend out, as that run did. --on-peer-loss is kept (files written before it was recorded: the default, exit), and
-so is --subnormals (files written before it was recorded computed with subnormals kept: --subnormals keep).
+so is --subnormals (files written before it was recorded computed with subnormals kept: --subnormals keep), and
+--precision bf16 when the run computed in bf16 (files without the attribute computed in fp32).
 A self-profiling dreamddp (no profile= or replay=) measured its own times, which a rerun would measure again and
 may schedule differently: the command replays the recorded decisions instead (`replay=RUN_DIR`, the directory of
 the metrics file; docs/engine_decisions.md). Only the first dreamddp policy of a run can be replayed (replay= takes
@@ -153,6 +154,8 @@ def command(attrs, binary, out, save_params, decisions=None, run_dir=""):
     # Subnormals are flushed unless the run kept them; a file written before the mode was recorded kept them.
     if text(attrs.get("subnormals", "keep")) != "flush":
         args += ["--subnormals", "keep"]
+    if text(attrs.get("precision", "fp32")) != "fp32":
+        args += ["--precision", text(attrs["precision"])]
     args += ["--out", out]
     if save_params:
         args += ["--save-params", save_params]

@@ -16,7 +16,7 @@ std::string config_fingerprint(const train::TrainConfig& c) {
   std::ostringstream s;
   s << "model=" << c.model << "\npolicy=" << c.policy << "\nseed=" << c.seed << "\nbatch=" << c.batch
     << "\nworld=" << c.world << "\nbackend=" << name(c.backend) << "\nsteps=" << c.steps << "\ndata=" << c.data
-    << "\noptimizer=" << name(c.optimizer) << "\nlr=" << c.lr << "\n";
+    << "\noptimizer=" << name(c.optimizer) << "\nlr=" << c.lr << "\nprecision=" << precision_name(c.precision) << "\n";
   for (auto& sw : c.switches) s << "switch=" << sw << "\n";
   return s.str();
 }

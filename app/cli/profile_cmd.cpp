@@ -52,6 +52,7 @@ sync::CommFit write_meta_and_bytes(const train::TrainConfig& cfg, const Backend*
   meta["batch"] = cfg.batch;
   meta["threads"] = cfg.threads;
   meta["subnormals"] = subnormals_name(cfg.subnormals);
+  meta["precision"] = precision_name(cfg.precision);
   meta["world"] = cfg.world;
   meta["backend"] = backend ? backend->name() : std::string("none");
   meta["steps"] = steps;
@@ -110,6 +111,7 @@ int cmd_profile(int argc, char** argv) {
   const data::InputSpec input = train::resolve_and_validate(cfg);
   auto backend = connect(cfg);
   ops::set_threads(cfg.threads);
+  ops::set_precision(cfg.precision);
   auto model = models::make_model(cfg.model, cfg.seed);
   auto ds = data::open_dataset(cfg.data, cfg.data_dir, true, input, cfg.seed);
   data::Sharder sharder(ds.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);

@@ -43,7 +43,8 @@ po::typed_value<T>* with_default(T* v) {
 // values.
 struct Words {
   std::string seed, optimizer;
-  std::string backend, device, lr_schedule, anomaly, on_peer_loss = "exit", subnormals = "flush";
+  std::string backend, device, lr_schedule, anomaly, on_peer_loss = "exit", subnormals = "flush",
+              precision = "fp32";
 };
 
 // Every train option, bound to `c` or, for the enumerated ones, to `w`.
@@ -84,6 +85,7 @@ void describe_train_options(po::options_description& d, train::TrainConfig& c, W
     ("rejoin", po::bool_switch(&c.rejoin), "join the live run of this rendezvous (with --on-peer-loss shrink)")
     ("threads", with_default(&c.threads), "compute threads per rank (0: auto)")
     ("subnormals", with_default(&w.subnormals), "flush | keep: subnormal floats flushed to zero on every compute thread (FTZ/DAZ), or kept")
+    ("precision", with_default(&w.precision), "fp32 | bf16: GEMMs and convolutions on bf16 inputs with fp32 accumulation (CPUs with avx512_bf16 or AMX); master weights, optimizer, reductions and communication stay fp32")
     ("log-every", with_default(&c.log_every), "progress line every N steps (0: auto)")
     ("check-collectives", po::bool_switch(&c.check_collectives), "fingerprint every collective across ranks")
     ("staleness-lr", po::value(&c.staleness_gamma)->implicit_value(0.9, as_written(0.9)), "scale lr_l by GAMMA^stale_l (default 0.9)")
@@ -154,6 +156,9 @@ void parse_words(const Words& w, train::TrainConfig& c) {
   if (w.subnormals != "flush" && w.subnormals != "keep")
     throw UsageError("--subnormals '" + w.subnormals + "' is not one of flush, keep");
   c.subnormals = w.subnormals == "flush" ? Subnormals::flush : Subnormals::keep;
+  if (w.precision != "fp32" && w.precision != "bf16")
+    throw UsageError("--precision '" + w.precision + "' is not one of fp32, bf16");
+  c.precision = w.precision == "bf16" ? Precision::bf16 : Precision::fp32;
   // `dreamddp launch --max-restarts` starts a lost rank again this way (docs/elastic.md "Rejoin").
   if (const char* j = std::getenv("DREAMDDP_REJOIN"); j && std::string(j) == "1") c.rejoin = true;
   if (c.rejoin && !c.shrink_on_peer_loss)

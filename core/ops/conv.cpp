@@ -1,6 +1,8 @@
 // Conv2d through oneDNN 2.6 forward / backward-data / backward-weights primitives, built once per (N,H,W).
 // The user side is always plain NCHW / OIHW. By default the primitives choose their own ("any") layouts and
 // cached reorders convert at the edges; DD_CONV_LAYOUT=plain forces plain layouts (see bench_ops for timings).
+// Under --precision bf16 (base/precision.h) the primitives read bf16 inputs (src, weights, diff_dst; the staging
+// reorders round them, nearest even) and write fp32 outputs (dst, diff_src, diff_weights), accumulating in fp32.
 #include <dnnl.hpp>
 
 #include <cstdlib>
@@ -90,7 +92,7 @@ std::vector<float>& dw_scratch(size_t n) {
 
 struct Conv2d::Impl {
   dnnl::stream strm{cpu_engine()};
-  std::map<std::tuple<int64_t, int64_t, int64_t, int>, Plan> plans;  // (N, H, W, threads)
+  std::map<std::tuple<int64_t, int64_t, int64_t, int, bool>, Plan> plans;  // (N, H, W, threads, bf16)
 };
 
 Conv2d::Conv2d(int64_t C, int64_t OC, int64_t k, int64_t stride, int64_t pad)
@@ -104,9 +106,10 @@ Conv2d::Conv2d(int64_t C, int64_t OC, int64_t k, int64_t stride, int64_t pad)
 Conv2d::~Conv2d() = default;
 
 namespace {
-Plan& get_plan(std::map<std::tuple<int64_t, int64_t, int64_t, int>, Plan>& plans, int64_t C, int64_t OC,
+Plan& get_plan(std::map<std::tuple<int64_t, int64_t, int64_t, int, bool>, Plan>& plans, int64_t C, int64_t OC,
                int64_t k, int64_t stride, int64_t pad, int64_t N, int64_t H, int64_t W, int64_t Ho, int64_t Wo) {
-  auto key = std::make_tuple(N, H, W, omp_get_max_threads());
+  const bool bf16 = precision() == Precision::bf16;
+  auto key = std::make_tuple(N, H, W, omp_get_max_threads(), bf16);
   auto it = plans.find(key);
   if (it != plans.end()) return it->second;
   if (Ho < 1 || Wo < 1)
@@ -118,20 +121,24 @@ Plan& get_plan(std::map<std::tuple<int64_t, int64_t, int64_t, int>, Plan>& plans
   memory::dims strides{stride, stride}, padding{pad, pad};
   memory::desc src_u(src_d, dt::f32, tag::nchw), w_u(w_d, dt::f32, tag::oihw), dst_u(dst_d, dt::f32, tag::nchw);
   const bool any = layout_any();
-  memory::desc src_c = any ? memory::desc(src_d, dt::f32, tag::any) : src_u;
-  memory::desc w_c = any ? memory::desc(w_d, dt::f32, tag::any) : w_u;
-  memory::desc dst_c = any ? memory::desc(dst_d, dt::f32, tag::any) : dst_u;
+  // Inputs of a primitive in the compute type, outputs in f32 (the same as the fp32 descriptors without bf16).
+  const dt in_t = bf16 ? dt::bf16 : dt::f32;
+  auto compute = [any](const memory::dims& d, dt t, tag plain) { return memory::desc(d, t, any ? tag::any : plain); };
+  const memory::desc src_c = compute(src_d, dt::f32, tag::nchw), w_c = compute(w_d, dt::f32, tag::oihw),
+                     dst_c = compute(dst_d, dt::f32, tag::nchw);
+  const memory::desc src_in = compute(src_d, in_t, tag::nchw), w_in = compute(w_d, in_t, tag::oihw),
+                     dst_in = compute(dst_d, in_t, tag::nchw);
 
   Plan p;
-  dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_c,
-                                     w_c, dst_c, strides, padding, padding);
+  dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_in,
+                                     w_in, dst_c, strides, padding, padding);
   dnnl::convolution_forward::primitive_desc fpd(fd, eng);
   p.fwd = dnnl::convolution_forward(fpd);
   p.f_src.init(src_u, fpd.src_desc(), true);
   p.f_w.init(w_u, fpd.weights_desc(), true);
   p.f_dst.init(dst_u, fpd.dst_desc(), false);
 
-  dnnl::convolution_backward_data::desc bdd(dnnl::algorithm::convolution_direct, src_c, w_c, dst_c, strides,
+  dnnl::convolution_backward_data::desc bdd(dnnl::algorithm::convolution_direct, src_c, w_in, dst_in, strides,
                                             padding, padding);
   dnnl::convolution_backward_data::primitive_desc bdpd(bdd, eng, fpd);
   p.bwd_d = dnnl::convolution_backward_data(bdpd);
@@ -139,7 +146,7 @@ Plan& get_plan(std::map<std::tuple<int64_t, int64_t, int64_t, int>, Plan>& plans
   p.d_w.init(w_u, bdpd.weights_desc(), true);
   p.d_dsrc.init(src_u, bdpd.diff_src_desc(), false);
 
-  dnnl::convolution_backward_weights::desc bwd(dnnl::algorithm::convolution_direct, src_c, w_c, dst_c, strides,
+  dnnl::convolution_backward_weights::desc bwd(dnnl::algorithm::convolution_direct, src_in, w_c, dst_in, strides,
                                                padding, padding);
   dnnl::convolution_backward_weights::primitive_desc bwpd(bwd, eng, fpd);
   p.bwd_w = dnnl::convolution_backward_weights(bwpd);

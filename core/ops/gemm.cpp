@@ -4,6 +4,11 @@
 // row and ReLU can ride along as the matmul's bias and an eltwise post-op. A shape the optimized matmul does not
 // cover (oneDNN would pick its reference kernel) goes through dnnl_sgemm instead. A cached primitive runs the
 // same code with the same blocking on every call, so a shape always gives the same bits for a thread count.
+// Under --precision bf16 (base/precision.h) every GEMM, plain NN products included, rounds A and B to bf16 (into
+// per-thread scratch, in the caller's layout) and runs a matmul primitive on bf16 inputs with an fp32 destination
+// (oneDNN's avx512_core_bf16 / AMX kernels). oneDNN 2.6's fpmath_mode::bf16 on the f32 primitive is not used: on
+// avx512_bf16 without AMX it keeps the f32 kernel and its bits. A shape without an optimized bf16 matmul runs
+// dnnl_sgemm on the bf16-rounded inputs: the same products (exact in fp32), fp32 speed.
 #include <dnnl.h>
 #include <omp.h>
 
@@ -14,7 +19,10 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <vector>
+#include <algorithm>
 
+#include "core/ops/bf16.h"
 #include "core/ops/ops.h"
 
 namespace dd::ops {
@@ -40,10 +48,11 @@ void sgemm_raw(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 
 // Everything that decides the primitive: shape, strides, scales, epilogue, and the thread count it runs with.
 using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float, float, bool, bool,
-                       int, bool>;
+                       int, bool, bool>;
 
 struct Entry {
   bool sgemm = false;  // no optimized matmul for this shape: use dnnl_sgemm (+ plain loops for the epilogue)
+  bool bf16 = false;   // inputs rounded to bf16 first (the matmul reads bf16, sgemm their fp32 widening)
   dnnl::matmul prim;
   memory a, b, c, bias;
 };
@@ -68,18 +77,22 @@ bool force_sgemm() {
 }
 
 Entry make_entry(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, int64_t lda, int64_t ldb,
-                 float beta, int64_t ldc, bool has_bias, bool relu) {
+                 float beta, int64_t ldc, bool has_bias, bool relu, bool bf16) {
   Entry e;
+  e.bf16 = bf16;
   // Plain NN products (Linear's dx, attention's att @ V) stay on dnnl_sgemm: the same speed here (within 7%
   // at the model shapes), and it keeps their rounding what it was before the matmul path existed; see the
   // README of core/ops for why that matters to the mlp DDP-equivalence test.
-  if (force_sgemm() || (!ta && !tb && !has_bias && !relu)) {
+  if (force_sgemm() || (!bf16 && !ta && !tb && !has_bias && !relu)) {
     e.sgemm = true;
     return e;
   }
   auto& eng = cpu_engine();
-  memory::desc a_md({M, K}, dt::f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
-  memory::desc b_md({K, N}, dt::f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+  // bf16: the scratch copies are dense in the caller's layout (leading dimension M or K for A, K or N for B).
+  if (bf16) lda = ta ? M : K, ldb = tb ? K : N;
+  const dt in_t = bf16 ? dt::bf16 : dt::f32;
+  memory::desc a_md({M, K}, in_t, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
+  memory::desc b_md({K, N}, in_t, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
   memory::desc c_md({M, N}, dt::f32, memory::dims{ldc, 1});
   memory::desc bias_md({1, N}, dt::f32, memory::dims{N, 1});
   dnnl::primitive_attr attr;
@@ -108,6 +121,32 @@ Entry make_entry(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   return e;
 }
 
+// Per-thread scratch for the bf16 copies (or their fp32 widening); nothing is kept between calls.
+template <typename T>
+T* scratch(int which, size_t n) {
+  thread_local std::vector<T> buf[2];
+  if (buf[which].size() < n) buf[which].resize(n);
+  return buf[which].data();
+}
+
+// The rows (runs of contiguous values) of op(X) as stored: X is rows x cols with leading dimension ld.
+struct Stored {
+  int64_t rows, cols;
+};
+Stored stored_a(bool ta, int64_t M, int64_t K) { return ta ? Stored{K, M} : Stored{M, K}; }
+Stored stored_b(bool tb, int64_t K, int64_t N) { return tb ? Stored{N, K} : Stored{K, N}; }
+
+template <typename Out, void (*Conv)(Out*, const float*, int64_t, int64_t, int64_t)>
+Out* convert(int which, const float* X, Stored s, int64_t ld) {
+  Out* out = scratch<Out>(which, size_t(s.rows * s.cols));
+  const int64_t chunk = 64;
+  const bool par = !omp_in_parallel() && omp_get_max_threads() > 1 && s.rows * s.cols >= (int64_t(1) << 18);
+#pragma omp parallel for schedule(static) if (par)
+  for (int64_t r0 = 0; r0 < s.rows; r0 += chunk)
+    Conv(out + r0 * s.cols, X + r0 * ld, std::min(chunk, s.rows - r0), s.cols, ld);
+  return out;
+}
+
 }  // namespace
 
 void matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
@@ -125,12 +164,19 @@ void matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, cons
   }
   Cache& cc = cache();
   const Key key{ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, bias != nullptr, relu, omp_get_max_threads(),
-                omp_in_parallel() != 0};
+                omp_in_parallel() != 0, precision() == Precision::bf16};
   auto it = cc.entries.find(key);
   if (it == cc.entries.end())
-    it = cc.entries.emplace(key, make_entry(ta, tb, M, N, K, alpha, lda, ldb, beta, ldc, bias != nullptr, relu))
+    it = cc.entries.emplace(key, make_entry(ta, tb, M, N, K, alpha, lda, ldb, beta, ldc, bias != nullptr, relu,
+                                          std::get<14>(key)))
              .first;
   Entry& e = it->second;
+  const Stored sa = stored_a(ta, M, K), sb = stored_b(tb, K, N);
+  if (e.sgemm && e.bf16) {  // bf16-rounded inputs, dense, through the fp32 path below
+    A = convert<float, round_bf16_rows>(0, A, sa, lda);
+    B = convert<float, round_bf16_rows>(1, B, sb, ldb);
+    lda = sa.cols, ldb = sb.cols;
+  }
   if (e.sgemm) {
     float b_eff = beta;
     if (bias) {  // C = beta*C + bias first, then the GEMM accumulates into it
@@ -144,8 +190,13 @@ void matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, cons
         for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = C[i * ldc + j] > 0.f ? C[i * ldc + j] : 0.f;
     return;
   }
-  e.a.set_data_handle(const_cast<float*>(A));
-  e.b.set_data_handle(const_cast<float*>(B));
+  if (e.bf16) {
+    e.a.set_data_handle(convert<uint16_t, to_bf16_rows>(0, A, sa, lda));
+    e.b.set_data_handle(convert<uint16_t, to_bf16_rows>(1, B, sb, ldb));
+  } else {
+    e.a.set_data_handle(const_cast<float*>(A));
+    e.b.set_data_handle(const_cast<float*>(B));
+  }
   e.c.set_data_handle(C);
   if (bias) {
     e.bias.set_data_handle(const_cast<float*>(bias));

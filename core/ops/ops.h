@@ -4,8 +4,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "base/fp_mode.h"
+#include "base/precision.h"
 
 namespace dd::ops {
 
@@ -15,6 +17,15 @@ int threads();
 // Sets the process's subnormal mode (base/fp_mode.h) and applies it to the calling thread and the OpenMP
 // workers (oneDNN's). Threads started later apply it themselves.
 void set_subnormals(Subnormals s);
+// Sets the process's compute precision (base/precision.h) for GEMMs and convolutions built from now on (the caches
+// key on it). bf16 needs bf16_supported(); set_precision refuses it otherwise (UsageError).
+void set_precision(Precision p);
+Precision precision();
+// True when oneDNN may use bf16 instructions on this CPU (avx512_bf16 or AMX): its effective ISA, which
+// ONEDNN_MAX_CPU_ISA lowers (ONEDNN_MAX_CPU_ISA=AVX512_CORE stands for a CPU without them).
+bool bf16_supported();
+// Why --precision bf16 cannot run here ("" when it can): a CPU without bf16 instructions.
+std::string bf16_refusal();
 
 // Row-major C = alpha * op(A) @ op(B) + beta * C, op = transpose if ta/tb. A is MxK (after op), B is KxN.
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,

@@ -6,6 +6,7 @@
 
 #include "backends/backend.h"
 #include "base/fp_mode.h"
+#include "base/precision.h"
 #include "core/optim/lr_schedule.h"
 #include "core/sync/policy/policy_spec.h"
 
@@ -65,6 +66,7 @@ struct TrainConfig {
   double timeout_s = 60;
   int threads = 0;                      // 0: 1 when several ranks share a machine, else all cores
   Subnormals subnormals = Subnormals::flush;  // --subnormals flush|keep, on every compute thread (base/fp_mode.h)
+  Precision precision = Precision::fp32;      // --precision fp32|bf16: the GEMMs and convolutions (base/precision.h)
   int64_t log_every = 0;                // 0: automatic
   bool check_collectives = false;
   double staleness_gamma = 0;           // >0: lr_l = lr * gamma^stale_l

@@ -3,6 +3,7 @@
 #include "core/train/device_state.h"
 
 #include "base/error.h"
+#include "core/ops/ops.h"
 #include "core/train/trainer_parts.h"
 
 namespace dd::train {
@@ -37,6 +38,11 @@ static std::unique_ptr<DeviceState> make_cuda_state(const TrainConfig&) {
 void check_device_fits(const TrainConfig& c) {
   if (c.backend == BackendKind::Nccl && c.device != Device::Cuda && c.world > 1)
     throw UsageError("--backend nccl reduces GPU memory: it needs --device cuda (or use --backend gloo or mpi)");
+  // bf16 compute is the CPU kernels' (core/ops); the CUDA kernels compute in fp32.
+  if (c.precision == Precision::bf16 && c.device == Device::Cuda)
+    throw UsageError("--precision bf16: the cuda device computes in fp32 here; use --device cpu or --precision fp32");
+  if (c.precision == Precision::bf16)
+    if (const std::string why = ops::bf16_refusal(); !why.empty()) throw UsageError(why);
   if (c.device == Device::Cuda) check_cuda_usable();  // every model, policy and option runs there
 }
 

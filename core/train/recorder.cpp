@@ -60,6 +60,7 @@ static void write_config_attributes(telemetry::MetricsWriter& w, const TrainConf
   f64("timeout", c.timeout_s);
   i64("threads", c.threads);
   str("subnormals", subnormals_name(c.subnormals));
+  str("precision", precision_name(c.precision));
   i64("log_every", c.log_every);
   i64("check_collectives", c.check_collectives);
   f64("staleness_lr", c.staleness_gamma);

@@ -31,6 +31,7 @@ nlohmann::json run_summary(const TrainConfig& cfg, const std::string& backend, i
   s["params"] = params;
   s["threads"] = cfg.threads;
   s["subnormals"] = subnormals_name(cfg.subnormals);
+  s["precision"] = precision_name(cfg.precision);
   s["seed"] = cfg.seed;
   s["samples_per_s"] = timed_steps > 0 && t_end > tp.t_warm
                            ? double(timed_steps) * cfg.batch * cfg.world / (t_end - tp.t_warm)

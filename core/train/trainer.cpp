@@ -44,6 +44,7 @@ Trainer::Trainer(const TrainConfig& cfg, Backend* backend, RunData* data) : impl
   if (!policy_specs_current(I.cfg)) parse_policy_specs(I.cfg);  // changed after resolve_and_validate (tests do)
   I.backend = backend;
   ops::set_subnormals(cfg.subnormals);
+  ops::set_precision(cfg.precision);
   ops::set_threads(cfg.threads);
   I.dev = make_device_state(cfg);  // the one training state lives on this device
   I.model = models::make_model(cfg.model, cfg.seed, I.dev->kernels());

@@ -4,7 +4,8 @@
 # which must print as 0.05) and for `launch -n 2` runs of every policy ends with bitwise equal parameters on every
 # rank. dreamddp reads a fixed profile (its self-profile is a timing, not a function of the run's inputs), or
 # profiles itself and the rerun replays its recorded decisions (replay=); a shrink run reruns under shrink, and a
-# run that kept subnormals (--subnormals keep) reruns keeping them.
+# run that kept subnormals (--subnormals keep) reruns keeping them, a bf16 run (--precision bf16, on a CPU with
+# bf16 instructions) in bf16.
 # WANT=TEXT before `check`: the rerun command must also contain TEXT.
 # Usage: rerun_kinds_test.sh DREAMDDP_BIN RERUN_COMMAND_PY
 set -euo pipefail
@@ -59,5 +60,8 @@ WANT="--switch 1:dreamddp:h=2,profile_steps=2,trial=0,replay=$W/a$((n + 1))" \
   check 2 --switch 1:dreamddp:h=2,profile_steps=2,trial=0
 WANT="--on-peer-loss shrink" check 2 --policy localsgd:k=2 --on-peer-loss shrink
 WANT="--subnormals keep" check 1 --subnormals keep
+if "$BIN" train "${TINY[@]}" --precision bf16 > /dev/null 2>&1; then
+  WANT="--precision bf16" check 1 --precision bf16
+fi
 echo "$n kinds of run, $fails failed"
 [ "$fails" -eq 0 ]

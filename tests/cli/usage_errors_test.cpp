@@ -90,6 +90,8 @@ const UsageCase kCases[] = {
     {"unknown_dataset", {"train", "--data", "imagenet"}, "imagenet"},
     {"unknown_backend", {"train", "--backend", "tcp"}, "unknown backend 'tcp' (expected gloo, mpi or nccl)"},
     {"unknown_subnormals", {"train", "--subnormals", "maybe"}, "--subnormals 'maybe' is not one of flush, keep"},
+    {"unknown_precision", {"train", "--precision", "fp16"}, "--precision 'fp16' is not one of fp32, bf16"},
+    {"bf16_on_cuda", {"train", "--device", "cuda", "--precision", "bf16"}, "--precision bf16: the cuda device"},
     {"unknown_policy", {"train", "--policy", "nosuchpolicy"}, "nosuchpolicy"},
     {"unknown_policy_key", {"train", "--policy", "localsgd:q=1"}, "'q'"},
     {"batch_zero", {"train", "--batch", "0"}, "--batch"},
@@ -134,7 +136,8 @@ TEST(UsageErrors, NoArgumentsPrintsUsageAndExitsTwo) {
 TEST(UsageErrors, HelpExitsZero) {
   auto r = run_dreamddp({"train", "--help"}, 10);
   EXPECT_EQ(r.status, 0) << r.describe();
-  for (auto opt : {"--model", "--policy", "--switch", "--out", "--overwrite", "--config", "--save-params"})
+  for (auto opt : {"--model", "--policy", "--switch", "--out", "--overwrite", "--config", "--save-params",
+                   "--precision"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << "--help should list " << opt << "\n" << r.describe();
 }
 
