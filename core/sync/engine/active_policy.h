@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "core/sync/engine/sync_engine.h"
+#include "core/sync/engine/sync_session.h"
 #include "core/sync/policy/registry.h"
 #include "core/sync/types/bucket_plan.h"
 

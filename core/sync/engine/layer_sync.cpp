@@ -199,7 +199,8 @@ void LayerSync::log_sync_event(const InFlight& f, double t_end, int64_t step, do
 
 std::unique_ptr<SyncSession> make_layer_sync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt,
                                             Backend& b) {
-  return std::make_unique<LayerSync>(o, layer_table(m), arenas_of(m, opt), std::make_unique<HostDataPath>(), b);
+  return std::make_unique<SyncSession>(
+      std::make_unique<LayerSync>(o, layer_table(m), arenas_of(m, opt), std::make_unique<HostDataPath>(), b));
 }
 
 Arenas arenas_of(models::Model& m, optim::Optimizer& opt) {
@@ -217,7 +218,7 @@ Arenas arenas_of(models::Model& m, optim::Optimizer& opt) {
 
 std::unique_ptr<SyncSession> make_layer_sync(const EngineOptions& o, const LayerTable& layers, const Arenas& a,
                                             std::unique_ptr<DataPath> dp, Backend& b) {
-  return std::make_unique<LayerSync>(o, layers, a, std::move(dp), b);
+  return std::make_unique<SyncSession>(std::make_unique<LayerSync>(o, layers, a, std::move(dp), b));
 }
 
 }  // namespace dd::sync

@@ -31,7 +31,8 @@
 
 namespace dd::sync {
 
-class LayerSync : public SyncSession {
+class LayerSync final : public SyncEngine, public RunControl, public EngineState, public PolicyRecord,
+                        public StepProbe {
  public:
   LayerSync(const EngineOptions& o, const LayerTable& layers, const Arenas& a, std::unique_ptr<DataPath> dp,
             Backend& b);
@@ -42,18 +43,18 @@ class LayerSync : public SyncSession {
   void on_layer_ready(int l) override;
   void finalize_backward(LayerUpdates& updates, bool immediate) override;
   StepCommStats end(const StepEnd& report) override;
-  // SyncSession:
+  // PolicyRecord and StepProbe (sync_session.h):
   const std::vector<std::string>& hosts() const override { return policy_.hosts; }
   std::string policy_in_force() const override { return policy_.spec; }
   const std::vector<PolicyChange>& policy_changes() const override { return policy_.changes; }
   float lr_factor(int l) const override;
   StepCommStats step_stats() const override { return coll_.stats(); }
-  // layer_sync_averages.cpp:
+  // RunControl, in layer_sync_averages.cpp:
   void finalize() override;
   void with_consensus(const std::function<void()>& fn) override;
-  // layer_sync_policy.cpp:
+  // RunControl, in layer_sync_policy.cpp:
   void fallback(int64_t steps) override;
-  // layer_sync_state.cpp:
+  // EngineState, in layer_sync_state.cpp:
   std::string save_state() override;
   void load_state(const std::string& blob) override;
 

@@ -1,6 +1,6 @@
-// The sync engine as the training loop sees it (docs/design.md "One training step"): the step as a protocol
-// (SyncEngine) and the run around it (SyncSession). Implemented by LayerSync (layer_sync.h), built by
-// make_layer_sync (make_layer_sync.h).
+// The sync engine's step as the training loop sees it (docs/design.md "One training step"): a protocol of five
+// calls (SyncEngine). What lies outside a step is in small parts of their own (sync_session.h). Implemented by
+// LayerSync (layer_sync.h), built by make_layer_sync (make_layer_sync.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -56,40 +56,6 @@ class SyncEngine : public nn::BackwardHook {
   // After the updates (e.g. the blocking whole-model averaging of plain Local SGD, the control votes).
   virtual StepCommStats end(const StepEnd& report) = 0;
   virtual ~SyncEngine() = default;
-};
-
-// A change of policy during a run: from `step` on, `spec`, requested by `source` ("--switch" or "control file").
-struct PolicyChange {
-  int64_t step;
-  std::string spec;
-  std::string source;
-};
-
-// A run's engine: the step (SyncEngine) and what lies outside a step.
-class SyncSession : public SyncEngine {
- public:
-  // The spec of the policy in force now (after the switches so far), and those switches, oldest first (kept in
-  // checkpoints, so a resumed run lists those made before it too).
-  virtual std::string policy_in_force() const = 0;
-  virtual const std::vector<PolicyChange>& policy_changes() const = 0;
-  // End of training: average every local layer once so all ranks hold the same model.
-  virtual void finalize() = 0;
-  // Host name of every rank, by rank (gathered once at construction; hier policies group ranks by it).
-  virtual const std::vector<std::string>& hosts() const = 0;
-  // Runs fn with the model's parameters and buffers replaced by their rank average (the consensus model that
-  // evaluation and users see), then restores the training state bit for bit. Collective: all ranks call it.
-  virtual void with_consensus(const std::function<void()>& fn) = 0;
-  // After an agreed anomaly (docs/design.md consistency rule): average every local layer once, then run all layers
-  // lock-step for `steps` steps.
-  virtual void fallback(int64_t steps) = 0;
-  // Layer l's learning-rate factor this step, as finalize_backward hands it out (tests and tools read it).
-  virtual float lr_factor(int layer) const = 0;
-  // This step's communication so far (what end() returns).
-  virtual StepCommStats step_stats() const = 0;
-  // Checkpoint support: the engine's and its policy's state after a completed step (waits for pending control
-  // votes). load_state is collective when the saved policy differs from the constructed one.
-  virtual std::string save_state() = 0;
-  virtual void load_state(const std::string& s) = 0;
 };
 
 }  // namespace dd::sync
