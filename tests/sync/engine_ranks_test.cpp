@@ -342,16 +342,12 @@ TEST(LayerSync, ImmediateUpdateMatchesDeferredUpdate) {
           engine_step(*m, opt, e->step, data.slice((s * world + r) * 4, 4), s, 0.05f);
           continue;
         }
-        struct Updates final : sync::LayerUpdates {
-          explicit Updates(optim::Optimizer& o) : opt(o) {}
-          void update(int l, float factor) override { opt.update_layer(l, 0.05f * factor); }
-          optim::Optimizer& opt;
-        } updates(opt);
         e->step.begin(s);
         m->forward(data.slice((s * world + r) * 4, 4), true);
         e->step.prepare_for_backward();
         m->backward(&e->step);
-        e->step.finalize_backward(updates, /*immediate=*/true);
+        sync::ReadyLayers& ready = e->step.finalize_backward(/*immediate=*/true);
+        while (auto u = ready.next()) opt.update_layer(u->layer, 0.05f * u->lr_factor);
         e->step.end({});
       }
       if (r == 0) got[immediate] = snapshot(*m);

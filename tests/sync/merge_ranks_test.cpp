@@ -267,14 +267,11 @@ TEST(LayerSyncHook, MissingOrOutOfOrderLayerReportsFail) {
     in.n = 4;
     in.x = x.data();
     in.y = y.data();
-    struct NoUpdates final : sync::LayerUpdates {
-      void update(int, float) override {}
-    } none;
     e->step.begin(0);
     m->forward(in, true);
     e->step.prepare_for_backward();
     m->backward(nullptr);  // the hook is never called
-    EXPECT_THROW(e->step.finalize_backward(none, /*immediate=*/false), std::logic_error);
+    EXPECT_THROW(e->step.finalize_backward(/*immediate=*/false), std::logic_error);
     e->step.begin(1);
     EXPECT_THROW(e->step.on_layer_ready(0), std::logic_error);  // layer 0 is the last one backward reaches
   });

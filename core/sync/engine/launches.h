@@ -21,6 +21,16 @@ struct InFlight {
   int record = -1;     // index into Launches::instep of a transformed average to finish when the works end
 };
 
+// Where a step's updates stand (LayerSync's ReadyLayers): the layers from the last down not guarded by a
+// collective (immediate) or all of them (deferred), then, immediate only, each bucket's once its collectives end.
+struct UpdateCursor {
+  bool open = false, immediate = false;
+  int layer = -1;       // the next layer of the first pass, from the last down (-1: the pass is over)
+  size_t bucket = 0;    // the next entry of Launches::inflight to wait for
+  int in_bucket = -1;   // the next layer of the bucket waited for last, from its hi down to its lo
+  double waited = 0;    // seconds waited for the buckets so far
+};
+
 class Launches {
  public:
   explicit Launches(int layers) : trigger(size_t(layers), -1), ready(size_t(layers), 0.0) {}
@@ -42,6 +52,7 @@ class Launches {
   int launched = 0;
   std::vector<double> ready;         // per layer: when its gradient was final (now_s())
   double t_bwd = 0;                  // the origin of this step's backward timeline
+  UpdateCursor cursor;               // the updates finalize_backward hands out
 };
 
 }  // namespace dd::sync

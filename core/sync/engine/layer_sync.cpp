@@ -41,6 +41,7 @@ LayerSync::LayerSync(const EngineOptions& o, const LayerTable& layers, const Are
 
 void LayerSync::begin_step(int64_t step) {
   step_ = step;
+  launches_.cursor = UpdateCursor{};  // a step that threw while its updates were handed out leaves it open
   launches_.t_bwd = now_s();  // blocking averages made here (switch, lock-step entry) are logged relative to this
   coll_.stats() = {};
   coll_.set_step(step);
@@ -88,17 +89,17 @@ StepStart LayerSync::begin(int64_t step) {
 
 void LayerSync::prepare_for_backward() { launches_.t_bwd = now_s(); }
 
-void LayerSync::finalize_backward(LayerUpdates& u, bool immediate) {
-  if (immediate) {
-    finish_backward_and_update([&](int l) { u.update(l, lr_factor(l)); });
-    return;
-  }
-  finish_backward();
-  u.synced();
-  for (int l = num_layers() - 1; l >= 0; --l) u.update(l, lr_factor(l));
+ReadyLayers& LayerSync::finalize_backward(bool immediate) {
+  if (immediate) launches_.check_all_launched(step_);
+  else finish_backward();
+  launches_.cursor = UpdateCursor{true, immediate, num_layers() - 1};
+  return *this;
 }
 
 StepCommStats LayerSync::end(const StepEnd& report) {
+  if (launches_.cursor.open)
+    throw std::logic_error("sync: step " + std::to_string(step_) + " ended before every layer finalize_backward "
+                           "handed out was taken");
   if (report.anomaly) votes_.local_anomaly = true;  // rides in the votes cast by after_update
   after_update();
   return coll_.stats();
@@ -146,20 +147,37 @@ void LayerSync::finish_backward() {
   end_of_backward(t1);
 }
 
-void LayerSync::finish_backward_and_update(const std::function<void(int)>& update) {
-  launches_.check_all_launched(step_);
-  for (int l = num_layers() - 1; l >= 0; --l)
-    if (plan_.local_now(l)) update(l);
-  double waited = 0;
-  for (auto& f : launches_.inflight) {
+// The updates in the order they may be made. Immediate: the layers no collective of this step guards, from the
+// last down, then each bucket's layers (from its hi down) once its collectives end, in launch order; deferred:
+// every layer from the last down (finalize_backward waited for everything).
+std::optional<LayerUpdate> LayerSync::next() {
+  UpdateCursor& c = launches_.cursor;
+  if (!c.open) return std::nullopt;
+  while (c.layer >= 0) {
+    const int l = c.layer--;
+    if (!c.immediate || plan_.local_now(l)) return LayerUpdate{l, lr_factor(l)};
+  }
+  if (!c.immediate) {
+    c.open = false;
+    return std::nullopt;
+  }
+  for (;;) {
+    if (c.bucket > 0 && c.in_bucket >= launches_.inflight[c.bucket - 1].bucket.lo) {
+      const int l = c.in_bucket--;
+      return LayerUpdate{l, lr_factor(l)};
+    }
+    if (c.bucket == launches_.inflight.size()) break;
+    InFlight& f = launches_.inflight[c.bucket++];
     const double t0 = now_s();
     for (auto& w : f.works) w->wait();
-    waited += now_s() - t0;
+    c.waited += now_s() - t0;
     if (f.record >= 0) copies_.apply(launches_.instep[size_t(f.record)], /*in_step=*/true);
-    for (int l = f.bucket.hi; l >= f.bucket.lo; --l) update(l);
+    c.in_bucket = f.bucket.hi;
   }
-  coll_.stats().exposed_ms += waited * 1e3;
+  coll_.stats().exposed_ms += c.waited * 1e3;
   end_of_backward(now_s());
+  c.open = false;
+  return std::nullopt;
 }
 
 void LayerSync::end_of_backward(double t1) {

@@ -32,7 +32,7 @@
 namespace dd::sync {
 
 class LayerSync final : public SyncEngine, public RunControl, public EngineState, public PolicyRecord,
-                        public StepProbe {
+                        public StepProbe, private ReadyLayers {
  public:
   LayerSync(const EngineOptions& o, const LayerTable& layers, const Arenas& a, std::unique_ptr<DataPath> dp,
             Backend& b);
@@ -41,7 +41,7 @@ class LayerSync final : public SyncEngine, public RunControl, public EngineState
   StepStart begin(int64_t step) override;
   void prepare_for_backward() override;
   void on_layer_ready(int l) override;
-  void finalize_backward(LayerUpdates& updates, bool immediate) override;
+  ReadyLayers& finalize_backward(bool immediate) override;
   StepCommStats end(const StepEnd& report) override;
   // PolicyRecord and StepProbe (sync_session.h):
   const std::vector<std::string>& hosts() const override { return policy_.hosts; }
@@ -62,7 +62,7 @@ class LayerSync final : public SyncEngine, public RunControl, public EngineState
   // layer_sync.cpp
   void begin_step(int64_t step);
   void finish_backward();
-  void finish_backward_and_update(const std::function<void(int)>& update);
+  std::optional<LayerUpdate> next() override;  // ReadyLayers: the update cursor (Launches::cursor)
   void after_update();
   void enter_lockstep(const std::vector<bool>& entering);
   void plan_launches();

@@ -3,7 +3,7 @@
 // LayerSync (layer_sync.h), built by make_layer_sync (make_layer_sync.h).
 #pragma once
 #include <cstdint>
-#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,29 +30,38 @@ struct StepEnd {
   bool anomaly = false;  // a local anomaly (non-finite gradient or loss, a loss spike): rides in the control votes
 };
 
-// The updates of a step, as the engine allows them (finalize_backward).
-class LayerUpdates {
+// A layer that may be updated now, at the learning rate times lr_factor (staleness scaling gamma^stale; 1 when off).
+struct LayerUpdate {
+  int layer;
+  float lr_factor;
+};
+
+// The layers of a step in the order they may be updated (finalize_backward): next() hands out the next one, after
+// waiting for the collectives of the bucket that guards it; std::nullopt once every layer was handed out (the
+// backward's timeline is then recorded). The caller takes them all before end().
+class ReadyLayers {
  public:
-  virtual ~LayerUpdates() = default;
-  // Deferred updates: every collective the step's updates need has ended, no layer is updated yet.
-  virtual void synced() {}
-  // Layer l may be updated now, at the learning rate times lr_factor (staleness scaling gamma^stale; 1 when off).
-  virtual void update(int layer, float lr_factor) = 0;
+  virtual std::optional<LayerUpdate> next() = 0;
+
+ protected:
+  ~ReadyLayers() = default;
 };
 
 // The step, shaped like PyTorch's Reducer: begin() opens the step and returns what the ranks agreed;
 // prepare_for_backward() marks the origin of the backward's timeline; the model's backward calls
 // on_layer_ready(l) (nn::BackwardHook) as each layer's gradient is final, which launches its bucket when due;
-// finalize_backward() hands the layers to the updates as they may be updated; end() closes the step with this
-// rank's report and returns its communication.
+// finalize_backward() returns the layers in the order they may be updated, which the caller updates as it takes
+// them; end() closes the step with this rank's report and returns its communication. No call goes back into the
+// caller: the engine hands out, the trainer updates.
 class SyncEngine : public nn::BackwardHook {
  public:
   virtual StepStart begin(int64_t step) = 0;
   virtual void prepare_for_backward() = 0;
   // immediate: each layer as soon as it may be updated (layers that do not sync this step at once, synced layers as
   // their bucket completes, in launch order), overlapping the optimizer with the communication still in flight;
-  // otherwise synced() once every collective has ended, then every layer from the last down.
-  virtual void finalize_backward(LayerUpdates& updates, bool immediate) = 0;
+  // otherwise every collective has ended when it returns (the deferred update's synced point), and the layers
+  // come from the last down.
+  virtual ReadyLayers& finalize_backward(bool immediate) = 0;
   // After the updates (e.g. the blocking whole-model averaging of plain Local SGD, the control votes).
   virtual StepCommStats end(const StepEnd& report) = 0;
   virtual ~SyncEngine() = default;
