@@ -69,7 +69,7 @@ class StepProbe {
 // loop runs `step`, the checkpoint code sees `state`, evaluation `control`, and so on).
 class SyncSession {
  public:
-  template <class Engine>
+  template <typename Engine>
   explicit SyncSession(std::unique_ptr<Engine> e)
       : step(*e), control(*e), state(*e), record(*e), probe(*e), engine_(std::move(e)) {}
   SyncEngine& step;
