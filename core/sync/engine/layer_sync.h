@@ -1,6 +1,7 @@
 // LayerSync, the engine behind make_layer_sync (internal to core/sync): one class over parts with one job each,
 // its member functions in one file per job:
-//   layer_sync.cpp           the step: decide, plan buckets, launch them from the hook in order, wait, update
+//   layer_sync.cpp           the step: decide, plan buckets, launch them from the hook in order, end the step
+//   layer_sync_updates.cpp   the wait and the hand-out of the layers to update (ReadyLayers), in their order
 //   layer_sync_averages.cpp  blocking and delayed averages (Local SGD's, a switch's, a fallback's, the final one)
 //   layer_sync_policy.cpp    the policy in force: switches (--switch, control file), fallback, the profile hand-off
 //   layer_sync_votes.cpp     the control all-reduce: votes cast after the update, applied one or two steps later
@@ -37,7 +38,7 @@ class LayerSync final : public SyncEngine, public RunControl, public EngineState
   LayerSync(const EngineOptions& o, const LayerTable& layers, const Arenas& a, std::unique_ptr<DataPath> dp,
             Backend& b);
 
-  // SyncEngine (sync_engine.h). The step, in layer_sync.cpp:
+  // SyncEngine (sync_engine.h). The step, in layer_sync.cpp and layer_sync_updates.cpp:
   StepStart begin(int64_t step) override;
   void prepare_for_backward() override;
   void on_layer_ready(int l) override;
@@ -61,8 +62,6 @@ class LayerSync final : public SyncEngine, public RunControl, public EngineState
  private:
   // layer_sync.cpp
   void begin_step(int64_t step);
-  void finish_backward();
-  std::optional<LayerUpdate> next() override;  // ReadyLayers: the update cursor (Launches::cursor)
   void after_update();
   void enter_lockstep(const std::vector<bool>& entering);
   void plan_launches();
@@ -71,6 +70,9 @@ class LayerSync final : public SyncEngine, public RunControl, public EngineState
   void record_timeline(double t_end);
   void log_sync_event(const InFlight& f, double t_end, int64_t step, double t_bwd);
   int num_layers() const { return layers_.size(); }
+  // layer_sync_updates.cpp
+  void finish_backward();
+  std::optional<LayerUpdate> next() override;  // ReadyLayers: the update cursor (Launches::cursor)
   // layer_sync_averages.cpp
   void periodic_average();
   void merge_delayed(bool all);
