@@ -154,8 +154,8 @@ void run_rank(SimRun& run, int rank) {
   for (int64_t step = 0; step < o.steps; ++step) {
     if (step == tw.warm) t_warm = now_s();
     const double t0 = now_s();
-    engine->begin(step);
-    const train::StepResult r = train::train_step(compute, engine.get(), 1.0f, false, watch);
+    engine->step.begin(step);
+    const train::StepResult r = train::train_step(compute, &engine->step, 1.0f, false, watch);
     const sync::StepCommStats& cs = r.comm;
     if (step + 1 == end) t_end = r.end_s;
     if (step >= tw.warm && step < end) exposed_s += cs.exposed_ms / 1e3, step_s += r.end_s - t0;
@@ -168,7 +168,7 @@ void run_rank(SimRun& run, int rank) {
       if (*run.progress) (*run.progress)(step);
     }
   }
-  engine->finalize();  // as train's last step: what is still delayed is merged, every local layer averaged once
+  engine->control.finalize();  // as train's last step: what is still delayed is merged, every local layer averaged once
   run.last_end = std::max(run.last_end, now_s());
   if (rank0) {
     const int64_t timed = end - tw.warm;

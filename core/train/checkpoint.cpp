@@ -21,7 +21,7 @@
 #include "backends/backend.h"
 #include "core/common/bytes.h"
 #include "base/error.h"
-#include "core/sync/engine/sync_engine.h"
+#include "core/sync/engine/sync_session.h"
 #include "core/sync/policy/registry.h"
 #include "core/train/run_dir.h"
 #include "core/train/sensitivity.h"
@@ -233,7 +233,7 @@ ResumePlan plan_resume(const std::string& dir, const TrainConfig& cfg) {
 }
 
 void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t step, models::Model& m,
-                      optim::Optimizer& opt, sync::SyncSession* engine, const SensitivityProbe* probe,
+                      optim::Optimizer& opt, sync::EngineState* engine, const SensitivityProbe* probe,
                       int64_t data_position) {
   ByteWriter w;
   w.put_str(checkpoint_fingerprint(cfg, m));

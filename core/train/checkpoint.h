@@ -15,7 +15,7 @@ namespace dd {
 class Backend;
 }
 namespace dd::sync {
-class SyncSession;
+class EngineState;
 }
 
 namespace dd::train {
@@ -61,7 +61,7 @@ std::string checkpoint_fingerprint(const TrainConfig& cfg, const models::Model& 
 // Writes the state after completed step `step` (with the sensitivity probe's open probe when `probe` is given)
 // and the global data position the next step starts at (-1: (step + 1) * world * batch, the plain order).
 void write_checkpoint(const std::string& path, const TrainConfig& cfg, int64_t step, models::Model& m,
-                      optim::Optimizer& opt, sync::SyncSession* engine, const SensitivityProbe* probe = nullptr,
+                      optim::Optimizer& opt, sync::EngineState* engine, const SensitivityProbe* probe = nullptr,
                       int64_t data_position = -1);
 
 // The last completed step recorded in a checkpoint (validates magic and CRC). Throws dd::UsageError.
@@ -82,7 +82,7 @@ LoadedCheckpoint parse_checkpoint(const std::string& path, const TrainConfig& cf
                                   const optim::Optimizer& opt, SensitivityProbe* probe = nullptr, int from_world = 0,
                                   int from_rank = -1);
 // Puts a parsed checkpoint into the model and optimizer (on their device) and the engine (when given).
-void apply_checkpoint(const LoadedCheckpoint& c, models::Model& m, optim::Optimizer& opt, sync::SyncSession* engine);
+void apply_checkpoint(const LoadedCheckpoint& c, models::Model& m, optim::Optimizer& opt, sync::EngineState* engine);
 
 // parse_checkpoint then apply_checkpoint: loads a checkpoint into model, optimizer, engine and (when given) the
 // sensitivity probe; returns the last
@@ -91,7 +91,7 @@ void apply_checkpoint(const LoadedCheckpoint& c, models::Model& m, optim::Optimi
 // `from_world`/`from_rank` (> 0 / >= 0): the file was written by that rank of a run of that world size
 // (plan_resume); `data_position` (when given) receives the global data position the next step starts at.
 int64_t read_checkpoint(const std::string& path, const TrainConfig& cfg, models::Model& m, optim::Optimizer& opt,
-                        sync::SyncSession* engine, SensitivityProbe* probe = nullptr, int from_world = 0,
+                        sync::EngineState* engine, SensitivityProbe* probe = nullptr, int from_world = 0,
                         int from_rank = -1, int64_t* data_position = nullptr);
 
 }  // namespace dd::train

@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 #include "core/common/bytes.h"
-#include "core/sync/engine/sync_engine.h"
+#include "core/sync/engine/sync_session.h"
 #include "core/train/checkpoint.h"
 #include "core/train/checkpoint_file.h"
 #include "core/train/sensitivity.h"
@@ -66,7 +66,7 @@ LoadedCheckpoint parse_checkpoint(const std::string& path, const TrainConfig& cf
 }
 
 void apply_checkpoint(const LoadedCheckpoint& c, models::Model& m, optim::Optimizer& opt,
-                      sync::SyncSession* engine) {
+                      sync::EngineState* engine) {
   ops::from_host(m.params(), c.params.data(), c.params.size());
   ops::from_host(m.buffers(), c.buffers.data(), c.buffers.size());
   ops::from_host(opt.state(), c.opt_state.data(), c.opt_state.size());
@@ -83,7 +83,7 @@ void apply_checkpoint(const LoadedCheckpoint& c, models::Model& m, optim::Optimi
 }
 
 int64_t read_checkpoint(const std::string& path, const TrainConfig& cfg, models::Model& m, optim::Optimizer& opt,
-                        sync::SyncSession* engine, SensitivityProbe* probe, int from_world, int from_rank,
+                        sync::EngineState* engine, SensitivityProbe* probe, int from_world, int from_rank,
                         int64_t* data_position) {
   const LoadedCheckpoint c = parse_checkpoint(path, cfg, m, opt, probe, from_world, from_rank);
   apply_checkpoint(c, m, opt, engine);

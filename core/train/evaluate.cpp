@@ -51,7 +51,7 @@ static nlohmann::json evaluate_local(models::Model& m, const data::Dataset& test
   return ev;
 }
 
-nlohmann::json evaluate(models::Model& m, const data::Dataset& test, const TrainConfig& cfg, sync::SyncSession* e) {
+nlohmann::json evaluate(models::Model& m, const data::Dataset& test, const TrainConfig& cfg, sync::RunControl* e) {
   if (!e) return evaluate_local(m, test, cfg);
   nlohmann::json ev;
   e->with_consensus([&] { ev = evaluate_local(m, test, cfg); });

@@ -22,13 +22,18 @@
 namespace dd::train {
 
 // The step on the rank's device: the batch put in its memory, the model's forward and backward (the device's hook
-// before the engine's), the optimizer's layer update.
+// before the engine's), the optimizer's layer update. The device's hook is composed once per engine (a new one
+// after a shrink or a rejoin), not at every step: a gradient's route from the layer to the engine does not pass
+// through the device's code.
 class DeviceCompute final : public StepCompute {
  public:
   DeviceCompute(models::Model& m, optim::Optimizer& o, DeviceState& dev, const data::Batch& batch)
       : m_(m), o_(o), dev_(dev), batch_(batch) {}
   models::ForwardResult forward() override { return m_.forward(dev_.upload(batch_), true); }
-  void backward(nn::BackwardHook* hook) override { m_.backward(dev_.hook(hook)); }
+  void backward(nn::BackwardHook* engine) override {
+    if (!composed_ || engine != engine_) hook_ = dev_.hook(engine), engine_ = engine, composed_ = true;
+    m_.backward(hook_);
+  }
   void update_layer(int layer, float lr) override { o_.update_layer(layer, lr); }
   int num_layers() const override { return m_.num_layers(); }
 
@@ -37,6 +42,9 @@ class DeviceCompute final : public StepCompute {
   optim::Optimizer& o_;
   DeviceState& dev_;
   const data::Batch& batch_;
+  bool composed_ = false;
+  nn::BackwardHook* engine_ = nullptr;  // the engine hook_ was composed for
+  nn::BackwardHook* hook_ = nullptr;
 };
 
 // The anomaly guard around the step (--anomaly fallback|stop; both update paths alike): a layer with a

@@ -60,26 +60,12 @@ struct StepResult {
 
 // engine null: a single process (no hook, plain updates). immediate_update: each layer is updated as soon as
 // the engine allows, else once every collective has ended, from the last layer down (SyncEngine::
-// finalize_backward). Layer l's learning rate is lr times the engine's staleness factor. The engine's begin(step)
-// is the caller's, before this.
+// finalize_backward, which returns the layers in that order). Layer l's learning rate is lr times the engine's
+// staleness factor. The engine's begin(step) is the caller's, before this.
 inline StepResult train_step(StepCompute& c, sync::SyncEngine* engine, float lr, bool immediate_update,
                              StepWatch& watch) {
   StepResult r;
   double t4 = 0;
-  struct Updates final : sync::LayerUpdates {
-    Updates(StepCompute& c, StepWatch& w, float lr, double& t4) : c(c), w(w), lr(lr), t4(t4) {}
-    void synced() override {
-      t4 = now_s();
-      w.after_sync();
-    }
-    void update(int l, float factor) override {
-      if (w.admit(l)) c.update_layer(l, lr * factor);
-    }
-    StepCompute& c;
-    StepWatch& w;
-    float lr;
-    double& t4;
-  } updates(c, watch, lr, t4);
   const double t1 = now_s();
   r.forward = c.forward();
   const double t2 = now_s();
@@ -88,10 +74,18 @@ inline StepResult train_step(StepCompute& c, sync::SyncEngine* engine, float lr,
   const double t3 = now_s();
   if (engine) {
     if (immediate_update) t4 = now_s();  // layers are updated as their averages arrive, inside the wait
-    engine->finalize_backward(updates, immediate_update);
+    sync::ReadyLayers& ready = engine->finalize_backward(immediate_update);
+    if (!immediate_update) {  // the deferred update's synced point: every collective has ended
+      t4 = now_s();
+      watch.after_sync();
+    }
+    while (auto u = ready.next())
+      if (watch.admit(u->layer)) c.update_layer(u->layer, lr * u->lr_factor);
   } else {
-    updates.synced();
-    for (int l = c.num_layers() - 1; l >= 0; --l) updates.update(l, 1.0f);
+    t4 = now_s();
+    watch.after_sync();
+    for (int l = c.num_layers() - 1; l >= 0; --l)
+      if (watch.admit(l)) c.update_layer(l, lr);
   }
   const bool anomaly = watch.after_updates(r.forward);
   const double t_upd = now_s();

@@ -17,7 +17,7 @@
 #include "core/ops/ops.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
-#include "core/sync/engine/sync_engine.h"
+#include "core/sync/engine/sync_session.h"
 #include "core/sync/policy/layer_meta.h"
 #include "core/sync/policy/registry.h"
 #include "core/sync/policy/timed_window.h"
@@ -83,7 +83,7 @@ void Trainer::Impl::on_agreed_anomaly(int64_t step, int anomalies, int64_t seen_
     if (!cfg.out.empty()) {
       // Without the probe: it has already run this step's before_step, so its state is not "after step - 1";
       // a resume re-measures nothing of the open probe, which the metrics import drops.
-      write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step - 1, *model, *opt, engine.get(), nullptr,
+      write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step - 1, *model, *opt, engine ? &engine->state : nullptr, nullptr,
                        sharder->position_of(step));
       where = "checkpoint " + checkpoint_path(cfg.out, cfg.rank);
     }
@@ -94,11 +94,11 @@ void Trainer::Impl::on_agreed_anomaly(int64_t step, int anomalies, int64_t seen_
   const std::string window = std::to_string(cfg.anomaly_window) + " steps";
   if (auto* w = rec.metrics()) w->append_event(seen_at, "anomaly", what + "; fallback to lock-step for " + window);
   if (rank0()) progress.message("anomaly: " + what + "; averaging once, then lock-step for " + window);
-  if (engine) engine->fallback(cfg.anomaly_window);
+  if (engine) engine->control.fallback(cfg.anomaly_window);
 }
 
 void Trainer::Impl::checkpoint(int64_t step, RunRecorder& rec, const SensitivityProbe* probe) {
-  write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step, *model, *opt, engine.get(), probe,
+  write_checkpoint(checkpoint_path(cfg.out, cfg.rank), cfg, step, *model, *opt, engine ? &engine->state : nullptr, probe,
                    sharder->position_of(step + 1));
   // Publish the metrics up to this step too: a resume from this checkpoint continues them.
   if (auto* w = rec.metrics()) {
@@ -108,8 +108,8 @@ void Trainer::Impl::checkpoint(int64_t step, RunRecorder& rec, const Sensitivity
 }
 
 nlohmann::json Trainer::Impl::evaluate_now(int64_t step) {
-  if (step + 1 == cfg.steps && engine) engine->finalize();
-  return evaluate(*model, test, cfg, engine.get());  // on the model's device, the consensus formed there
+  if (step + 1 == cfg.steps && engine) engine->control.finalize();
+  return evaluate(*model, test, cfg, engine ? &engine->control : nullptr);  // on the model's device, the consensus formed there
 }
 
 // Before the first step: the probe, a checkpoint to resume from, the metrics, the engine and the timed window.
@@ -149,7 +149,7 @@ void Trainer::Impl::start_run(RunLoop& L) {
   } else if (backend)
     engine = make_engine_for(cfg, *model, *opt, *backend, L.rec->metrics(), *dev, 0, profile_carry, nullptr,
                              undo());
-  L.rec->set_hosts(engine ? engine->hosts() : std::vector<std::string>{});
+  L.rec->set_hosts(engine ? engine->record.hosts() : std::vector<std::string>{});
   if (!cfg.resume.empty()) resume_with_engine(L, plan, loaded);
   if (L.probe) L.probe->attach(L.rec->metrics());  // records what a loaded probe state had measured
   L.guard = std::make_unique<GuardWatch>(cfg, *model, L.rec->metrics(), L.progress);
@@ -161,7 +161,7 @@ void Trainer::Impl::start_run(RunLoop& L) {
 // The checkpoint, applied once the engine exists (its construction broadcast rank 0's initial parameters): model,
 // optimizer and engine state, and where the data continues.
 void Trainer::Impl::resume_with_engine(RunLoop& L, const ResumePlan& plan, const LoadedCheckpoint& c) {
-  apply_checkpoint(c, *model, *opt, engine.get());
+  apply_checkpoint(c, *model, *opt, engine ? &engine->state : nullptr);
   L.tp.start = c.step + 1;
   const int64_t data_position = c.data_position;
   const std::string& file = c.path;
@@ -208,12 +208,12 @@ void Trainer::Impl::train_one(int64_t step, double t0, RunLoop& L) {
   if (L.probe) L.probe->before_step(step, batch);
   // Anomalies every rank agreed on (a single process: its own of the previous step).
   const bool local_anomaly = L.guard->take_local_anomaly();
-  const sync::StepStart agreed = engine ? engine->begin(step) : sync::StepStart{local_anomaly ? 1 : 0, step - 1};
+  const sync::StepStart agreed = engine ? engine->step.begin(step) : sync::StepStart{local_anomaly ? 1 : 0, step - 1};
   if (agreed.anomalies > 0 && cfg.anomaly != AnomalyMode::Off)
     on_agreed_anomaly(step, agreed.anomalies, agreed.anomaly_step, *L.rec, L.progress);
   const float lr = sched.at(step);
   L.guard->set_step(step);
-  const StepResult r = train_step(*L.compute, engine.get(), lr, cfg.immediate_update, *L.guard);
+  const StepResult r = train_step(*L.compute, engine ? &engine->step : nullptr, lr, cfg.immediate_update, *L.guard);
   after_step(step, t0, lr, r, L);
 }
 
@@ -268,8 +268,8 @@ nlohmann::json Trainer::Impl::finish_run(RunLoop& L) {
   s["policy_at_start"] = cfg.policy;
   s["switches"] = nlohmann::json::array();
   if (engine) {
-    s["policy"] = engine->policy_in_force();
-    for (const auto& c : engine->policy_changes())
+    s["policy"] = engine->record.policy_in_force();
+    for (const auto& c : engine->record.policy_changes())
       s["switches"].push_back({{"step", c.step}, {"policy", c.spec}, {"source", c.source}});
   }
   // The world the run started with, as metrics.h5 records it; a shrink or a rejoin changes it on the way.

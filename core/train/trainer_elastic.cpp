@@ -241,7 +241,7 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
   // One average of every layer that is not in lock-step (delayed averages merged first), as at the end of a run:
   // the old members then hold bitwise equal parameters, which the joiners receive. The engine goes, and with it
   // its open state; the new world's engine starts afresh at this step (as after a shrink).
-  engine->finalize();
+  engine->control.finalize();
   engine.reset();
   const Membership old = S.world;
   Membership next = old;

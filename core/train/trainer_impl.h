@@ -12,7 +12,7 @@
 #include "core/models/model.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
-#include "core/sync/engine/sync_engine.h"
+#include "core/sync/engine/sync_session.h"
 #include "core/train/device_state.h"
 #include "core/train/elastic.h"
 #include "core/train/progress.h"

@@ -9,7 +9,7 @@
 #include "core/models/model.h"
 #include "core/optim/optimizer.h"
 #include "core/sync/engine/in_place_undo.h"
-#include "core/sync/engine/sync_engine.h"
+#include "core/sync/engine/sync_session.h"
 #include "core/sync/profile/profile_carry.h"
 #include "core/telemetry/rows.h"
 #include "core/train/config.h"
@@ -33,7 +33,7 @@ models::Input make_input(const data::Batch& b);
 
 // Test-set evaluation (eval mode) on the consensus model: with an engine, on a rank-averaged copy of parameters
 // and buffers; training state is untouched. Returns {"test_loss", "test_accuracy"} (+ "perplexity" for text).
-nlohmann::json evaluate(models::Model& m, const data::Dataset& test, const TrainConfig& cfg, sync::SyncSession* e);
+nlohmann::json evaluate(models::Model& m, const data::Dataset& test, const TrainConfig& cfg, sync::RunControl* e);
 std::string format_eval(int64_t step, const nlohmann::json& ev);
 
 // docs/cli.md --save-params: raw little-endian float32, layers in forward order, weight then bias (BatchNorm:

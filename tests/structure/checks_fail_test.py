@@ -77,6 +77,14 @@ CASES = [
      lambda r: append(os.path.join(r, "core/sync/README.md"), "\nCall `launch_everything_now()` first.\n")),
     ("sync_rooms_check.py", "a ninth virtual in Policy", "core/sync/policy/policy.h",
      lambda r: add_virtual(os.path.join(r, "core/sync/policy/policy.h"), "Policy", 9)),
+    ("sync_rooms_check.py", "a part outside the step grown into a bag", "core/sync/engine/sync_session.h",
+     lambda r: add_virtual(os.path.join(r, "core/sync/engine/sync_session.h"), "RunControl", 4)),
+    ("sync_rooms_check.py", "a virtual in the session that holds the parts", "core/sync/engine/sync_session.h",
+     lambda r: add_virtual(os.path.join(r, "core/sync/engine/sync_session.h"), "SyncSession", 1)),
+    ("sync_rooms_check.py", "a seventh call in the step protocol", "core/sync/engine/sync_engine.h",
+     lambda r: add_virtual(os.path.join(r, "core/sync/engine/sync_engine.h"), "SyncEngine", 2)),
+    ("sync_rooms_check.py", "the trainer naming the concrete engine", "core/train/bad_engine.cpp",
+     lambda r: write(os.path.join(r, "core/train/bad_engine.cpp"), "void f(dd::sync::LayerSync& e);\n")),
 ]
 
 

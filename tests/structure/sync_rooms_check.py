@@ -2,6 +2,9 @@
 longer than MAX_LINES (the schedule solver aside), Policy's core interface declares at most MAX_VIRTUALS
 virtual functions (everything else a policy may do is an optional capability, core/sync/policy/capabilities.h),
 the engine's step interface (SyncEngine) at most MAX_ENGINE_VIRTUALS with the backward hook's,
+what the trainer sees of the engine outside the step at most MAX_PART_VIRTUALS virtual functions per part
+(SESSION_HEADER's interfaces) and at most MAX_SESSION_PARTS parts, held by a SyncSession with no virtual function of
+its own, the concrete engine (LayerSync) named nowhere in core/train or app,
 the rooms include each other without a cycle (room A includes a header of room B: an edge A -> B; every edge that
 lies on a cycle is named with the includes that make it), and the leaf rooms (LEAF_ROOMS) include no other room.
 
@@ -20,6 +23,10 @@ EXEMPT = {"schedule/schedule_solver.cpp", "schedule/schedule_solver.h"}
 POLICY_HEADER = "policy/policy.h"
 ENGINE_HEADER = "engine/sync_engine.h"
 MAX_ENGINE_VIRTUALS = 6
+SESSION_HEADER = "engine/sync_session.h"
+MAX_PART_VIRTUALS = 3
+MAX_SESSION_PARTS = 5
+TRAINER_DIRS = ("core/train", "app")
 # The types every other room shares: they include no other room of core/sync.
 LEAF_ROOMS = {"types"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*["<]([^">]+)[">]')  # both include forms
@@ -168,6 +175,8 @@ def check(root):
                 errors.append(f"core/sync/{POLICY_HEADER}: class Policy declares {n} virtual functions "
                               f"(at most {MAX_VIRTUALS}; move the rest into a capability)")
     errors.extend(engine_errors(sync))
+    errors.extend(session_errors(sync))
+    errors.extend(concrete_engine_errors(root))
     if rooms:
         errors.extend(include_errors(sync))
     return errors
@@ -188,6 +197,52 @@ def engine_errors(sync):
         return [f"core/sync/{ENGINE_HEADER}: class SyncEngine has {n} virtual functions with the hook's "
                 f"(at most {MAX_ENGINE_VIRTUALS}; what lies outside the step belongs to SyncSession)"]
     return []
+
+
+def session_errors(sync):
+    """What the trainer sees outside the step: every class of SESSION_HEADER but SyncSession is a part of at most
+    MAX_PART_VIRTUALS virtual functions (not counting its destructor); SyncSession declares none and holds at most
+    MAX_SESSION_PARTS parts (reference members)."""
+    header = os.path.join(sync, SESSION_HEADER)
+    where = f"core/sync/{SESSION_HEADER}"
+    if not os.path.isfile(header):
+        return [f"{where}: missing (the engine's parts outside the step)"]
+    with open(header, encoding="utf-8") as fh:
+        text = strip_comments(fh.read())
+    errors = []
+    names = re.findall(r"\bclass\s+(\w+)\b[^;{]*\{", text)
+    if "SyncSession" not in names:
+        return [f"{where}: no class SyncSession"]
+    for name in names:
+        body = class_body(text, name)
+        n = len(re.findall(r"\bvirtual\s+(?!~)", body))
+        if name == "SyncSession":
+            parts = len(re.findall(r"^\s*[\w:]+&\s+\w+\s*;", body, flags=re.M))
+            if n:
+                errors.append(f"{where}: class SyncSession declares {n} virtual functions (it holds the parts by name, "
+                              "it is no interface of its own)")
+            if parts > MAX_SESSION_PARTS:
+                errors.append(f"{where}: class SyncSession hands out {parts} parts (at most {MAX_SESSION_PARTS})")
+        elif n > MAX_PART_VIRTUALS:
+            errors.append(f"{where}: class {name} declares {n} virtual functions (at most {MAX_PART_VIRTUALS}: split "
+                          "the part, or move what the step needs into SyncEngine)")
+    return errors
+
+
+def concrete_engine_errors(root):
+    """The trainer and the app hold the engine by its interfaces: no source of TRAINER_DIRS names LayerSync."""
+    errors = []
+    for top in TRAINER_DIRS:
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if not f.endswith(SOURCE_SUFFIXES):
+                    continue
+                path = os.path.join(dirpath, f)
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    if re.search(r"\bLayerSync\b", strip_comments(fh.read())):
+                        rel = os.path.relpath(path, root).replace(os.sep, "/")
+                        errors.append(f"{rel}: names LayerSync (hold the engine by SyncSession's parts)")
+    return errors
 
 
 def main():

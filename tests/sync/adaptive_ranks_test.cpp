@@ -78,8 +78,8 @@ RunResult run_policy(const std::string& spec, const std::string& model, int worl
     inner_spec = spec;
     decision_log.clear();
     auto e = sync::make_layer_sync(o, *m, opt, be);
-    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.batch(4 * s, 4), s, float(lr));
-    e->finalize();
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, e->step, data.batch(4 * s, 4), s, float(lr));
+    e->control.finalize();
     res.logs[r] = decision_log;
     res.models[r] = snapshot(*m);
   });
@@ -137,9 +137,9 @@ TEST(AdaptiveOnRanks, StalenessCapIsNeverExceeded) {
     decision_log.clear();
     auto e = sync::make_layer_sync(o, *m, opt, be);
     for (int s = 0; s < steps; ++s) {
-      engine_step(*m, opt, *e, data.batch(4 * s, 4), s, 0.05f);
+      engine_step(*m, opt, e->step, data.batch(4 * s, 4), s, 0.05f);
       for (int l = 0; l < m->num_layers(); ++l)
-        max_stale[r] = std::max(max_stale[r], int(std::lround(std::log2(1.0 / e->lr_factor(l)))));
+        max_stale[r] = std::max(max_stale[r], int(std::lround(std::log2(1.0 / e->probe.lr_factor(l)))));
     }
     logs[r] = decision_log;
   });

@@ -50,10 +50,10 @@ std::vector<RankRun> train_ranks(const std::string& spec, int steps, const std::
     o.metrics = w[size_t(r)].get();
     auto e = sync::make_layer_sync(o, *m, opt, be);
     for (int s = 0; s < steps; ++s) {
-      engine_step(*m, opt, *e, data.batch(4 * s, 4), s, 0.05f);
-      runs[size_t(r)].step_bytes.push_back(e->step_stats().bytes);
+      engine_step(*m, opt, e->step, data.batch(4 * s, 4), s, 0.05f);
+      runs[size_t(r)].step_bytes.push_back(e->probe.step_stats().bytes);
     }
-    e->finalize();
+    e->control.finalize();
     runs[size_t(r)].model = snapshot(*m);
   });
   for (auto& x : w)

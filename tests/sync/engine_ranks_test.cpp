@@ -126,7 +126,7 @@ TEST_P(DdpEquivalence, NRanksEqualOneProcessWithNTimesTheBatch) {
     auto m = models::make_model(model, 5);
     optim::Optimizer opt({}, *m);
     auto e = sync::make_layer_sync(engine_options("ddp"), *m, opt, be);
-    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.slice(s * world * b + r * b, b), s, 0.05f);
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, e->step, data.slice(s * world * b + r * b, b), s, 0.05f);
     got[r] = snapshot(*m);
   });
   for (int r = 1; r < world; ++r)
@@ -156,7 +156,7 @@ TEST(DdpEquivalenceControl, WrongShardsAreCaught) {
     auto m = models::make_model("mlp", 5);
     optim::Optimizer opt({}, *m);
     auto e = sync::make_layer_sync(engine_options("ddp"), *m, opt, be);
-    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.slice(s * world * b, b), s, 0.05f);  // no r * b
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, e->step, data.slice(s * world * b, b), s, 0.05f);  // no r * b
     if (r == 0) got = snapshot(*m);
   });
   const auto d = ddp_drift("mlp", world, b, steps, got, want);
@@ -187,7 +187,7 @@ TEST(LayerSync, LocalSgdK1EqualsDdpWithPlainSgd) {
       oc.momentum = 0;
       optim::Optimizer opt(oc, *m);
       auto e = sync::make_layer_sync(engine_options(policy), *m, opt, be);
-      for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.slice((s * world + r) * 8, 8), s, 0.1f);
+      for (int s = 0; s < steps; ++s) engine_step(*m, opt, e->step, data.slice((s * world + r) * 8, 8), s, 0.1f);
       std::lock_guard<std::mutex> g(mu);
       if (r == 0) got[policy] = snapshot(*m);
     });
@@ -215,7 +215,7 @@ TEST(LayerSync, AveragedLayersAreBitwiseEqualRightAfterTheirSync) {
     optim::Optimizer opt({}, *m);
     auto e = sync::make_layer_sync(engine_options(spec), *m, opt, be);
     for (int s = 0; s < H; ++s)
-      engine_step(*m, opt, *e, data.slice((s * world + r) * 4, 4), s, 0.05f,
+      engine_step(*m, opt, e->step, data.slice((s * world + r) * 4, 4), s, 0.05f,
                   [&] { after[r].push_back(snapshot(*m)); });
   });
   auto policy = sync::make_policy(sync::PolicySpec::parse(spec));
@@ -261,8 +261,8 @@ TEST_P(EveryPolicy, FinalModelBitwiseEqualAcrossRanks) {
     auto o = engine_options(GetParam());
     o.check_collectives = true;  // also: identical collectives in identical order on every rank
     auto e = sync::make_layer_sync(o, *m, opt, be);
-    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.slice((s * world + r) * 4, 4), s, 0.05f);
-    e->finalize();
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, e->step, data.slice((s * world + r) * 4, 4), s, 0.05f);
+    e->control.finalize();
     got[r] = snapshot(*m);
   });
   for (int r = 1; r < world; ++r) EXPECT_EQ(0, std::memcmp(got[0].data(), got[r].data(), 4 * got[0].size())) << r;
@@ -295,7 +295,7 @@ TEST(LayerSync, CollectiveMismatchFailsLoudly) {
     o.check_collectives = true;
     auto e = sync::make_layer_sync(o, *m, opt, be);
     try {
-      engine_step(*m, opt, *e, data.slice(r * 4, 4), 0, 0.05f);
+      engine_step(*m, opt, e->step, data.slice(r * 4, 4), 0, 0.05f);
     } catch (const std::exception& ex) {
       if (std::string(ex.what()).find("mismatch") != std::string::npos) ++mismatches;
       throw;
@@ -313,10 +313,10 @@ TEST(LayerSync, ConsensusRestoresTrainingState) {
     auto m = models::make_model("cnn", 0);
     optim::Optimizer opt({}, *m);
     auto e = sync::make_layer_sync(engine_options("localsgd:k=100"), *m, opt, be);
-    engine_step(*m, opt, *e, data.slice(r * 4, 4), 0, 0.05f);
+    engine_step(*m, opt, e->step, data.slice(r * 4, 4), 0, 0.05f);
     auto before = snapshot(*m);
     bool differed = false;
-    e->with_consensus([&] { differed = snapshot(*m) != before; });
+    e->control.with_consensus([&] { differed = snapshot(*m) != before; });
     EXPECT_TRUE(differed);  // ranks trained on different data, so the average is a different model
     EXPECT_EQ(snapshot(*m), before);
   });
@@ -339,20 +339,16 @@ TEST(LayerSync, ImmediateUpdateMatchesDeferredUpdate) {
       auto e = sync::make_layer_sync(o, *m, opt, be);
       for (int s = 0; s < steps; ++s) {
         if (!immediate) {
-          engine_step(*m, opt, *e, data.slice((s * world + r) * 4, 4), s, 0.05f);
+          engine_step(*m, opt, e->step, data.slice((s * world + r) * 4, 4), s, 0.05f);
           continue;
         }
-        struct Updates final : sync::LayerUpdates {
-          explicit Updates(optim::Optimizer& o) : opt(o) {}
-          void update(int l, float factor) override { opt.update_layer(l, 0.05f * factor); }
-          optim::Optimizer& opt;
-        } updates(opt);
-        e->begin(s);
+        e->step.begin(s);
         m->forward(data.slice((s * world + r) * 4, 4), true);
-        e->prepare_for_backward();
-        m->backward(e.get());
-        e->finalize_backward(updates, /*immediate=*/true);
-        e->end({});
+        e->step.prepare_for_backward();
+        m->backward(&e->step);
+        sync::ReadyLayers& ready = e->step.finalize_backward(/*immediate=*/true);
+        while (auto u = ready.next()) opt.update_layer(u->layer, 0.05f * u->lr_factor);
+        e->step.end({});
       }
       if (r == 0) got[immediate] = snapshot(*m);
     });
@@ -410,8 +406,8 @@ TEST(LayerSync, LocalStatisticsDecideThroughTheControlAllreduce) {
     o.check_collectives = true;
     auto e = sync::make_layer_sync(o, *m, opt, be);
     VotePolicy::log.clear();
-    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.slice((s * world + r) * 4, 4), s, 0.05f);
-    e->finalize();
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, e->step, data.slice((s * world + r) * 4, 4), s, 0.05f);
+    e->control.finalize();
     logs[r] = VotePolicy::log;
     got[r] = snapshot(*m);
   });
@@ -443,9 +439,9 @@ TEST(LayerSync, HierAveragesInsideGroupsAndAcross) {
     o.check_collectives = true;
     auto e = sync::make_layer_sync(o, *m, opt, be);
     for (int s = 0; s < steps; ++s)
-      engine_step(*m, opt, *e, data.slice((s * world + r) * 4, 4), s, 0.05f,
+      engine_step(*m, opt, e->step, data.slice((s * world + r) * 4, 4), s, 0.05f,
                   [&] { after[r].push_back(snapshot(*m)); });
-    e->finalize();
+    e->control.finalize();
     final_[r] = snapshot(*m);
   });
   int group_avgs = 0;

@@ -179,14 +179,14 @@ Run train_ranks(const std::string& policy, int world, int steps, const std::stri
       in.n = b;
       in.x = x.data();
       in.y = y.data();
-      engine_step(*m, opt, *e, in, s, 0.05f, [&] {
+      engine_step(*m, opt, e->step, in, s, 0.05f, [&] {
         if (after_sync) {
           std::lock_guard<std::mutex> g(mu);
           (*after_sync)[size_t(r)].push_back(snapshot(*m));
         }
       });
     }
-    e->finalize();
+    e->control.finalize();
     out.final[size_t(r)] = snapshot(*m);
   });
   return out;
@@ -267,15 +267,12 @@ TEST(LayerSyncHook, MissingOrOutOfOrderLayerReportsFail) {
     in.n = 4;
     in.x = x.data();
     in.y = y.data();
-    struct NoUpdates final : sync::LayerUpdates {
-      void update(int, float) override {}
-    } none;
-    e->begin(0);
+    e->step.begin(0);
     m->forward(in, true);
-    e->prepare_for_backward();
+    e->step.prepare_for_backward();
     m->backward(nullptr);  // the hook is never called
-    EXPECT_THROW(e->finalize_backward(none, /*immediate=*/false), std::logic_error);
-    e->begin(1);
-    EXPECT_THROW(e->on_layer_ready(0), std::logic_error);  // layer 0 is the last one backward reaches
+    EXPECT_THROW(e->step.finalize_backward(/*immediate=*/false), std::logic_error);
+    e->step.begin(1);
+    EXPECT_THROW(e->step.on_layer_ready(0), std::logic_error);  // layer 0 is the last one backward reaches
   });
 }

@@ -75,10 +75,10 @@ Outcome run(const std::string& from, const std::string& to, bool control_file) {
     auto e = sync::make_layer_sync(o, *m, opt, be);
     for (int s = 0; s < kSteps; ++s) {
       if (r == 0 && control_file && !to.empty() && s == kSwitchAt) std::ofstream(ctl) << to << "\n";
-      engine_step(*m, opt, *e, data.batch(int64_t(s) * 4, 4), s, 0.05f);
-      if (r == 0) out.bytes += e->step_stats().bytes;
+      engine_step(*m, opt, e->step, data.batch(int64_t(s) * 4, 4), s, 0.05f);
+      if (r == 0) out.bytes += e->probe.step_stats().bytes;
     }
-    e->finalize();
+    e->control.finalize();
     out.params[size_t(r)] = snapshot(*m);
   });
   std::filesystem::remove_all(dir);

@@ -68,8 +68,8 @@ TEST(Trial, EngineHandsEveryRankTheSameWindowTimes) {
     auto o = engine_options("test-timed");
     o.check_collectives = true;
     auto e = sync::make_layer_sync(o, *m, opt, be);
-    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.batch(4 * s, 4), s, 0.05f);
-    e->finalize();
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, e->step, data.batch(4 * s, 4), s, 0.05f);
+    e->control.finalize();
   });
   for (int r = 0; r < world; ++r) {
     ASSERT_EQ(received[r].size(), 1u) << "rank " << r;
@@ -231,8 +231,8 @@ TEST(Trial, DreamDdpTrialOnRanksEndsBitwiseEqual) {
     auto o = engine_options("dreamddp:h=4,trial=1,profile=" + dir);
     o.check_collectives = true;
     auto e = sync::make_layer_sync(o, *m, opt, be);
-    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.batch(4 * s, 4), s, 0.05f);
-    e->finalize();
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, e->step, data.batch(4 * s, 4), s, 0.05f);
+    e->control.finalize();
     models[r] = snapshot(*m);
   });
   EXPECT_EQ(0, std::memcmp(models[1].data(), models[0].data(), 4 * models[0].size()));
@@ -260,8 +260,8 @@ std::vector<float> train_recorded(const std::string& spec, int steps, const std:
     o.check_collectives = true;
     if (r == 0) o.metrics = w.get();
     auto e = sync::make_layer_sync(o, *m, opt, be);
-    for (int s = 0; s < steps; ++s) engine_step(*m, opt, *e, data.batch(4 * s, 4), s, 0.05f);
-    e->finalize();
+    for (int s = 0; s < steps; ++s) engine_step(*m, opt, e->step, data.batch(4 * s, 4), s, 0.05f);
+    e->control.finalize();
     models[size_t(r)] = snapshot(*m);
   });
   if (w) w->close();

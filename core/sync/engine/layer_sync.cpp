@@ -1,4 +1,5 @@
-// LayerSync's step (layer_sync.h). Every rank computes the same actions and the same bucket plan from
+// LayerSync's step (layer_sync.h): its begin, the hook's launches and its end (the wait and the updates are in
+// layer_sync_updates.cpp). Every rank computes the same actions and the same bucket plan from
 // rank-identical state and launches buckets in the same (reverse layer) order, so collectives always match.
 #include <unistd.h>
 
@@ -21,19 +22,14 @@ LayerTable layer_table(const models::Model& m) {
 
 LayerSync::LayerSync(const EngineOptions& o, const LayerTable& layers, const Arenas& a, std::unique_ptr<DataPath> dp,
                      Backend& b)
-    : dp_(std::move(dp)), o_(o), a_(a), b_(b), meta_(layers.meta), ranges_(layers.ranges),
-      switches_(o.switches), control_file_(o.control_file, o.control_check), profile_(layers.size()),
+    : dp_(std::move(dp)), o_(o), a_(a), b_(b), layers_(layers), policy_(o.switches), plan_(layers.size()),
+      launches_(layers.size()), votes_(o.control_file, o.control_check, o.anomaly_votes), profile_(layers.size()),
       telemetry_(o.metrics, b.rank()), pm_(a.num_params, *a.device), coll_(*dp_, b, o.check_collectives, o.undo),
-      copies_(coll_, a_, ranges_, pm_, auto_.codecs(), o.average_optimizer_state ? a.state_slots : 0) {
-  const int L = num_layers();
-  actions_.assign(L, Action::None);
-  trigger_.assign(L, -1);
-  stale_.assign(L, 0);
-  ready_.assign(L, 0);
-  lockstep_.assign(L, true);  // after the initial broadcast every layer is identical everywhere
+      copies_(coll_, a_, layers_.ranges, pm_, auto_.codecs(), o.average_optimizer_state ? a.state_slots : 0) {
+  // Every layer starts lock-step (LayerPlan): after the initial broadcast every layer is identical everywhere.
   char host[256] = {0};
   if (o.host_name.empty()) gethostname(host, sizeof host - 1);
-  hosts_ = b_.allgather(o.host_name.empty() ? std::string(host) : o.host_name);
+  policy_.hosts = b_.allgather(o.host_name.empty() ? std::string(host) : o.host_name);
   step_ = o.first_step;  // the policy is in force (and profiles) from here
   set_policy(o.policy);
   // Identical starting point everywhere (PyTorch DDP broadcasts at construction too), unless the caller made it so.
@@ -46,24 +42,26 @@ LayerSync::LayerSync(const EngineOptions& o, const LayerTable& layers, const Are
 
 void LayerSync::begin_step(int64_t step) {
   step_ = step;
-  t_bwd_ = now_s();  // blocking averages made here (switch, lock-step entry) are logged relative to this
+  launches_.cursor = UpdateCursor{};  // a step that threw while its updates were handed out leaves it open
+  launches_.t_bwd = now_s();  // blocking averages made here (switch, lock-step entry) are logged relative to this
   coll_.stats() = {};
   coll_.set_step(step);
-  agreed_anomalies_ = 0;
+  votes_.agreed_anomalies = 0;
   apply_agreed_votes();
   merge_delayed(/*all=*/false);
   apply_switches();
-  policy_->on_step_begin(step);
+  policy_.policy->on_step_begin(step);
   print_plan_if_changed();  // a plan placed at this step (dreamddp's solved plan from a boundary)
   time_periods(step);
-  const bool lockstep_all = policy_->profiling(step) || step < fallback_until_;
+  const bool lockstep_all = policy_.policy->profiling(step) || step < plan_.fallback_until;
   std::vector<bool> was_lockstep;
-  if (pm_.active()) was_lockstep = lockstep_;
-  const auto entering = decide_step(*policy_, step, lockstep_all, actions_, lockstep_, stale_);
+  if (pm_.active()) was_lockstep = plan_.lockstep;
+  const auto entering = decide_step(*policy_.policy, step, lockstep_all, plan_.actions, plan_.lockstep, plan_.stale);
   // A layer leaving lock-step is equal on all ranks now: its anchor for transformed averages.
   if (pm_.active())
     for (int l = 0; l < num_layers(); ++l)
-      if (was_lockstep[size_t(l)] && !lockstep_[size_t(l)]) pm_.anchor(a_.params, ranges_[l].param_off, ranges_[l].param_n);
+      if (was_lockstep[size_t(l)] && !plan_.lockstep[size_t(l)])
+        pm_.anchor(a_.params, layers_.ranges[l].param_off, layers_.ranges[l].param_n);
   // A pending correction applied after a layer became lock-step would make the ranks differ again.
   if (std::find(entering.begin(), entering.end(), true) != entering.end()) merge_delayed(/*all=*/true);
   enter_lockstep(entering);
@@ -81,178 +79,95 @@ void LayerSync::enter_lockstep(const std::vector<bool>& entering) {
 }
 
 void LayerSync::plan_launches() {
-  buckets_ = plan_buckets(actions_, ranges_, o_.first_bucket_bytes, o_.bucket_cap_bytes);
-  trigger_ = bucket_triggers(buckets_, num_layers());
-  inflight_.clear();
-  instep_.clear();
-  launched_ = 0;
-  // With delay=T this step's averages are merged T steps later: their layers are updated locally now.
-  delayed_now_.assign(size_t(num_layers()), false);
-  if (merge_.delay > 0)
-    for (auto& bk : buckets_)
-      if (averages_params(bk.action))
-        for (int l = bk.lo; l <= bk.hi; ++l) delayed_now_[size_t(l)] = true;
+  launches_.plan(plan_.actions, layers_.ranges, o_.first_bucket_bytes, o_.bucket_cap_bytes);
+  plan_.mark_delayed(launches_.buckets, policy_.merge.delay);
 }
 
 StepStart LayerSync::begin(int64_t step) {
   begin_step(step);
-  return {agreed_anomalies_, agreed_anomaly_step_};
+  return {votes_.agreed_anomalies, votes_.agreed_anomaly_step};
 }
 
-void LayerSync::prepare_for_backward() { t_bwd_ = now_s(); }
-
-void LayerSync::finalize_backward(LayerUpdates& u, bool immediate) {
-  if (immediate) {
-    finish_backward_and_update([&](int l) { u.update(l, lr_factor(l)); });
-    return;
-  }
-  finish_backward();
-  u.synced();
-  for (int l = num_layers() - 1; l >= 0; --l) u.update(l, lr_factor(l));
-}
+void LayerSync::prepare_for_backward() { launches_.t_bwd = now_s(); }
 
 StepCommStats LayerSync::end(const StepEnd& report) {
-  if (report.anomaly) local_anomaly_ = true;  // rides in the votes cast by after_update
+  if (launches_.cursor.open)
+    throw std::logic_error("sync: step " + std::to_string(step_) + " ended before every layer finalize_backward "
+                           "handed out was taken");
+  if (report.anomaly) votes_.local_anomaly = true;  // rides in the votes cast by after_update
   after_update();
   return coll_.stats();
 }
 
 void LayerSync::on_layer_ready(int l) {
   // On a device the hook runs when the layer's kernels are queued: profiling steps wait for them to run.
-  if (policy_->profiling(step_) || policy_->observing(step_)) dp_->wait_layer_ready(l);
-  ready_[l] = now_s();
+  if (policy_.policy->profiling(step_) || policy_.policy->observing(step_)) dp_->wait_layer_ready(l);
+  launches_.ready[l] = now_s();
   // compress=auto needs the signals only while it measures; the policy's own, every step.
-  if (signals_.on() && (wants_signals_ || auto_.measuring()))
-    signals_.take(l, ranges_[l], a_.grads + ranges_[l].param_off, stale_[l]);
-  const int bi = trigger_[l];
-  if (bi < 0) return;
-  // Buckets launch in plan order on every rank (the consistency rule): a model that reports its layers out of
-  // order would make the ranks' collectives differ.
-  if (bi != launched_)
-    throw std::logic_error("sync: bucket " + std::to_string(bi) + " (layers " + std::to_string(buckets_[bi].lo) + ".." +
-                           std::to_string(buckets_[bi].hi) + ") became ready before bucket " + std::to_string(launched_) +
-                           ": the model reported its layers out of backward order");
-  ++launched_;
-  launch(buckets_[bi]);
+  if (votes_.signals.on() && (policy_.wants_signals || auto_.measuring()))
+    votes_.signals.take(l, layers_.ranges[l], a_.grads + layers_.ranges[l].param_off, plan_.stale[l]);
+  const int bi = launches_.take(l);
+  if (bi >= 0) launch(launches_.buckets[size_t(bi)]);
 }
 
 void LayerSync::launch(const Bucket& bk) {
-  if (delayed_now_[size_t(bk.lo)]) {
-    copies_.defer(copies_.launch(group_of(bk), bk, step_, step_ + merge_.delay, t_bwd_, bk.lo));
+  if (plan_.delayed_now[size_t(bk.lo)]) {
+    Backend& g = policy_.group_of(bk, b_);
+    copies_.defer(copies_.launch(g, bk, step_, step_ + policy_.merge.delay, launches_.t_bwd, bk.lo));
     return;
   }
   if (pm_.active() && averages_params(bk.action)) {
     // A transformed in-step average: on copies, finished (outer step / anchor + delta) before the update.
-    instep_.push_back(copies_.launch(group_of(bk), bk, step_, step_, t_bwd_, bk.lo));
-    const CopyAverage& d = instep_.back();
-    inflight_.push_back(InFlight{bk, d.works, d.launch_s, d.bytes, int(instep_.size()) - 1});
+    launches_.instep.push_back(copies_.launch(policy_.group_of(bk, b_), bk, step_, step_, launches_.t_bwd, bk.lo));
+    const CopyAverage& d = launches_.instep.back();
+    launches_.inflight.push_back(InFlight{bk, d.works, d.launch_s, d.bytes, int(launches_.instep.size()) - 1});
     return;
   }
   InFlight f{bk, {}, now_s()};
   for (auto& part : bucket_parts(bk, true, o_.average_optimizer_state ? a_.state_slots : 0, a_.num_params))
-    f.works.push_back(coll_.average(group_of(bk), arena_ptr(a_, part), part.n, part.what, bk.lo));
-  inflight_.push_back(std::move(f));
-}
-
-// Every planned bucket was launched before the wait: a model that forgot a notify would otherwise skip a bucket
-// silently on this rank (and leave the others waiting in a collective it never joins).
-void LayerSync::check_all_launched() const {
-  if (launched_ == int(buckets_.size())) return;
-  const Bucket& b = buckets_[size_t(launched_)];
-  throw std::logic_error("sync: step " + std::to_string(step_) + ": bucket " + std::to_string(launched_) + " of " +
-                         std::to_string(buckets_.size()) + " (layers " + std::to_string(b.lo) + ".." + std::to_string(b.hi) +
-                         ") was never launched: the model's backward did not report layer " + std::to_string(b.lo) +
-                         " to the hook");
-}
-
-void LayerSync::finish_backward() {
-  check_all_launched();
-  const double t0 = now_s();
-  for (auto& f : inflight_)
-    for (auto& w : f.works) w->wait();
-  const double t1 = now_s();
-  coll_.stats().exposed_ms += (t1 - t0) * 1e3;
-  for (auto& f : inflight_)
-    if (f.record >= 0) copies_.apply(instep_[size_t(f.record)], /*in_step=*/true);
-  end_of_backward(t1);
-}
-
-void LayerSync::finish_backward_and_update(const std::function<void(int)>& update) {
-  check_all_launched();
-  for (int l = num_layers() - 1; l >= 0; --l)
-    if (actions_[l] == Action::None || delayed_now_[size_t(l)]) update(l);
-  double waited = 0;
-  for (auto& f : inflight_) {
-    const double t0 = now_s();
-    for (auto& w : f.works) w->wait();
-    waited += now_s() - t0;
-    if (f.record >= 0) copies_.apply(instep_[size_t(f.record)], /*in_step=*/true);
-    for (int l = f.bucket.hi; l >= f.bucket.lo; --l) update(l);
-  }
-  coll_.stats().exposed_ms += waited * 1e3;
-  end_of_backward(now_s());
+    f.works.push_back(coll_.average(policy_.group_of(bk, b_), arena_ptr(a_, part), part.n, part.what, bk.lo));
+  launches_.inflight.push_back(std::move(f));
 }
 
 void LayerSync::end_of_backward(double t1) {
   record_timeline(t1);
   // The window's steps counted from the policy's first one (a switch into dreamddp profiles from there).
-  const int64_t k = step_ - policy_->first_step();
-  if (policy_->profiling(step_) || policy_->observing(step_)) profile_.add(k, ready_, t_bwd_);
-  if (policy_->observing(step_) && k > 0) record_comm();
+  const int64_t k = step_ - policy_.policy->first_step();
+  if (policy_.policy->profiling(step_) || policy_.policy->observing(step_))
+    profile_.add(k, launches_.ready, launches_.t_bwd);
+  if (policy_.policy->observing(step_) && k > 0) launches_.record_comm(profile_);
 }
 
-// The all-reduces of this step as the communication thread ran them, one after another in launch order: each
-// from its launch or the previous one's end, whichever is later, to its own end.
-void LayerSync::record_comm() {
-  double prev = 0;
-  for (auto& f : inflight_) {
-    double end = 0;
-    for (auto& w : f.works)
-      if (w) end = std::max(end, w->end_time());
-    if (end <= 0) continue;  // a backend that does not record it
-    const double start = std::max(f.launch_s, prev);
-    prev = end;
-    if (f.record < 0 && end > start) profile_.add_comm(f.bytes >= 0 ? f.bytes : f.bucket.bytes(), end - start);
-  }
-}
-
-float LayerSync::lr_factor(int l) const {
-  return o_.staleness_gamma > 0 ? float(std::pow(o_.staleness_gamma, double(stale_[l]))) : 1.0f;
-}
+float LayerSync::lr_factor(int l) const { return plan_.lr_factor(l, o_.staleness_gamma); }
 
 void LayerSync::after_update() {
   cast_votes();  // after the update: the trainer's anomaly report of this step rides along
-  if (policy_->full_average_after(step_)) {
+  if (policy_.policy->full_average_after(step_)) {
     const double t0 = now_s();
-    if (merge_.delay > 0 || merge_.transforms()) periodic_average();
+    if (policy_.merge.delay > 0 || policy_.merge.transforms()) periodic_average();
     else average_all(true, /*log=*/true);
     coll_.stats().exposed_ms += (now_s() - t0) * 1e3;
-    std::fill(stale_.begin(), stale_.end(), 0);
+    std::fill(plan_.stale.begin(), plan_.stale.end(), 0);
   }
-  const int64_t window = policy_->profile_window();
-  if (window > 0 && step_ + 1 == policy_->first_step() + window) finish_profile();
-  const int64_t seen = policy_->observe_window();
-  if (seen > 0 && step_ + 1 == policy_->first_step() + seen) finish_observed();
-}
-
-std::vector<bool> LayerSync::local_layers() const {
-  std::vector<bool> local(static_cast<size_t>(num_layers()));
-  for (int l = 0; l < num_layers(); ++l) local[size_t(l)] = !lockstep_[size_t(l)];
-  return local;
+  const int64_t window = policy_.policy->profile_window();
+  if (window > 0 && step_ + 1 == policy_.policy->first_step() + window) finish_profile();
+  const int64_t seen = policy_.policy->observe_window();
+  if (seen > 0 && step_ + 1 == policy_.policy->first_step() + seen) finish_observed();
 }
 
 void LayerSync::record_timeline(double t_end) {
-  telemetry_.layer_ready(step_, ready_, t_bwd_);
-  for (auto& f : inflight_) log_sync_event(f, t_end, step_, t_bwd_);
+  telemetry_.layer_ready(step_, launches_.ready, launches_.t_bwd);
+  for (auto& f : launches_.inflight) log_sync_event(f, t_end, step_, launches_.t_bwd);
 }
 
 void LayerSync::log_sync_event(const InFlight& f, double t_end, int64_t step, double t_bwd) {
-  telemetry_.bucket(step, f.bucket, f.works, f.bytes, f.launch_s, t_end, t_bwd, 1 + group_);
+  telemetry_.bucket(step, f.bucket, f.works, f.bytes, f.launch_s, t_end, t_bwd, 1 + policy_.group);
 }
 
 std::unique_ptr<SyncSession> make_layer_sync(const EngineOptions& o, models::Model& m, optim::Optimizer& opt,
                                             Backend& b) {
-  return std::make_unique<LayerSync>(o, layer_table(m), arenas_of(m, opt), std::make_unique<HostDataPath>(), b);
+  return std::make_unique<SyncSession>(
+      std::make_unique<LayerSync>(o, layer_table(m), arenas_of(m, opt), std::make_unique<HostDataPath>(), b));
 }
 
 Arenas arenas_of(models::Model& m, optim::Optimizer& opt) {
@@ -270,7 +185,7 @@ Arenas arenas_of(models::Model& m, optim::Optimizer& opt) {
 
 std::unique_ptr<SyncSession> make_layer_sync(const EngineOptions& o, const LayerTable& layers, const Arenas& a,
                                             std::unique_ptr<DataPath> dp, Backend& b) {
-  return std::make_unique<LayerSync>(o, layers, a, std::move(dp), b);
+  return std::make_unique<SyncSession>(std::make_unique<LayerSync>(o, layers, a, std::move(dp), b));
 }
 
 }  // namespace dd::sync

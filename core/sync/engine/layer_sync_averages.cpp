@@ -13,9 +13,9 @@ namespace dd::sync {
 // and applied at once (delay=0) or merged at the start of step + delay.
 void LayerSync::periodic_average() {
   std::vector<CopyAverage> sent;
-  for (auto& bk : plan_average(local_layers(), ranges_, o_.bucket_cap_bytes))
-    sent.push_back(copies_.launch(b_, bk, step_, step_ + merge_.delay, t_bwd_, -1));
-  if (merge_.delay > 0) {
+  for (auto& bk : plan_average(plan_.local_layers(), layers_.ranges, o_.bucket_cap_bytes))
+    sent.push_back(copies_.launch(b_, bk, step_, step_ + policy_.merge.delay, launches_.t_bwd, -1));
+  if (policy_.merge.delay > 0) {
     for (auto& d : sent) copies_.defer(std::move(d));
     return;
   }
@@ -24,7 +24,7 @@ void LayerSync::periodic_average() {
     copies_.apply(d, /*in_step=*/true);
     InFlight f{d.bucket, {}, d.launch_s, d.bytes};
     f.works = d.works;
-    log_sync_event(f, now_s(), step_, t_bwd_);
+    log_sync_event(f, now_s(), step_, launches_.t_bwd);
   }
 }
 
@@ -52,7 +52,7 @@ void LayerSync::merge_delayed(bool all) {
 // SGD's, a switch's); the consensus copies of evaluation and the final average are not steps and are not logged.
 void LayerSync::average_all(bool count_stats, bool log) {
   const int64_t bytes0 = coll_.stats().bytes;
-  average_layers(local_layers(), o_.average_optimizer_state, /*all_buffers=*/true, log);
+  average_layers(plan_.local_layers(), o_.average_optimizer_state, /*all_buffers=*/true, log);
   if (!count_stats) coll_.stats().bytes = bytes0;
 }
 
@@ -60,7 +60,7 @@ void LayerSync::average_all(bool count_stats, bool log) {
 // chosen layers, or of all layers.
 void LayerSync::average_layers(const std::vector<bool>& which, bool optimizer_state, bool all_buffers, bool log) {
   std::vector<InFlight> sent;
-  for (auto& bk : plan_average(which, ranges_, o_.bucket_cap_bytes)) {
+  for (auto& bk : plan_average(which, layers_.ranges, o_.bucket_cap_bytes)) {
     InFlight f{bk, {}, now_s()};
     for (auto& part : bucket_parts(bk, !all_buffers, optimizer_state ? a_.state_slots : 0, a_.num_params))
       f.works.push_back(coll_.average(b_, arena_ptr(a_, part), part.n, part.what));
@@ -72,7 +72,7 @@ void LayerSync::average_layers(const std::vector<bool>& which, bool optimizer_st
     for (auto& w : f.works) w->wait();
   if (buffers) buffers->wait();
   if (log)
-    for (auto& f : sent) log_sync_event(f, now_s(), step_, t_bwd_);
+    for (auto& f : sent) log_sync_event(f, now_s(), step_, launches_.t_bwd);
 }
 
 void LayerSync::finalize() {

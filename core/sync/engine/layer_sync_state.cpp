@@ -8,27 +8,28 @@ namespace dd::sync {
 
 std::string LayerSync::save_state() {
   ByteWriter w;
-  w.put_str(policy_spec_);
-  w.put<uint64_t>(next_switch_);
+  w.put_str(policy_.spec);
+  w.put<uint64_t>(policy_.next_switch);
   w.put<int64_t>(step_);
-  w.put_vec(stale_);
+  w.put_vec(plan_.stale);
   // The votes still to be applied (in flight or agreed): their sums, to apply at the same steps after a resume.
-  controls_.save(w);
+  votes_.queue.save(w);
   // Delayed averages in flight: their all-reduces are finished now; theta(t) and avg(theta(t)) are kept, to be
   // merged at the same step after a resume.
   copies_.save(w);
-  signals_.save(w);
+  votes_.signals.save(w);
   profile_.save(w);
-  w.put<int64_t>(plan_version_);
-  w.put<int64_t>(fallback_until_);
-  w.put_bools(lockstep_);
-  w.put_str(caps_.checkpointed ? caps_.checkpointed->save_state() : std::string());
+  w.put<int64_t>(policy_.plan_version);
+  w.put<int64_t>(plan_.fallback_until);
+  w.put_bools(plan_.lockstep);
+  w.put_str(policy_.caps.checkpointed ? policy_.caps.checkpointed->save_state() : std::string());
   pm_.save(w);
   auto_.save(w);
-  w.put<int64_t>(policy_->first_step());
-  control_file_.save(w);
-  w.put<uint32_t>(uint32_t(changes_.size()));  // the switches so far (summary.json lists them after a resume too)
-  for (auto& c : changes_) {
+  w.put<int64_t>(policy_.policy->first_step());
+  votes_.file.save(w);
+  // The switches so far (summary.json lists them after a resume too).
+  w.put<uint32_t>(uint32_t(policy_.changes.size()));
+  for (auto& c : policy_.changes) {
     w.put<int64_t>(c.step);
     w.put_str(c.spec);
     w.put_str(c.source);
@@ -40,31 +41,31 @@ std::string LayerSync::save_state() {
 void LayerSync::load_state(const std::string& blob) {
   ByteReader r(blob);
   const std::string spec = r.get_str();
-  if (spec != policy_spec_) set_policy(PolicySpec::parse(spec));  // after a switch (collective for hier's sub-groups)
-  next_switch_ = r.get<uint64_t>();
+  if (spec != policy_.spec) set_policy(PolicySpec::parse(spec));  // after a switch (collective for hier's sub-groups)
+  policy_.next_switch = r.get<uint64_t>();
   step_ = r.get<int64_t>();
   auto stale = r.get_vec<int64_t>();
-  if (stale.size() != stale_.size()) throw UsageError("checkpoint: engine state is for another model");
-  stale_ = stale;
-  controls_.load(r, generation_, layout_);
+  if (stale.size() != plan_.stale.size()) throw UsageError("checkpoint: engine state is for another model");
+  plan_.stale = stale;
+  votes_.queue.load(r, policy_.generation, votes_.layout);
   copies_.load(r, num_layers());
-  signals_.load(r);
+  votes_.signals.load(r);
   profile_.load(r);
-  plan_version_ = r.get<int64_t>();
-  fallback_until_ = r.get<int64_t>();
+  policy_.plan_version = r.get<int64_t>();
+  plan_.fallback_until = r.get<int64_t>();
   auto lockstep = r.get_bools();
-  if (lockstep.size() != lockstep_.size()) throw UsageError("checkpoint: engine state is for another model");
-  lockstep_ = lockstep;
+  if (lockstep.size() != plan_.lockstep.size()) throw UsageError("checkpoint: engine state is for another model");
+  plan_.lockstep = lockstep;
   const std::string policy_state = r.get_str();
-  if (caps_.checkpointed) caps_.checkpointed->load_state(policy_state);
+  if (policy_.caps.checkpointed) policy_.caps.checkpointed->load_state(policy_state);
   pm_.load(r);
   auto_.load(r);
   // The step the policy came into force (absent in checkpoints written before it was kept: 0, as they assumed).
-  policy_->start_at(r.done() ? 0 : r.get<int64_t>());
+  policy_.policy->start_at(r.done() ? 0 : r.get<int64_t>());
   // What the control file last held (absent before it was kept: the file is read afresh, as those runs did).
-  if (!r.done()) control_file_.load(r);
+  if (!r.done()) votes_.file.load(r);
   // The switches before the checkpoint (absent before they were kept: none listed).
-  changes_.clear();
+  policy_.changes.clear();
   if (!r.done()) {
     const uint32_t n = r.get<uint32_t>();
     if (n > (1u << 20)) throw UsageError("checkpoint: engine state lists too many policy switches");
@@ -73,12 +74,12 @@ void LayerSync::load_state(const std::string& blob) {
       c.step = r.get<int64_t>();
       c.spec = r.get_str();
       c.source = r.get_str();
-      changes_.push_back(std::move(c));
+      policy_.changes.push_back(std::move(c));
     }
   }
   // The all-reduces recorded for a profile so far (absent before they were: none).
   if (!r.done()) profile_.load_comm(r);
-  plan_version_ = policy_plan_version();
+  policy_.plan_version = policy_.reported_version();
   record_decisions();  // as restored (a resumed metrics.h5 keeps only what was decided by the checkpoint)
   if (!r.done()) throw UsageError("checkpoint: engine state has trailing bytes");
 }

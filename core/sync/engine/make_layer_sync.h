@@ -10,7 +10,7 @@
 #include "core/optim/optimizer.h"
 #include "core/sync/control/control_file.h"
 #include "core/sync/engine/in_place_undo.h"
-#include "core/sync/engine/sync_engine.h"
+#include "core/sync/engine/sync_session.h"
 #include "core/sync/policy/layer_meta.h"
 #include "core/sync/policy/policy_spec.h"
 #include "core/sync/profile/profile_carry.h"

@@ -1,9 +1,9 @@
-// The sync engine as the training loop sees it (docs/design.md "One training step"): the step as a protocol
-// (SyncEngine) and the run around it (SyncSession). Implemented by LayerSync (layer_sync.h), built by
-// make_layer_sync (make_layer_sync.h).
+// The sync engine's step as the training loop sees it (docs/design.md "One training step"): a protocol of five
+// calls (SyncEngine). What lies outside a step is in small parts of their own (sync_session.h). Implemented by
+// LayerSync (layer_sync.h), built by make_layer_sync (make_layer_sync.h).
 #pragma once
 #include <cstdint>
-#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,66 +30,41 @@ struct StepEnd {
   bool anomaly = false;  // a local anomaly (non-finite gradient or loss, a loss spike): rides in the control votes
 };
 
-// The updates of a step, as the engine allows them (finalize_backward).
-class LayerUpdates {
+// A layer that may be updated now, at the learning rate times lr_factor (staleness scaling gamma^stale; 1 when off).
+struct LayerUpdate {
+  int layer;
+  float lr_factor;
+};
+
+// The layers of a step in the order they may be updated (finalize_backward): next() hands out the next one, after
+// waiting for the collectives of the bucket that guards it; std::nullopt once every layer was handed out (the
+// backward's timeline is then recorded). The caller takes them all before end().
+class ReadyLayers {
  public:
-  virtual ~LayerUpdates() = default;
-  // Deferred updates: every collective the step's updates need has ended, no layer is updated yet.
-  virtual void synced() {}
-  // Layer l may be updated now, at the learning rate times lr_factor (staleness scaling gamma^stale; 1 when off).
-  virtual void update(int layer, float lr_factor) = 0;
+  virtual std::optional<LayerUpdate> next() = 0;
+
+ protected:
+  ~ReadyLayers() = default;
 };
 
 // The step, shaped like PyTorch's Reducer: begin() opens the step and returns what the ranks agreed;
 // prepare_for_backward() marks the origin of the backward's timeline; the model's backward calls
 // on_layer_ready(l) (nn::BackwardHook) as each layer's gradient is final, which launches its bucket when due;
-// finalize_backward() hands the layers to the updates as they may be updated; end() closes the step with this
-// rank's report and returns its communication.
+// finalize_backward() returns the layers in the order they may be updated, which the caller updates as it takes
+// them; end() closes the step with this rank's report and returns its communication. No call goes back into the
+// caller: the engine hands out, the trainer updates.
 class SyncEngine : public nn::BackwardHook {
  public:
   virtual StepStart begin(int64_t step) = 0;
   virtual void prepare_for_backward() = 0;
   // immediate: each layer as soon as it may be updated (layers that do not sync this step at once, synced layers as
   // their bucket completes, in launch order), overlapping the optimizer with the communication still in flight;
-  // otherwise synced() once every collective has ended, then every layer from the last down.
-  virtual void finalize_backward(LayerUpdates& updates, bool immediate) = 0;
+  // otherwise every collective has ended when it returns (the deferred update's synced point), and the layers
+  // come from the last down.
+  virtual ReadyLayers& finalize_backward(bool immediate) = 0;
   // After the updates (e.g. the blocking whole-model averaging of plain Local SGD, the control votes).
   virtual StepCommStats end(const StepEnd& report) = 0;
   virtual ~SyncEngine() = default;
-};
-
-// A change of policy during a run: from `step` on, `spec`, requested by `source` ("--switch" or "control file").
-struct PolicyChange {
-  int64_t step;
-  std::string spec;
-  std::string source;
-};
-
-// A run's engine: the step (SyncEngine) and what lies outside a step.
-class SyncSession : public SyncEngine {
- public:
-  // The spec of the policy in force now (after the switches so far), and those switches, oldest first (kept in
-  // checkpoints, so a resumed run lists those made before it too).
-  virtual std::string policy_in_force() const = 0;
-  virtual const std::vector<PolicyChange>& policy_changes() const = 0;
-  // End of training: average every local layer once so all ranks hold the same model.
-  virtual void finalize() = 0;
-  // Host name of every rank, by rank (gathered once at construction; hier policies group ranks by it).
-  virtual const std::vector<std::string>& hosts() const = 0;
-  // Runs fn with the model's parameters and buffers replaced by their rank average (the consensus model that
-  // evaluation and users see), then restores the training state bit for bit. Collective: all ranks call it.
-  virtual void with_consensus(const std::function<void()>& fn) = 0;
-  // After an agreed anomaly (docs/design.md consistency rule): average every local layer once, then run all layers
-  // lock-step for `steps` steps.
-  virtual void fallback(int64_t steps) = 0;
-  // Layer l's learning-rate factor this step, as finalize_backward hands it out (tests and tools read it).
-  virtual float lr_factor(int layer) const = 0;
-  // This step's communication so far (what end() returns).
-  virtual StepCommStats step_stats() const = 0;
-  // Checkpoint support: the engine's and its policy's state after a completed step (waits for pending control
-  // votes). load_state is collective when the saved policy differs from the constructed one.
-  virtual std::string save_state() = 0;
-  virtual void load_state(const std::string& s) = 0;
 };
 
 }  // namespace dd::sync
