@@ -7,25 +7,12 @@
 #include <limits>
 #include <stdexcept>
 
+#include "base/bf16.h"
+
 namespace dd::sync {
 namespace {
 
 size_t blocks(size_t n) { return (n + kInt8Block - 1) / kInt8Block; }
-
-uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return uint16_t((u >> 16) | 0x0040u);  // NaN stays NaN
-  const uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
-  return uint16_t((u + rounding) >> 16);
-}
-
-float from_bf16(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 }  // namespace
 
@@ -41,7 +28,7 @@ size_t encoded_bytes(Codec c, size_t n) {
 void encode(Codec c, const float* x, size_t n, uint8_t* out) {
   if (c == Codec::Bf16) {
     for (size_t i = 0; i < n; ++i) {
-      const uint16_t h = to_bf16(x[i]);
+      const uint16_t h = bf16_bits(x[i]);
       std::memcpy(out + 2 * i, &h, 2);
     }
     return;
@@ -72,7 +59,7 @@ void decode(Codec c, const uint8_t* in, size_t n, float* out) {
     for (size_t i = 0; i < n; ++i) {
       uint16_t h;
       std::memcpy(&h, in + 2 * i, 2);
-      out[i] = from_bf16(h);
+      out[i] = bf16_value(h);
     }
     return;
   }
