@@ -18,6 +18,7 @@ probe's cosines cos(g_l(t0), g_l(t0+d)):
 The table goes to stdout; --save writes it as JSON with the provenance of the runs (their commands, machine, load
 and commit, from each run's sensitivity.json) for analysis/render_results.py.
 """
+import argparse
 import json
 import os
 import re
@@ -160,20 +161,14 @@ def study(out_dir):
 
 
 def main(argv):
-    save = None
-    if "--save" in argv:
-        i = argv.index("--save")
-        if i + 1 >= len(argv):
-            sys.exit("sensitivity_trained.py: --save needs a file")
-        save = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
-    if not argv or any(a.startswith("-") for a in argv):
-        sys.exit(__doc__.strip().splitlines()[2].strip() if not argv else
-                 "sensitivity_trained.py: unknown option %s" % next(a for a in argv if a.startswith("-")))
-    for d in argv:
+    ap = argparse.ArgumentParser(prog="sensitivity_trained.py", description="the sensitivity claims per probe")
+    ap.add_argument("runs", nargs="+", metavar="RUN_DIR", help="experiments/sensitivity.sh output folders")
+    ap.add_argument("--save", metavar="FILE", help="also write the table as JSON with the runs' provenance")
+    args = ap.parse_args(argv)
+    for d in args.runs:
         if not os.path.isdir(d):
-            sys.exit("sensitivity_trained.py: %s: no such run folder" % d)
-    doc = {"study": "sensitivity_trained", "runs": [study(d) for d in argv]}
+            ap.error("%s: no such run folder" % d)
+    doc = {"study": "sensitivity_trained", "runs": [study(d) for d in args.runs]}
     for run in doc["runs"]:
         acc = run.get("test_accuracy")
         print("%s: %d steps x batch %s, final loss %.3f, test accuracy %s" % (
@@ -183,7 +178,7 @@ def main(argv):
                                  for k, c in p["claims"].items())
             print("  %-5s step %5d  mean cos %s  %s" % (p["label"], p["step"], " ".join(
                 "%.3f" % v for v in p["mean_cosine"]), verdicts))
-    if save:
+    if args.save:
         trainings = [r["training"] for r in doc["runs"]]
         machines = [t["machine"] for t in trainings if t.get("machine")]
         start = dict(machines[0]) if machines else provenance.start(os.path.join(HERE, ".."))
@@ -192,8 +187,8 @@ def main(argv):
         provenance.stamp(doc, doc["command"], start)
         if len(machines) > 1:  # the load at the end is the last run's
             doc["machine"]["load_1m_end"] = machines[-1].get("load_1m_end")
-        provenance.write_json_atomic(save, provenance.repo_relative(doc, os.path.join(HERE, "..")))
-        print("wrote %s" % save)
+        provenance.write_json_atomic(args.save, provenance.repo_relative(doc, os.path.join(HERE, "..")))
+        print("wrote %s" % args.save)
 
 
 if __name__ == "__main__":
