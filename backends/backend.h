@@ -24,6 +24,17 @@ class Work {
 };
 using WorkPtr = std::shared_ptr<Work>;
 
+// Waits for every work, ignoring their errors (never throws): what an owner of the buffers the works write into
+// calls before it frees them, e.g. while an exception unwinds past a step with collectives in flight.
+inline void wait_all_quietly(const std::vector<WorkPtr>& works) noexcept {
+  for (const auto& w : works) {
+    try {
+      if (w) w->wait();
+    } catch (...) {
+    }
+  }
+}
+
 // Blocking byte collectives on a group's data channel, handed to a Backend::run_bytes operation on the
 // communication thread (compressed layer sync builds its quantized reduce-scatter + all-gather from them).
 class ByteChannel {

@@ -58,6 +58,11 @@ struct Trainer::Impl {
   // steps on every rank). params..layer_steps: this rank's state once a loss is undone, what each attempt at a new
   // world starts from (taken only when a peer is lost).
   struct Shrink {
+    // A look still in flight (a run left by an exception between two check steps) is waited for: the backend,
+    // which outlives the trainer, writes its answer into look_flags.
+    ~Shrink() {
+      if (look) wait_all_quietly({look});
+    }
     std::unique_ptr<Backend>* owner = nullptr;
     BackendMaker make;
     std::unique_ptr<KeyStore> store;

@@ -20,12 +20,7 @@ float* arena_ptr(const Arenas& a, const BucketPart& p) {
 }
 
 CopyAverages::~CopyAverages() {
-  try {
-    for (auto& d : delayed_)
-      for (auto& w : d.works)
-        if (w) w->wait();
-  } catch (...) {
-  }
+  for (const auto& d : delayed_) wait_all_quietly(d.works);
 }
 
 CopyAverage CopyAverages::launch(Backend& g, const Bucket& bk, int64_t step, int64_t merge_step, double t_bwd,

@@ -9,6 +9,11 @@
 
 namespace dd::sync {
 
+Launches::~Launches() {
+  for (const auto& f : inflight) wait_all_quietly(f.works);
+  for (const auto& c : instep) wait_all_quietly(c.works);
+}
+
 void Launches::plan(const std::vector<Action>& actions, const std::vector<LayerRange>& ranges, int64_t first_bytes,
                     int64_t cap_bytes) {
   buckets = plan_buckets(actions, ranges, first_bytes, cap_bytes);

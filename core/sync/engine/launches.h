@@ -34,6 +34,11 @@ struct UpdateCursor {
 class Launches {
  public:
   explicit Launches(int layers) : trigger(size_t(layers), -1), ready(size_t(layers), 0.0) {}
+  // Waits for the collectives still in flight (a step left by an exception, e.g. an agreed anomaly stop): they
+  // write into the gradient arena and the copies' buffers, which are freed after this.
+  ~Launches();
+  Launches(const Launches&) = delete;
+  Launches& operator=(const Launches&) = delete;
   // This step's buckets for `actions` (a small first bucket, then up to cap_bytes each); nothing launched yet.
   void plan(const std::vector<Action>& actions, const std::vector<LayerRange>& ranges, int64_t first_bytes,
             int64_t cap_bytes);
