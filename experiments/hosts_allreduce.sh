@@ -5,22 +5,11 @@
 # before/after, commit. Root only. Usage: experiments/hosts_allreduce.sh BIN [SIZES] [ITERS] [RATE] [OUT]
 set -euo pipefail
 usage="Usage: experiments/hosts_allreduce.sh BIN [SIZES] [ITERS] [RATE] [OUT]  (root; e.g. build/dreamddp 1M:64M 10 1gbit)"
-case ${1:-} in
-  -h|--help) echo "$usage"; exit 0 ;;
-  -*) echo "$usage" >&2; echo "hosts_allreduce.sh: unknown option $1" >&2; exit 2 ;;
-  "") echo "$usage" >&2; exit 2 ;;
-esac
+. "$(dirname "${BASH_SOURCE[0]}")/lib/hosts_bench.sh" hosts_allreduce.sh "$usage" "$@"
 bin=$(realpath "$1") sizes=${2:-1M:16M} iters=${3:-5} rate=${4:-1gbit}
-src=$(cd "$(dirname "$0")/.." && pwd)
 out=${5:-$src/experiments/results/hosts_allreduce.md}
-hosts=$src/tests/cluster/hosts.sh
 name=hb$(($$ % 100000))
-[ "$(id -u)" = 0 ] || { echo "needs root (tests/cluster/hosts.sh)" >&2; exit 2; }
-trap '"$hosts" down "$name" >/dev/null 2>&1 || true' EXIT
-trap 'exit 130' INT TERM
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-"$hosts" up "$name" 2 "$rate" >/dev/null
-"$hosts" start "$name" redis
+hosts_bench_up "$name" "$rate"
 cd "$src"
 run() {  # run TAG HOST-OF-RANK-0..3: rank 0's table on stdout
   local tag=$1 r pids=(); shift
@@ -37,7 +26,6 @@ run() {  # run TAG HOST-OF-RANK-0..3: rank 0's table on stdout
 }
 two=$(run two h0 h0 h1 h1)
 one=$(run one h0 h0 h0 h0)
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 {
   echo "# bench allreduce: 2 hosts x 2 ranks at $rate vs 4 ranks on one host"
   echo
@@ -45,10 +33,7 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "  \`RANK=r WORLD_SIZE=4 dreamddp bench allreduce --backend gloo --iface eth0 --rendezvous redis://h0:6379/JOB"
   echo "  --sizes $sizes --iters $iters --threads 1\`; ranks 0, 1 on h0 and 2, 3 on h1 (each host's link shaped to"
   echo "  $rate both ways), then all 4 on h0 (same namespace: loopback-speed, unshaped)"
-  echo "* date (UTC): $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "* machine: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores shared by all 4 ranks of either run"
-  echo "* load average (1, 5, 15 min) before: $load_before; after: $load_after"
-  echo "* commit: $(git -C "$src" rev-parse --short HEAD)$(git -C "$src" diff --quiet HEAD -- . || echo ' (with local changes)')"
+  hosts_provenance "all 4 ranks of either run"
   echo
   echo "## 2 hosts x 2 ranks, $rate links (rank 0's output)"
   echo

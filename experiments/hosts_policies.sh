@@ -8,13 +8,8 @@
 # Root only. Usage: experiments/hosts_policies.sh BIN [STEPS] [BATCH] [RATE] [REPS] [OUT] [POLICY...]
 set -euo pipefail
 usage="Usage: experiments/hosts_policies.sh BIN [STEPS] [BATCH] [RATE] [REPS] [OUT] [POLICY...]  (root; e.g. build/dreamddp 300 8 1gbit 2)"
-case ${1:-} in
-  -h|--help) echo "$usage"; exit 0 ;;
-  -*) echo "$usage" >&2; echo "hosts_policies.sh: unknown option $1" >&2; exit 2 ;;
-  "") echo "$usage" >&2; exit 2 ;;
-esac
+. "$(dirname "${BASH_SOURCE[0]}")/lib/hosts_bench.sh" hosts_policies.sh "$usage" "$@"
 bin=$(realpath "$1") steps=${2:-300} batch=${3:-8} rate=${4:-1gbit} reps=${5:-2}
-src=$(cd "$(dirname "$0")/.." && pwd)
 out=${6:-$src/experiments/results/hosts_policies.md}
 shift $(($# < 6 ? $# : 6))
 policies=("$@")
@@ -22,16 +17,11 @@ policies=("$@")
 for v in "$steps" "$batch" "$reps"; do
   [[ $v =~ ^[1-9][0-9]{0,5}$ ]] || { echo "$usage" >&2; echo "hosts_policies.sh: not a count: $v" >&2; exit 2; }
 done
-hosts=$src/tests/cluster/hosts.sh
 name=hp$(($$ % 100000))
-[ "$(id -u)" = 0 ] || { echo "needs root (tests/cluster/hosts.sh)" >&2; exit 2; }
+hosts_need_root
 # Run directories in the machine's /var/tmp: each host's /tmp is its own, and only rank 0 writes the summary.
 work=$(mktemp -d /var/tmp/hosts_policies.XXXXXX)
-trap '"$hosts" down "$name" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-"$hosts" up "$name" 2 "$rate" >/dev/null
-"$hosts" start "$name" redis
+hosts_bench_up "$name" "$rate" "$work"
 cd "$src"
 where=(h0 h0 h1 h1)
 rows=()
@@ -68,7 +58,6 @@ for ((rep = 1; rep <= reps; rep++)); do
     rows+=("$row")
   done
 done
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 table=$(printf '%s\n' "${rows[@]}")
 medians=$(echo "$table" | /usr/bin/python3 -c '
 import sys, statistics
@@ -94,10 +83,7 @@ if best:
   echo "  \`RANK=r WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 dreamddp train --model mlp --data synthetic --batch $batch --steps $steps"
   echo "  --threads 1 --policy P --backend gloo --iface eth0 --rendezvous redis://h0:6379/JOB\`; ranks 0, 1 on h0 and"
   echo "  2, 3 on h1, each host's link shaped to $rate both ways, the ranks of a host over its loopback"
-  echo "* date (UTC): $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "* machine: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores shared by all 4 ranks"
-  echo "* load average (1, 5, 15 min) before: $load_before; after: $load_after"
-  echo "* commit: $(git -C "$src" rev-parse --short HEAD)$(git -C "$src" diff --quiet HEAD -- . || echo ' (with local changes)')"
+  hosts_provenance "all 4 ranks"
   echo
   echo "Launch to exit: from the start of the first rank to the exit of the last, $steps x $batch x 4 samples over"
   echo "that time. Timed window: the trainer's own \`samples_per_s\` (after its warm-up steps). MB: bytes rank 0 sent."
