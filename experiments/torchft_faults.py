@@ -1,14 +1,19 @@
 #!/usr/bin/python3
-"""torchft fault study: one SIGKILL of a rank in the middle of a run and its restart, under torchft 0.2.0's fault
+"""torchft fault study: one fault of a rank in the middle of a run (a SIGKILL and its restart, a SIGSTOP, or its link
+cut), under torchft 0.2.0's fault
 tolerance (LocalSGD; every rank a replica group, the lighthouse in rank 0, Manager min_replica_size=1, the killed
 replica started again by its supervisor and healed from a live one) against ours (`train --on-peer-loss shrink`
 under `launch --max-restarts`: survivors shrink, the lost rank rejoins), each against its own fault-free run.
 
   /usr/bin/python3 experiments/torchft_faults.py --out runs/torchft-faults --results experiments/results/torchft_faults.json
       [--ranks 3] [--netem 1gbit] [--model mlp] [--batch 32] [--steps 1600] [--sync-every 8] [--kill-at 25] [--repeats 1]
+      [--faults kill,stop,partition] [--partition-s 6]
 
-Rank 1 is killed --kill-at seconds after the launch (rank 0 hosts torchft's lighthouse and writes our metrics,
-so it is spared, as in experiments/chaos.py). Both systems use --timeout 3 for collectives.
+Rank 1 takes each fault of --faults, one per run, --kill-at seconds after the launch (rank 0 hosts torchft's
+lighthouse and writes our metrics, so it is spared, as in experiments/chaos.py): kill, SIGKILL (the launcher or the
+supervisor starts it again); stop, SIGSTOP for 2 x --timeout, then SIGCONT; partition, its link down for
+--partition-s seconds (chaos.py's injections). Both systems use --timeout 3 for collectives. Each repeat runs the
+fault-free reference of both systems once, then every fault; the order of the systems alternates per repeat.
 
 Recovery per event. Ours: from metrics.h5 /events (shrink: detect, agree, rebuild, recover; rejoin: admitted
 in), plus the time from the kill to the rejoin row's step. torchft: from rank 0's commit log (unix time, manager
@@ -61,7 +66,7 @@ def pids_with_parent(ppid):
 
 
 def run(a, system, fault, d):
-    """One run: returns its record. fault: kill rank 1 at --kill-at seconds, or not."""
+    """One run: returns its record. fault: None, or what rank 1 takes at --kill-at seconds (kill, stop, partition)."""
     if system == "ours":
         cmd = [a.bin, "launch", "-n", str(a.ranks), "--netem", a.netem] + (["--max-restarts", "1"] if fault else []) + [
             "--", "train", "--model", a.model, "--data", "synthetic", "--batch", str(a.batch), "--threads", "1",
@@ -84,19 +89,23 @@ def run(a, system, fault, d):
             time.sleep(0.05)
         ranks = chaos.children_env(p.pid)
         if 1 in ranks:
-            pid = ranks[1][0]
+            pid, env = ranks[1]
             if system == "torchft":  # the supervised child, not its supervisor
                 kids = pids_with_parent(pid)
                 pid = kids[0] if kids else None
             if pid:
                 kill = time.time()
-                os.kill(pid, signal.SIGKILL)
+                try:
+                    chaos._inject(fault, pid, env, a)
+                except (OSError, subprocess.CalledProcessError) as e:  # the rank ended meanwhile, or ip failed
+                    print("torchft_faults: %s of rank 1 failed: %s" % (fault, e), file=sys.stderr)
+                    kill = None
     out = p.communicate(timeout=a.limit_s)[0] if system == "torchft" else (p.wait(timeout=a.limit_s) and "")
     wall = time.time() - t0
     log.close()
     shown = " ".join({a.bin: "$DREAMDDP_BIN", a.peer_python: "$PEER_PYTHON", PEER: "peers/torchft_peer.py"}.get(x)
                      or shlex.quote(provenance.rel_to_repo(x, REPO)) for x in cmd)
-    r = {"system": system, "fault": "kill rank 1" if fault else None, "rc": p.returncode, "wall_s": round(wall, 2),
+    r = {"system": system, "fault": "%s rank 1" % fault if fault else None, "rc": p.returncode, "wall_s": round(wall, 2),
          "kill_s_after_launch": round(kill - t0, 2) if kill else None, "command": shown}
     if system == "ours":
         evs = chaos.events(os.path.join(d, "metrics.h5"))
@@ -140,14 +149,21 @@ def main():
     ap.add_argument("--sync-every", dest="h", type=int, default=8)
     ap.add_argument("--kill-at", type=float, default=25)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--faults", default="kill", help="comma-separated: kill, stop, partition")
+    ap.add_argument("--partition-s", type=float, default=6)
     ap.add_argument("--limit-s", type=float, default=600)
     ap.add_argument("--bin", default=os.environ.get("DREAMDDP_BIN", os.path.join(REPO, "build", "dreamddp")))
     a = ap.parse_args()
     preflight(a, fail)
     if a.ranks < 3:
         fail("--ranks must be at least 3 (ours continues only with more than half of the ranks)")
-    if a.steps % a.h or a.steps <= a.h or min(a.batch, a.repeats) < 1 or a.kill_at <= 0:
-        fail("--steps must be a multiple of --sync-every above it; --batch, --repeats, --kill-at positive")
+    if a.steps % a.h or a.steps <= a.h or min(a.batch, a.repeats) < 1 or a.kill_at <= 0 or a.partition_s <= 0:
+        fail("--steps must be a multiple of --sync-every above it; --batch, --repeats, --kill-at, --partition-s "
+             "positive")
+    faults = [f for f in a.faults.split(",") if f]
+    if not faults or any(f not in ("kill", "stop", "partition") for f in faults) or len(set(faults)) < len(faults):
+        fail("--faults: one or more of kill, stop, partition, each once (got %r)" % a.faults)
+    a.timeout = 3  # chaos._inject: a stop lasts 2 x the collectives' timeout
     command = "DREAMDDP_BIN=... PEER_PYTHON=... /usr/bin/python3 experiments/torchft_faults.py " + " ".join(
         shlex.quote(provenance.rel_to_repo(x, REPO)) for x in sys.argv[1:])
     start = provenance.start(REPO)
@@ -155,24 +171,25 @@ def main():
     with open(LOCK, "a") as lk:
         fcntl_lock(lk)
         for rep in range(1, a.repeats + 1):
-            seq = [("ours", False), ("torchft", False), ("ours", True), ("torchft", True)]
-            for system, fault in (seq if rep % 2 else seq[::-1]):
-                d = os.path.join(a.out, "%s-%s.r%d" % (system, "kill" if fault else "none", rep))
-                r = run(a, system, fault, d)
-                r.update({"repeat": rep, "load_1m": provenance.load_1m()})
-                runs.append(r)
+            systems = ("ours", "torchft") if rep % 2 else ("torchft", "ours")
+            for fault in [None] + faults:
+                for system in systems:
+                    d = os.path.join(a.out, "%s-%s.r%d" % (system, fault or "none", rep))
+                    r = run(a, system, fault, d)
+                    r.update({"repeat": rep, "load_1m": provenance.load_1m()})
+                    runs.append(r)
     for r in runs:
         ref = [x for x in runs if x["system"] == r["system"] and not x["fault"] and x["repeat"] == r["repeat"]]
         ok = r["rc"] == 0 and ref and ref[0]["samples"] and ref[0]["wall_s"]
         r["goodput"] = round((r["samples"] / r["wall_s"]) / (ref[0]["samples"] / ref[0]["wall_s"]), 3) if ok else None
         r["delivered"] = round(r["samples"] / float(a.steps * a.ranks * a.batch), 3)
     doc = {"study": "torchft_faults", "set_up": {k: getattr(a, k) for k in (
-        "ranks", "netem", "model", "batch", "steps", "h", "kill_at", "repeats")}, "runs": runs}
+        "ranks", "netem", "model", "batch", "steps", "h", "kill_at", "repeats", "faults", "partition_s")}, "runs": runs}
     peer = None
     for r in runs:
         if r["system"] == "torchft" and r.get("commits") is not None:
             j = json.loads(open(os.path.join(a.out, "torchft-%s.r%d.json" % (
-                "kill" if r["fault"] else "none", r["repeat"]))).read())
+                r["fault"].split()[0] if r["fault"] else "none", r["repeat"]))).read())
             peer = {"script": "peers/torchft_peer.py", "blas": j["blas"], "gemm_gflops": j["gemm_gflops"],
                     "threads": j["threads"], "torch": j["torch"], "torchft": j["peer"][len("torchft-"):]}
             break

@@ -77,7 +77,7 @@ def render_torchft_faults(results, name="torchft_faults.json"):
                             for s, k, dt in r.get("events", [])) or "-"
         else:
             v = r.get("recovery") or {}
-            rec = "-" if not v else ("first sync without the lost replica %s s after the kill, with all again %s s "
+            rec = "-" if not v else ("first sync without the lost replica %s s after the fault, with all again %s s "
                                      "after; syncs not committed: %d" % (
                                          _f(v.get("to_first_commit_without_lost_s"), "%.1f"),
                                          _f(v.get("to_first_commit_with_all_again_s"), "%.1f"),
@@ -86,6 +86,10 @@ def render_torchft_faults(results, name="torchft_faults.json"):
             "ours" if r["system"] == "ours" else "torchft", r["fault"] or "none", r["rc"], r["wall_s"], r["samples"],
             _f(r.get("goodput"), "%.3f"), rec))
     su = d["set_up"]
-    out += ["", "%s, batch %d, %d ranks on %s, Local SGD H=%d, %d steps; rank 1 killed %g s after the launch. %s" % (
-        su["model"], su["batch"], su["ranks"], su["netem"], su["h"], su["steps"], su["kill_at"], _prov(d)), ""]
+    faults = su.get("faults", "kill").split(",")
+    what = "; ".join({"kill": "killed (SIGKILL, then started again)", "stop": "stopped (SIGSTOP for 6 s, then SIGCONT)",
+                      "partition": "its link down for %g s" % su.get("partition_s", 0)}[f] for f in faults)
+    out += ["", "%s, batch %d, %d ranks on %s, Local SGD H=%d, %d steps; rank 1 %s %g s after the launch, one fault "
+            "per run. %s" % (su["model"], su["batch"], su["ranks"], su["netem"], su["h"], su["steps"], what,
+                             su["kill_at"], _prov(d)), ""]
     return "\n".join(out)
