@@ -7,7 +7,7 @@ under `launch --max-restarts`: survivors shrink, the lost rank rejoins), each ag
 
   /usr/bin/python3 experiments/torchft_faults.py --out runs/torchft-faults --results experiments/results/torchft_faults.json
       [--ranks 3] [--netem 1gbit] [--model mlp] [--batch 32] [--steps 1600] [--sync-every 8] [--kill-at 25] [--repeats 1]
-      [--faults kill,stop,partition] [--partition-s 6]
+      [--faults kill,stop,partition] [--partition-s 6] [--restarts 3]
 
 Rank 1 takes each fault of --faults, one per run, --kill-at seconds after the launch (rank 0 hosts torchft's
 lighthouse and writes our metrics, so it is spared, as in experiments/chaos.py): kill, SIGKILL (the launcher or the
@@ -68,7 +68,8 @@ def pids_with_parent(ppid):
 def run(a, system, fault, d):
     """One run: returns its record. fault: None, or what rank 1 takes at --kill-at seconds (kill, stop, partition)."""
     if system == "ours":
-        cmd = [a.bin, "launch", "-n", str(a.ranks), "--netem", a.netem] + (["--max-restarts", "1"] if fault else []) + [
+        restarts = ["--max-restarts", str(a.restarts)] if fault else []
+        cmd = [a.bin, "launch", "-n", str(a.ranks), "--netem", a.netem] + restarts + [
             "--", "train", "--model", a.model, "--data", "synthetic", "--batch", str(a.batch), "--threads", "1",
             "--steps", str(a.steps), "--policy", "localsgd:k=%d" % a.h, "--optimizer", "sgd", "--lr", "0.01",
             "--momentum", "0.9", "--lr-schedule", "const", "--warmup", "0", "--timeout", "3", "--eval-samples", "8",
@@ -78,7 +79,7 @@ def run(a, system, fault, d):
                "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", a.peer_python, PEER, "--algo",
                "localsgd", "--sync-every", str(a.h), "--model", a.model, "--optimizer", "sgd", "--batch",
                str(a.batch), "--steps", str(a.steps - a.h), "--warmup", str(a.h), "--timeout", "3",
-               "--heartbeat-timeout", "2", "--min-replicas", "1", "--supervise", "1" if fault else "0"]
+               "--heartbeat-timeout", "2", "--min-replicas", "1", "--supervise", str(a.restarts) if fault else "0"]
     os.makedirs(os.path.dirname(d), exist_ok=True)
     log = open(d + ".log", "w")
     t0 = time.time()
@@ -151,15 +152,17 @@ def main():
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--faults", default="kill", help="comma-separated: kill, stop, partition")
     ap.add_argument("--partition-s", type=float, default=6)
+    ap.add_argument("--restarts", type=int, default=3, help="restarts of a rank: launch --max-restarts (ours), "
+                    "the peer's --supervise (torchft)")
     ap.add_argument("--limit-s", type=float, default=600)
     ap.add_argument("--bin", default=os.environ.get("DREAMDDP_BIN", os.path.join(REPO, "build", "dreamddp")))
     a = ap.parse_args()
     preflight(a, fail)
     if a.ranks < 3:
         fail("--ranks must be at least 3 (ours continues only with more than half of the ranks)")
-    if a.steps % a.h or a.steps <= a.h or min(a.batch, a.repeats) < 1 or a.kill_at <= 0 or a.partition_s <= 0:
-        fail("--steps must be a multiple of --sync-every above it; --batch, --repeats, --kill-at, --partition-s "
-             "positive")
+    if a.steps % a.h or a.steps <= a.h or min(a.batch, a.repeats, a.restarts) < 1 or min(a.kill_at, a.partition_s) <= 0:
+        fail("--steps must be a multiple of --sync-every above it; --batch, --repeats, --kill-at, --partition-s, "
+             "--restarts positive")
     faults = [f for f in a.faults.split(",") if f]
     if not faults or any(f not in ("kill", "stop", "partition") for f in faults) or len(set(faults)) < len(faults):
         fail("--faults: one or more of kill, stop, partition, each once (got %r)" % a.faults)
@@ -184,7 +187,8 @@ def main():
         r["goodput"] = round((r["samples"] / r["wall_s"]) / (ref[0]["samples"] / ref[0]["wall_s"]), 3) if ok else None
         r["delivered"] = round(r["samples"] / float(a.steps * a.ranks * a.batch), 3)
     doc = {"study": "torchft_faults", "set_up": {k: getattr(a, k) for k in (
-        "ranks", "netem", "model", "batch", "steps", "h", "kill_at", "repeats", "faults", "partition_s")}, "runs": runs}
+        "ranks", "netem", "model", "batch", "steps", "h", "kill_at", "repeats", "faults", "partition_s",
+        "restarts")}, "runs": runs}
     peer = None
     for r in runs:
         if r["system"] == "torchft" and r.get("commits") is not None:
