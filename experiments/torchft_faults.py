@@ -106,7 +106,8 @@ def run(a, system, fault, d):
     log.close()
     shown = " ".join({a.bin: "$DREAMDDP_BIN", a.peer_python: "$PEER_PYTHON", PEER: "peers/torchft_peer.py"}.get(x)
                      or shlex.quote(provenance.rel_to_repo(x, REPO)) for x in cmd)
-    r = {"system": system, "fault": "%s rank 1" % fault if fault else None, "rc": p.returncode, "wall_s": round(wall, 2),
+    r = {"system": system, "fault": "%s rank 1" % fault if fault else None, "rc": p.returncode,
+         "wall_s": round(wall, 2),
          "kill_s_after_launch": round(kill - t0, 2) if kill else None, "command": shown}
     if system == "ours":
         evs = chaos.events(os.path.join(d, "metrics.h5"))
