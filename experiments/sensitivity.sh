@@ -139,7 +139,9 @@ $PY - "$OUT" "$SAVE" <<'PYEOF' | tee "$OUT/summary.txt"
 import json, os, re, sys, warnings
 import h5py, numpy as np
 sys.path.insert(0, os.environ["PROV_LIB"])
+sys.path.insert(0, os.path.join(os.environ["PROV_LIB"], "..", "..", "analysis"))
 import provenance
+from sensitivity_trained import early_blocks  # claim (a)'s candidates: the stem and each first-stage block
 
 out = sys.argv[1]
 save = sys.argv[2] if len(sys.argv) > 2 else ""
@@ -177,15 +179,6 @@ def group_of(model, name):
             return "blocks"
         return name
     return name
-
-def early_blocks(model, names):
-    """Claim (a)'s candidates: the stem and each residual block of the first stage -> their layer indices."""
-    out = {"stem": [i for i, n in enumerate(names) if n in ("conv1", "bn1")]}
-    for i, n in enumerate(names):
-        m = re.match(r"(layer1\.\d+)\.", n)
-        if m:
-            out.setdefault(m.group(1), []).append(i)
-    return {k: v for k, v in out.items() if v}
 
 print(f"\nLayer sensitivity: cos(g_l(t0), g_l(t0+d)), mean over probes (and ranks); groups: unweighted mean of layers")
 for run in sorted(os.listdir(out)):
@@ -270,7 +263,7 @@ claims = []
 resnets = [f for f in ("resnet50", "resnet18") if f in fixed]
 for fam in resnets:
     e = fixed[fam]
-    early = early_blocks(e[1], e[2])
+    early = early_blocks(e[2])
     cands = {k: cos_at(e, idx, 8) for k, idx in early.items()}
     known = {k: v for k, v in cands.items() if v is not None}
     best = max(known, key=known.get) if known else None
