@@ -1,4 +1,6 @@
 """The README's findings from measured runs: ties, wins, delay, elastic, GPU, step time, torchft."""
+import re
+
 from .common import _load, _median, _rel
 from .findings_cells import E2E_NOTE, _absent_line, _best_e2e, _sps, _sps_e2e, _vs, _vs_e2e, _where
 from .gpu import _gpu_rounds
@@ -184,10 +186,18 @@ def _finding_gpu(results):
                 _rel("gpu.md")))
 
 
+def _short_cpu(d):
+    """'Intel(R) Xeon(R) Processor' -> 'Intel Xeon', 'AMD EPYC 9B14' -> 'AMD EPYC'."""
+    cpu = re.sub(r"\((R|TM)\)", "", (d.get("machine") or {}).get("cpu", "?"))
+    return " ".join(cpu.split()[:2])
+
+
 def _finding_step_time(results):
-    docs = [d for d in (_load(results, "bench_step_t1.json"), _load(results, "bench_step_t2.json")) if d]
+    docs = [d for d in (_load(results, n) for n in ("bench_step_t1.json", "bench_step_t2.json",
+                                                    "bench_step_t1_intel.json", "bench_step_t2_intel.json")) if d]
     if not docs:
         return _absent_line("Step time against PyTorch", "step-time.md")
+    cpus = {_short_cpu(d) for d in docs}
     parts, slower = [], []
     for d in docs:
         rows = [r for r in d["results"] if r.get("ratio") is not None]
@@ -197,11 +207,12 @@ def _finding_step_time(results):
         peer = d.get("peer") or {}
         gemms = [r["peer"].get("gemm_gflops") for r in rows if r["peer"].get("gemm_gflops")]
         g = d["ours_gemm_gflops"]
-        parts.append("%d thread%s: %.2f–%.2fx over %d models (%s; peer GEMM %.0f–%.0f GFLOP/s, ours %.0f)" % (
-            d["threads"], "" if d["threads"] == 1 else "s", min(ratios), max(ratios), len(rows),
+        parts.append("%s%d thread%s: %.2f–%.2fx over %d models (%s; peer GEMM %.0f–%.0f GFLOP/s, ours %.0f)" % (
+            _short_cpu(d) + ", " if len(cpus) > 1 else "", d["threads"], "" if d["threads"] == 1 else "s", min(ratios), max(ratios), len(rows),
             ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), min(gemms), max(gemms),
             max(g["start"], g["end"])))
-        slower += ["%s at %d thread%s" % (r["model"], d["threads"], "" if d["threads"] == 1 else "s")
+        slower += ["%s at %d thread%s%s" % (r["model"], d["threads"], "" if d["threads"] == 1 else "s",
+                                            " (%s)" % _short_cpu(d) if len(cpus) > 1 else "")
                    for r in rows if r["ratio"] > 1.0]
         missing = [r["model"] for r in d["results"] if r.get("ratio") is None]
         if missing:
