@@ -68,7 +68,8 @@ def render_torchft_faults(results, name="torchft_faults.json"):
     if not d:
         return _absent("the torchft fault comparison", "run `experiments/torchft_faults.py --out runs/torchft-faults "
                        "--results experiments/results/torchft_faults.json`")
-    out = ["| system | fault | rc | wall s | samples in the model | goodput | recovery |", "|---|---|---|---|---|---|---|"]
+    out = ["| system | fault | rc | wall s | samples in the model | goodput | final loss | recovery |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in d["runs"]:
         if r["system"] == "ours":
             rec = "; ".join("%s at step %d: %s%s" % (
@@ -82,14 +83,15 @@ def render_torchft_faults(results, name="torchft_faults.json"):
                                          _f(v.get("to_first_commit_without_lost_s"), "%.1f"),
                                          _f(v.get("to_first_commit_with_all_again_s"), "%.1f"),
                                          v.get("failed_commits", 0)))
-        out.append("| %s | %s | %d | %.1f | %d | %s | %s |" % (
+        out.append("| %s | %s | %d | %.1f | %d | %s | %s | %s |" % (
             "ours" if r["system"] == "ours" else "torchft", r["fault"] or "none", r["rc"], r["wall_s"], r["samples"],
-            _f(r.get("goodput"), "%.3f"), rec))
+            _f(r.get("goodput"), "%.3f"), _f(r.get("final_loss"), "%.4f"), rec))
     su = d["set_up"]
     faults = su.get("faults", "kill").split(",")
-    what = "; ".join({"kill": "killed (SIGKILL, then started again)", "stop": "stopped (SIGSTOP for 6 s, then SIGCONT)",
-                      "partition": "its link down for %g s" % su.get("partition_s", 0)}[f] for f in faults)
-    out += ["", "%s, batch %d, %d ranks on %s, Local SGD H=%d, %d steps; rank 1 %s %g s after the launch, one fault "
-            "per run. %s" % (su["model"], su["batch"], su["ranks"], su["netem"], su["h"], su["steps"], what,
-                             su["kill_at"], _prov(d)), ""]
+    says = {"kill": "killed (SIGKILL, then started again)", "stop": "stopped (SIGSTOP for 6 s, then SIGCONT)",
+            "partition": "cut off (its link down for %g s)" % su.get("partition_s", 0)}
+    what = ", or ".join(says[f] for f in faults)
+    out += ["", "%s, batch %d, %d ranks on %s, Local SGD H=%d, %d steps; %g s after the launch rank 1 is %s (one "
+            "fault per run). %s" % (su["model"], su["batch"], su["ranks"], su["netem"], su["h"], su["steps"],
+                                    su["kill_at"], what, _prov(d)), ""]
     return "\n".join(out)
