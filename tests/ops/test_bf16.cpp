@@ -14,47 +14,21 @@
 
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <vector>
 
 #include "core/ops/ops.h"
+#include "tests/ops/bf16_bounds.h"
 
 using namespace dd;
 using namespace dd::ops;
+using namespace dd::bf16_test;
 
 namespace {
 
-constexpr double kU = 1.0 / 256, kU32 = 1.0 / (1 << 24);
-double gamma32(double n) { return n * kU32 / (1 - n * kU32); }
-double bf16_bound(double S, double E, double K) { return (2 * kU + kU * kU) * S + gamma32(K + 3) * ((1 + kU) * (1 + kU) * S + E); }
+double bf16_bound(double S, double E, double K) { return gemm_term(S, K) + gamma32(K + 3) * E; }
 double fp32_bound(double S, double E, double K) { return gamma32(K + 3) * (S + E); }
 
-// The largest error / bound and error / fp32-only bound over a tensor.
-struct Ratio {
-  double bf16 = 0, fp32 = 0;
-  void add(double got, double exact, double bound, double bound32) {
-    const double e = std::fabs(got - exact);
-    bf16 = std::max(bf16, bound > 0 ? e / bound : (e > 0 ? INFINITY : 0));
-    fp32 = std::max(fp32, bound32 > 0 ? e / bound32 : (e > 0 ? INFINITY : 0));
-  }
-};
-
-std::vector<float> normal(size_t n, uint32_t seed, float sd = 1.f) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
-
-class Bf16 : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!bf16_supported()) GTEST_SKIP() << bf16_refusal();
-    set_threads(1);
-  }
-  void TearDown() override { set_precision(Precision::fp32); }
-};
+using Bf16 = Fixture;
 
 // ---- Linear: y = x W^T + b; dx = dy W; dW += dy^T x ----
 struct LinearRun {

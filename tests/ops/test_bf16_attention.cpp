@@ -14,36 +14,16 @@
 
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <vector>
 
 #include "core/ops/ops.h"
+#include "tests/ops/bf16_bounds.h"
 
 using namespace dd;
 using namespace dd::ops;
+using namespace dd::bf16_test;
 
 namespace {
-
-constexpr double kU = 1.0 / 256, kU32 = 1.0 / (1 << 24);
-double g32(double n) { return n * kU32 / (1 - n * kU32); }
-double gemm_term(double S, double K) { return (2 * kU + kU * kU) * S + g32(K + 3) * (1 + kU) * (1 + kU) * S; }
-
-struct Ratio {
-  double bf16 = 0, fp32 = 0;  // largest error / bound; largest error / (the fp32 part of the bound)
-  void add(double got, double exact, double bound, double bound32) {
-    const double e = std::fabs(got - exact);
-    bf16 = std::max(bf16, e / bound);
-    fp32 = std::max(fp32, e / bound32);
-  }
-};
-
-std::vector<float> normal(size_t n, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
 
 constexpr int64_t B = 2, T = 24, C = 64, NH = 4, hd = C / NH, C3 = 3 * C;
 
@@ -67,7 +47,7 @@ Exact exact_softmax(const std::vector<float>& qkv) {
           v += a * k, S += std::fabs(a * k);
         }
         s[j] = scale * v, m = std::max(m, s[j]), lo = std::min(lo, s[j]);
-        dmax = std::max(dmax, gemm_term(scale * S, hd)), dmax32 = std::max(dmax32, g32(hd + 3) * scale * S);
+        dmax = std::max(dmax, gemm_term(scale * S, hd)), dmax32 = std::max(dmax32, gamma32(hd + 3) * scale * S);
       }
       double z = 0;
       for (double v : s) z += std::exp(v - m);
@@ -77,14 +57,7 @@ Exact exact_softmax(const std::vector<float>& qkv) {
   return e;
 }
 
-class Bf16Attention : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!bf16_supported()) GTEST_SKIP() << bf16_refusal();
-    set_threads(1);
-  }
-  void TearDown() override { set_precision(Precision::fp32); }
-};
+using Bf16Attention = Fixture;
 
 // Forward: att and out of `qkv_run` against the exact values of `qkv` (the same unless testing a wrong input).
 Ratio forward_ratio(Precision p, const std::vector<float>& qkv, const std::vector<float>& qkv_run) {
@@ -97,7 +70,7 @@ Ratio forward_ratio(Precision p, const std::vector<float>& qkv, const std::vecto
   for (int64_t bh = 0; bh < B * NH; ++bh)
     for (int64_t t = 0; t < T; ++t) {
       const int64_t b = bh / NH, h = bh % NH, row = bh * T + t;
-      const double d = e.d[row], eta = (e.range[row] + 2 * d) * kU32 + 4 * kU32 + g32(T + 4);
+      const double d = e.d[row], eta = (e.range[row] + 2 * d) * kU32 + 4 * kU32 + gamma32(T + 4);
       const double rho = std::expm1(2 * d) + std::exp(2 * d) * eta;
       const double d32 = e.d32[row], rho32 = std::expm1(2 * d32) + std::exp(2 * d32) * eta;
       for (int64_t j = 0; j <= t; ++j) {
@@ -111,7 +84,7 @@ Ratio forward_ratio(Precision p, const std::vector<float>& qkv, const std::vecto
           o += e.P[row * T + j] * v, S += e.P[row * T + j] * std::fabs(v);
         }
         q.add(out[(b * T + t) * C + h * hd + i], o, rho * S + gemm_term((1 + rho) * S, T),
-              rho32 * S + g32(T + 3) * (1 + rho32) * S);
+              rho32 * S + gamma32(T + 3) * (1 + rho32) * S);
       }
     }
   return q;
@@ -152,7 +125,7 @@ Ratio backward_ratio(Precision p, const std::vector<float>& qkv, const std::vect
           const double x = double(dout[(b * T + t) * C + h * hd + i]) * qkv[at(b, j, 2, h, i)];
           s += x, S += std::fabs(x);
         }
-        dA[t * T + j] = s, eA[t * T + j] = gemm_term(S, hd), eA32[t * T + j] = g32(hd + 3) * S;
+        dA[t * T + j] = s, eA[t * T + j] = gemm_term(S, hd), eA32[t * T + j] = gamma32(hd + 3) * S;
       }
     for (int64_t t = 0; t < T; ++t) {
       const float* P = att.data() + (bh * T + t) * T;
@@ -160,12 +133,12 @@ Ratio backward_ratio(Precision p, const std::vector<float>& qkv, const std::vect
       for (int64_t j = 0; j <= t; ++j)
         dot += P[j] * dA[t * T + j], edot += P[j] * eA[t * T + j], edot32 += P[j] * eA32[t * T + j],
             mag += P[j] * (std::fabs(dA[t * T + j]) + eA[t * T + j]);
-      edot += g32(T + 2) * mag, edot32 += g32(T + 2) * mag;
+      edot += gamma32(T + 2) * mag, edot32 += gamma32(T + 2) * mag;
       for (int64_t j = 0; j <= t; ++j) {
         const double r = std::fabs(dA[t * T + j]) + eA[t * T + j] + std::fabs(dot) + edot;
         dS[t * T + j] = P[j] * (dA[t * T + j] - dot);
-        eS[t * T + j] = P[j] * (eA[t * T + j] + edot + g32(2) * r);
-        eS32[t * T + j] = P[j] * (eA32[t * T + j] + edot32 + g32(2) * r);
+        eS[t * T + j] = P[j] * (eA[t * T + j] + edot + gamma32(2) * r);
+        eS32[t * T + j] = P[j] * (eA32[t * T + j] + edot32 + gamma32(2) * r);
       }
     }
     for (int64_t t = 0; t < T; ++t)
@@ -180,9 +153,9 @@ Ratio backward_ratio(Precision p, const std::vector<float>& qkv, const std::vect
           const double x = double(att[(bh * T + j) * T + t]) * dout[(b * T + j) * C + h * hd + i];
           dv += x, Sv += std::fabs(x);
         }
-        q.add(dqkv[at(b, t, 0, h, i)], dq, eq + gemm_term(Sq, T) + 1e-300, eq32 + g32(T + 3) * Sq + 1e-300);
-        q.add(dqkv[at(b, t, 1, h, i)], dk, ek + gemm_term(Sk, T) + 1e-300, ek32 + g32(T + 3) * Sk + 1e-300);
-        q.add(dqkv[at(b, t, 2, h, i)], dv, gemm_term(Sv, T) + 1e-300, g32(T + 3) * Sv + 1e-300);
+        q.add(dqkv[at(b, t, 0, h, i)], dq, eq + gemm_term(Sq, T) + 1e-300, eq32 + gamma32(T + 3) * Sq + 1e-300);
+        q.add(dqkv[at(b, t, 1, h, i)], dk, ek + gemm_term(Sk, T) + 1e-300, ek32 + gamma32(T + 3) * Sk + 1e-300);
+        q.add(dqkv[at(b, t, 2, h, i)], dv, gemm_term(Sv, T) + 1e-300, gamma32(T + 3) * Sv + 1e-300);
       }
   }
   return q;
