@@ -83,6 +83,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "sim_charge": render_
              "sensitivity_trained": render_sensitivity_trained,
              "chaos": render_chaos, "shrink_overhead": render_shrink_overhead,
              "chaos_shrink": lambda r: render_chaos(r, "chaos_shrink.json"),
+             "chaos_cells": lambda r: render_chaos(r, "chaos_cells.json"),
              "shrink_overhead_profile": lambda r: render_shrink_overhead(r, "shrink_overhead_profile.json"),
              "findings": render_findings, "history_index": render_history_index,
              "topk_compression": render_topk_compression, "torchft": render_torchft,
