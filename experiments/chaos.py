@@ -67,14 +67,15 @@ def inject(kind, launcher_pid, rank, a, log):
     pid, env = ranks[rank]
     t = time.time()
     try:
-        _inject(kind, pid, env, a)
+        inject_pid(kind, pid, env, a)
     except (OSError, subprocess.CalledProcessError) as e:  # the rank ended meanwhile, or ip failed
         log.append({"t": t, "kind": kind, "rank": rank, "done": False, "error": str(e)})
         return
     log.append({"t": t, "kind": kind, "rank": rank, "done": True})
 
 
-def _inject(kind, pid, env, a):
+def inject_pid(kind, pid, env, a):
+    """One fault into process `pid` (environ `env`): kill, stop (2 x a.timeout) or partition (a.partition_s)."""
     if kind == "kill":
         os.kill(pid, signal.SIGKILL)
     elif kind == "stop":

@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -72,13 +71,14 @@ def run(a, system, fault, d):
         cmd = [a.bin, "launch", "-n", str(a.ranks), "--netem", a.netem] + restarts + [
             "--", "train", "--model", a.model, "--data", "synthetic", "--batch", str(a.batch), "--threads", "1",
             "--steps", str(a.steps), "--policy", "localsgd:k=%d" % a.h, "--optimizer", "sgd", "--lr", "0.01",
-            "--momentum", "0.9", "--lr-schedule", "const", "--warmup", "0", "--timeout", "3", "--eval-samples", "8",
+            "--momentum", "0.9", "--lr-schedule", "const", "--warmup", "0", "--timeout", str(a.timeout),
+            "--eval-samples", "8",
             "--on-peer-loss", "shrink", "--out", d, "--log-every", "200"]
     else:
         cmd = [a.bin, "launch", "-n", str(a.ranks), "--netem", a.netem, "--", "/usr/bin/env", "THREADS=1",
                "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", a.peer_python, PEER, "--algo",
                "localsgd", "--sync-every", str(a.h), "--model", a.model, "--optimizer", "sgd", "--batch",
-               str(a.batch), "--steps", str(a.steps - a.h), "--warmup", str(a.h), "--timeout", "3",
+               str(a.batch), "--steps", str(a.steps - a.h), "--warmup", str(a.h), "--timeout", str(a.timeout),
                "--heartbeat-timeout", "2", "--min-replicas", "1", "--supervise", str(a.restarts) if fault else "0"]
     os.makedirs(os.path.dirname(d), exist_ok=True)
     log = open(d + ".log", "w")
@@ -97,7 +97,7 @@ def run(a, system, fault, d):
             if pid:
                 kill = time.time()
                 try:
-                    chaos._inject(fault, pid, env, a)
+                    chaos.inject_pid(fault, pid, env, a)
                 except (OSError, subprocess.CalledProcessError) as e:  # the rank ended meanwhile, or ip failed
                     print("torchft_faults: %s of rank 1 failed: %s" % (fault, e), file=sys.stderr)
                     kill = None
@@ -161,13 +161,14 @@ def main():
     preflight(a, fail)
     if a.ranks < 3:
         fail("--ranks must be at least 3 (ours continues only with more than half of the ranks)")
-    if a.steps % a.h or a.steps <= a.h or min(a.batch, a.repeats, a.restarts) < 1 or min(a.kill_at, a.partition_s) <= 0:
+    if (a.steps % a.h or a.steps <= a.h or min(a.batch, a.repeats, a.restarts) < 1
+            or min(a.kill_at, a.partition_s) <= 0):
         fail("--steps must be a multiple of --sync-every above it; --batch, --repeats, --kill-at, --partition-s, "
              "--restarts positive")
     faults = [f for f in a.faults.split(",") if f]
     if not faults or any(f not in ("kill", "stop", "partition") for f in faults) or len(set(faults)) < len(faults):
         fail("--faults: one or more of kill, stop, partition, each once (got %r)" % a.faults)
-    a.timeout = 3  # chaos._inject: a stop lasts 2 x the collectives' timeout
+    a.timeout = 3  # both systems' collectives; a stop lasts twice it (chaos.inject_pid)
     command = "DREAMDDP_BIN=... PEER_PYTHON=... /usr/bin/python3 experiments/torchft_faults.py " + " ".join(
         shlex.quote(provenance.rel_to_repo(x, REPO)) for x in sys.argv[1:])
     start = provenance.start(REPO)
