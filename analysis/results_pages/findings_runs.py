@@ -207,12 +207,14 @@ def _finding_step_time(results):
         peer = d.get("peer") or {}
         gemms = [r["peer"].get("gemm_gflops") for r in rows if r["peer"].get("gemm_gflops")]
         g = d["ours_gemm_gflops"]
+        cpu = _short_cpu(d) if len(cpus) > 1 else None  # named only where the runs are from more than one CPU
         parts.append("%s%d thread%s: %.2f–%.2fx over %d models (%s; peer GEMM %.0f–%.0f GFLOP/s, ours %.0f)" % (
-            _short_cpu(d) + ", " if len(cpus) > 1 else "", d["threads"], "" if d["threads"] == 1 else "s", min(ratios), max(ratios), len(rows),
+            cpu + ", " if cpu else "", d["threads"], "" if d["threads"] == 1 else "s", min(ratios), max(ratios),
+            len(rows),
             ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), min(gemms), max(gemms),
             max(g["start"], g["end"])))
         slower += ["%s at %d thread%s%s" % (r["model"], d["threads"], "" if d["threads"] == 1 else "s",
-                                            " (%s)" % _short_cpu(d) if len(cpus) > 1 else "")
+                                            " (%s)" % cpu if cpu else "")
                    for r in rows if r["ratio"] > 1.0]
         missing = [r["model"] for r in d["results"] if r.get("ratio") is None]
         if missing:

@@ -88,7 +88,8 @@ def render_torchft_faults(results, name="torchft_faults.json"):
             _f(r.get("goodput"), "%.3f"), _f(r.get("final_loss"), "%.4f"), rec))
     su = d["set_up"]
     faults = su.get("faults", "kill").split(",")
-    says = {"kill": "killed (SIGKILL, then started again)", "stop": "stopped (SIGSTOP for 6 s, then SIGCONT)",
+    says = {"kill": "killed (SIGKILL, then started again)",
+            "stop": "stopped (SIGSTOP for twice the collectives' timeout, then SIGCONT)",
             "partition": "cut off (its link down for %g s)" % su.get("partition_s", 0)}
     what = ", or ".join(says[f] for f in faults)
     out += ["", "%s, batch %d, %d ranks on %s, Local SGD H=%d, %d steps; %g s after the launch rank 1 is %s (one "
