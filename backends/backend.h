@@ -77,6 +77,10 @@ class Backend {
   // Per-operation timeout in seconds.
   virtual void set_timeout(double seconds) = 0;
   virtual double timeout() const = 0;
+  // Fails this rank's pending and later operations with group rank `rank` at once, as a broken connection would (a
+  // liveness verdict: the peer is silent while its sockets stay open). Any thread. Default: nothing, the timeout
+  // still applies.
+  virtual void abort_peer(int /*rank*/, const std::string& /*why*/) {}
 };
 
 // Where this process sits: from RANK/WORLD_SIZE/LOCAL_RANK (torchrun), OMPI_COMM_WORLD_* (mpirun),

@@ -83,6 +83,8 @@ void describe_train_options(po::options_description& d, train::TrainConfig& c, W
     ("timeout", with_default(&c.timeout_s), "collective timeout, seconds")
     ("on-peer-loss", with_default(&w.on_peer_loss), "exit | shrink: a lost peer ends the run (exit 3), or the survivors continue")
     ("rejoin", po::bool_switch(&c.rejoin), "join the live run of this rendezvous (with --on-peer-loss shrink)")
+    ("heartbeat", po::value(&c.heartbeat_s), "with --on-peer-loss shrink: a member whose heartbeat stands still this long "
+     "is lost (seconds; default min(timeout, max(1, timeout/10)); 0: off, a silent member is found at its timeout)")
     ("threads", with_default(&c.threads), "compute threads per rank (0: auto)")
     ("subnormals", with_default(&w.subnormals), "flush | keep: subnormal floats flushed to zero on every compute thread (FTZ/DAZ), or kept")
     ("precision", with_default(&w.precision), "fp32 | bf16: GEMMs and convolutions on bf16 inputs with fp32 accumulation (CPUs with avx512_bf16 or AMX); master weights, optimizer, reductions and communication stay fp32")
@@ -163,6 +165,10 @@ void parse_words(const Words& w, train::TrainConfig& c) {
   if (const char* j = std::getenv("DREAMDDP_REJOIN"); j && std::string(j) == "1") c.rejoin = true;
   if (c.rejoin && !c.shrink_on_peer_loss)
     throw UsageError("--rejoin joins a live world that admits ranks: it needs --on-peer-loss shrink");
+  if (c.heartbeat_s != -1 && !c.shrink_on_peer_loss)
+    throw UsageError("--heartbeat finds silent members for the survivors of a loss: it needs --on-peer-loss shrink");
+  if (c.heartbeat_s != -1 && c.heartbeat_s != 0 && !(c.heartbeat_s >= 0.1 && c.heartbeat_s <= 86400))
+    throw UsageError("--heartbeat must be 0 (off) or in [0.1, 86400] seconds");
 }
 
 }  // namespace

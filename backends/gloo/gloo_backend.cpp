@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include <gloo/allgather.h>
@@ -27,6 +28,7 @@
 #include "backends/common/comm_queue.h"
 #include "backends/gloo/gloo_backend.h"
 #include "backends/gloo/gloo_settings.h"
+#include "backends/gloo/gloo_sockets.h"
 #include "base/clock.h"
 #include "base/error.h"
 
@@ -80,8 +82,10 @@ class GlooBackend : public Backend {
                        "); give every job a fresh store: a new file:// directory (or a new DREAMDDP_JOB for the default store "
                        "under --out), redis://host:port/JOB with a new JOB, or FLUSHALL the redis-server");
     }
+    const auto before = gloo_sockets::of_process();
     data_ = connect("data", connect_s);
     ctl_ = connect("ctl", connect_s);
+    sockets_ = gloo_sockets::opened(before, gloo_sockets::of_process());
     queue_ = std::make_unique<CommQueue>(describe());
   }
 
@@ -97,6 +101,17 @@ class GlooBackend : public Backend {
     timeout_s_ = s;
   }
   double timeout() const override { return timeout_s_; }
+
+  // Every socket of both contexts shut down (gloo_sockets.h): this rank's pending operations fail at once, and so do
+  // the peers' operations with this rank. The world is broken anyway: the survivors agree on a new one.
+  void abort_peer(int rank, const std::string& why) override {
+    if (rank < 0 || rank >= size_ || rank == rank_) return;
+    {
+      std::lock_guard<std::mutex> lk(fail_mutex_);
+      if (abort_why_.empty()) abort_why_ = rank_name(rank) + " " + why;
+    }
+    gloo_sockets::shut_down(sockets_);
+  }
 
   // The call allreduce() makes, without the queue and the guard (see gloo_bare_allreduce).
   void bare_allreduce(float* data, size_t n) {
@@ -320,7 +335,8 @@ class GlooBackend : public Backend {
         }
       }
       fail_msg_ = describe() + ": " + what + " of " + std::to_string(bytes) + " bytes failed: " +
-                  (grace <= 0        ? std::string("a peer was lost (not identified here: no post-mortem)")
+                  (!abort_why_.empty() ? "lost " + abort_why_
+                   : grace <= 0        ? std::string("a peer was lost (not identified here: no post-mortem)")
                    : missing.empty() ? std::string("lost peer could not be identified (all ranks reported)")
                                      : "lost " + missing) +
                   " [timeout " + seconds(timeout_s_.load()) + "; gloo: " + cause + "]";
@@ -358,29 +374,20 @@ class GlooBackend : public Backend {
   std::mutex ctl_mutex_, fail_mutex_;
   std::atomic<bool> failed_{false};
   std::string fail_msg_;
+  std::string abort_why_;  // abort_peer's verdict, named by the failure it causes
+  std::vector<gloo_sockets::Socket> sockets_;  // what connecting both contexts opened (abort_peer)
   int split_count_ = 0;
   std::unique_ptr<CommQueue> queue_;  // last: destroyed first
 };
-
-std::vector<int> iota_ranks(int n) {
-  std::vector<int> v(std::max(n, 0));
-  for (int i = 0; i < n; ++i) v[i] = i;
-  return v;
-}
 
 }  // namespace
 
 std::unique_ptr<Backend> make_gloo_backend(int rank, int world, std::shared_ptr<gloo::rendezvous::Store> store,
                                            const BackendOptions& opts) {
   if (!store) throw UsageError("gloo: no rendezvous store");
-  return std::make_unique<GlooBackend>(rank, world, std::move(store), opts, iota_ranks(world), nullptr);
-}
-
-std::unique_ptr<Backend> make_gloo_backend(const BackendOptions& opts) {
-  BackendOptions o = opts;
-  const std::string job = rendezvous_job(opts.rendezvous);
-  if (!job.empty()) o.prefix = job + "/" + opts.prefix;
-  return make_gloo_backend(o.rank, o.world, make_gloo_store(o.rendezvous, o.world), o);
+  std::vector<int> ranks(size_t(std::max(world, 0)));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return std::make_unique<GlooBackend>(rank, world, std::move(store), opts, std::move(ranks), nullptr);
 }
 
 BareAllreduce gloo_bare_allreduce(Backend& b) {

@@ -1,4 +1,4 @@
-// Rendezvous URL -> Gloo store (FileStore, RedisStore, HashStore for a single process).
+// Rendezvous URL -> Gloo store (FileStore, RedisStore, HashStore for a single process), and the backend of a URL.
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -112,6 +112,13 @@ std::shared_ptr<gloo::rendezvous::Store> make_gloo_store(const std::string& url,
 #endif
   }
   throw UsageError("unknown rendezvous '" + url + "'" + hint);
+}
+
+std::unique_ptr<Backend> make_gloo_backend(const BackendOptions& opts) {
+  BackendOptions o = opts;
+  const std::string job = rendezvous_job(opts.rendezvous);
+  if (!job.empty()) o.prefix = job + "/" + opts.prefix;
+  return make_gloo_backend(o.rank, o.world, make_gloo_store(o.rendezvous, o.world), o);
 }
 
 }  // namespace dd

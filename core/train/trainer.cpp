@@ -141,6 +141,7 @@ void Trainer::Impl::start_run(RunLoop& L) {
     // without it (it shrinks as after any loss); started again, it asks anew.
     try {
       L.tp.start = admit(/*joiner=*/true, *L.rec);
+      watch_world();
     } catch (const PeerLost& e) {
       throw PeerLost("rejoin: a peer was lost while rank " + std::to_string(shrink->start_rank) + " received its "
                      "state (" + std::to_string(heal.messages) + " messages, " + std::to_string(heal.bytes) +

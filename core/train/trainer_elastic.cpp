@@ -1,6 +1,8 @@
 // Shrink without restart and rejoin with live recovery (docs/elastic.md): the trainer's side of a world that
 // loses members and admits them again. The agreement and the key store are in elastic.cpp, a joiner's transfer of
 // the state in trainer_heal.cpp.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -11,6 +13,15 @@
 #include "core/train/trainer_impl.h"
 
 namespace dd::train {
+namespace {
+
+// --heartbeat: as given (0: off), or by default a tenth of the timeout, at least 1 s and at most the timeout.
+double heartbeat_seconds(const TrainConfig& c) {
+  if (c.heartbeat_s >= 0) return c.heartbeat_s;
+  return std::min(c.timeout_s, std::max(1.0, c.timeout_s / 10));
+}
+
+}  // namespace
 
 void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, std::unique_ptr<KeyStore> store,
                             const ElasticStart& start) {
@@ -36,7 +47,38 @@ void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, 
   // redone step computes them again).
   for (ops::DeviceFloats* a : {&I.model->params(), &I.model->buffers(), &I.opt->state()})
     s->undo->protect(a->data(), a->size(), a->device());
+  const double silent_s = heartbeat_seconds(I.cfg);
+  if (silent_s > 0 && s->start_world > 1) {
+    // A verdict (on the heartbeat thread, while the world is watched, so `backend` is this world's): the member is
+    // recorded lost, so that the survivors' agreement need not wait out its join window, and this rank's operations
+    // with it fail now rather than at their timeout. A member that was only slow finds itself excluded, as after a
+    // partition, and may ask to join again.
+    const int me = s->start_rank;
+    KeyStore* store = s->store.get();
+    s->liveness = std::make_unique<Liveness>(
+        *store, "shrink", me, std::to_string(::getpid()) + "-" + std::to_string(int64_t(now_s() * 1e6)), silent_s,
+        [&I, store, me](int id, int rank, double still) {
+          char why[96];
+          std::snprintf(why, sizeof why, "silent: its heartbeat stood still for %.1f s", still);
+          try {
+            report_lost(*store, "shrink", id, why);
+          } catch (const std::exception&) {
+          }
+          std::fprintf(stderr, "train: rank %d (started as rank %d): rank %d (started as rank %d) %s; lost\n",
+                       I.cfg.rank, me, rank, id, why);
+          if (I.backend) I.backend->abort_peer(rank, std::string("(started as rank ") + std::to_string(id) + ") " + why);
+        });
+  }
   I.shrink = std::move(s);
+  if (!I.shrink->joining) I.watch_world();
+}
+
+void Trainer::Impl::watch_world() {
+  if (shrink && shrink->liveness) shrink->liveness->watch(shrink->world.members);
+}
+
+void Trainer::Impl::unwatch_world() {
+  if (shrink && shrink->liveness) shrink->liveness->unwatch();
 }
 
 size_t Trainer::Impl::keep_recovery_start() {
@@ -146,6 +188,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
   std::fprintf(stderr, "train: rank %d (started as rank %d): peer lost in step %lld; agreeing on the survivors "
                "(window %.0f s): %s\n", cfg.rank, S.start_rank, (long long)failed_step, timing.join_s, why.c_str());
   S.look = nullptr;  // a look for joiners in flight goes with the failed world (the check restarts below)
+  unwatch_world();
   for (size_t attempt = 0;; ++attempt) {
     // The engine's collectives have failed and it refers to the backend: both go, which closes this rank's
     // sockets, so peers still blocked on them fail at once.
@@ -183,6 +226,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
     }
     const double t_done = now_s();
     S.world = next;
+    watch_world();
     if (S.fault_t < 0) S.fault_t = t_step, S.fault_step = failed_step;  // the world was full until this loss
     S.join_check.restart_at(next.step);  // survivors that did and did not pass a check step before the loss agree
     const double times[4] = {t_detect - t_step, t_agreed - t_detect, t_done - t_agreed, t_done - t_detect};
@@ -251,6 +295,7 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
   if (rank0())
     for (const auto& j : joins) answer_join(*S.store, "shrink", j, next);
   S.world = next;  // from here a lost member is a loss in the new world
+  unwatch_world();
   const int new_rank = int(std::find(next.members.begin(), next.members.end(), S.start_rank) - next.members.begin());
   const int new_world = int(next.members.size());
   const int64_t position = sharder->position_of(step);
@@ -262,6 +307,7 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
     cfg.rank = new_rank;
     cfg.world = new_world;
     admit(/*joiner=*/false, rec);
+    watch_world();
   } catch (const PeerLost&) {
     // A peer lost before the joiners hold the state (a joiner, or a member: the donor too): the joiners go (they
     // have nothing to go on with), so the members agree among themselves, as the old world one generation on. The
@@ -271,6 +317,17 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
     S.dropped_joiners = joiners;
     throw;
   }
+  report_rejoin(old, next, joiners, t0, position, rec, progress);
+  return true;
+}
+
+// The rejoin's /events line and progress message: who joined, the new numbering, the admission's time and bytes,
+// and the time since the loss when the world is full again.
+void Trainer::Impl::report_rejoin(const Membership& old, const Membership& next, const std::vector<int>& joiners,
+                                  double t0, int64_t position, RunRecorder& rec, Progress& progress) {
+  const int64_t step = next.step;
+  Shrink& S = *shrink;
+  const int new_world = int(next.members.size());
   const double t_full = now_s();
   char times[256];
   std::snprintf(times, sizeof(times), "admitted in %.2f s, of which %.3f s the state's transfer (%lld bytes in %lld "
@@ -298,11 +355,11 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
     w->flush();
   }
   if (rank0()) progress.message("rejoin: " + what);
-  return true;
 }
 
 void Trainer::Impl::end_elastic() {
   if (!shrink) return;
+  unwatch_world();  // ranks that finished go: they are not silent members
   // The run's last look for joiners: nobody is admitted any more (a waiting joiner gives up at the mark below).
   if (shrink->look) {
     try {

@@ -15,6 +15,7 @@
 #include "core/sync/engine/sync_session.h"
 #include "core/train/device_state.h"
 #include "core/train/elastic.h"
+#include "core/train/liveness.h"
 #include "core/train/progress.h"
 #include "core/train/sensitivity.h"
 #include "core/train/trainer.h"
@@ -85,7 +86,12 @@ struct Trainer::Impl {
     double fault_t = -1;
     int64_t fault_step = -1;
     std::vector<int> dropped_joiners;  // joiners a loss during their admission left out (for the shrink's line)
+    // Heartbeats (core/train/liveness.h), watching the members of `world` while it is live; before `store` goes.
+    std::unique_ptr<Liveness> liveness;
   };
+  // The liveness watch follows the world: off while it is rebuilt (the backend its verdicts abort is replaced).
+  void watch_world();
+  void unwatch_world();
   // What the last admit() moved from rank 0 to the joiners: bytes (once, not per receiver), messages, seconds.
   struct HealStats {
     int64_t bytes = 0, messages = 0, chunk_bytes = 0;
@@ -101,6 +107,8 @@ struct Trainer::Impl {
   int64_t shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
                        Progress& progress);
   void rebuild_world(const Membership& next, int new_rank, int new_world, int64_t position, RunRecorder& rec);
+  void report_rejoin(const Membership& old, const Membership& next, const std::vector<int>& joiners, double t0,
+                     int64_t position, RunRecorder& rec, Progress& progress);
   void report_shrink(const Membership& old, const Membership& next, const double* t, size_t undone, int64_t position,
                      RunRecorder& rec, Progress& progress);
   // Collective: rank 0's per-layer optimizer step counts, taken by this rank when `take`; a rank with another

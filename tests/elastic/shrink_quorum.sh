@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `train --on-peer-loss shrink`: only a quorum of more than half of the previous world continues.
-#  1. Partition of one rank of 3 by SIGSTOP: the other two time out, agree without it and continue (2 > 3/2); the
-#     stopped rank, continued with SIGCONT after they rebuilt, finds itself excluded and exits 3 naming the quorum.
-#     The two finish every step with bitwise-equal parameters.
+#  1. One rank of 3 stopped (SIGSTOP): the other two see its heartbeat stand still (--heartbeat, 1 s here), judge it
+#     lost before their collective's timeout (3 s), agree without it at once and continue (2 > 3/2); the stopped
+#     rank, continued with SIGCONT after they rebuilt, finds itself excluded and exits 3 naming the quorum. The two
+#     finish every step with bitwise-equal parameters.
 #  2. Two of 4 ranks killed at once: the remaining 2 are not more than half of 4, so both exit 3 within bounded
 #     time ("no quorum"), and rank 0 records a shrink-quorum-lost event.
 # Usage: shrink_quorum.sh DREAMDDP_BIN
@@ -20,6 +21,14 @@ DREAMDDP_PAUSE_AFTER_STEPS=30 start_ranks stop 3 "${ARGS[@]}" --out "$W/stop" --
 wait_stopped "${PIDS[@]}" || { dump_logs; exit 1; }
 kill -CONT "${PIDS[0]}" "${PIDS[1]}"
 wait_for_line "$W/stop.0.log" "^shrink: 3 -> 2 ranks (generation 1: lost rank 2; ranks 0, 1 now 0..1)"
+# The first survivor to judge it fails the world for the other too (its sockets shut down): one verdict at least.
+cat "$W/stop.0.log" "$W/stop.1.log" | grep -q "rank [0-9] (started as rank 2) silent: its heartbeat stood still for [0-9.]* s; lost" ||
+  { echo "no heartbeat verdict on the stopped rank:"; cat "$W/stop.0.log" "$W/stop.1.log"; exit 1; }
+# Detected and agreed on within the collective's timeout: no wait for the timeout, none for the join window.
+read -r detect agree < <(sed -n 's/^shrink: 3 -> 2 ranks.*: detect \([0-9.]*\) s, agree \([0-9.]*\) s.*/\1 \2/p' \
+  "$W/stop.0.log")
+awk -v d="$detect" -v a="$agree" 'BEGIN { exit !(d + a < 3) }' ||
+  { echo "detect $detect s + agree $agree s is not below the 3 s timeout:"; cat "$W/stop.0.log"; exit 1; }
 kill -CONT "${PIDS[2]}"
 t0=$SECONDS
 status_of 2

@@ -28,6 +28,10 @@ check redis "cannot connect to redis rendezvous 127.0.0.1:9 (is redis-server run
   RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 -- --on-peer-loss shrink --rendezvous redis://127.0.0.1:9/job --timeout 60
 check rejoin "--rejoin joins a live world that admits ranks: it needs --on-peer-loss shrink" -- --rejoin
 check rejoin_env "--rejoin joins a live world that admits ranks: it needs --on-peer-loss shrink" DREAMDDP_REJOIN=1 --
+check heartbeat "--heartbeat finds silent members for the survivors of a loss: it needs --on-peer-loss shrink" \
+  -- --heartbeat 1
+check heartbeat_short "--heartbeat must be 0 (off) or in [0.1, 86400] seconds" -- --on-peer-loss shrink --heartbeat 0.01
+check heartbeat_huge "--heartbeat must be 0 (off) or in [0.1, 86400] seconds" -- --on-peer-loss shrink --heartbeat 1e300
 # Nothing live under the rendezvous: the joiner gives up with one line and exit 3 when the run is over.
 mkdir -p "$W/rdzv/shrink" && echo 1 > "$W/rdzv/shrink/shrink.done"
 rc=0

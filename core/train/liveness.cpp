@@ -1,0 +1,93 @@
+#include "core/train/liveness.h"
+
+#include <chrono>
+#include <stdexcept>
+
+#include "base/clock.h"
+
+namespace dd::train {
+
+Liveness::Liveness(KeyStore& store, std::string prefix, int me, std::string nonce, double silent_s, OnSilent on_silent)
+    : store_(store),
+      prefix_(std::move(prefix)),
+      nonce_(std::move(nonce)),
+      me_(me),
+      silent_s_(silent_s),
+      on_silent_(std::move(on_silent)) {
+  if (!(silent_s > 0)) throw std::invalid_argument("Liveness: silent_s must be positive");
+  beat();  // visible before the first watch of any peer
+  thread_ = std::thread([this] { loop(); });
+}
+
+Liveness::~Liveness() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Liveness::watch(const std::vector<int>& members) {
+  std::lock_guard<std::mutex> lk(mu_);
+  members_ = members;
+  seen_.clear();
+  watch_t_ = now_s();
+}
+
+void Liveness::unwatch() {
+  std::lock_guard<std::mutex> lk(mu_);  // a verdict in progress holds it: it has finished when this returns
+  members_.clear();
+  seen_.clear();
+}
+
+void Liveness::beat() {
+  try {
+    store_.set(prefix_ + "/beat/" + std::to_string(me_), nonce_ + " " + std::to_string(++count_));
+  } catch (...) {
+    // the store unreachable: the others judge this rank by it, and this rank's collectives say the rest
+  }
+}
+
+void Liveness::judge() {
+  const double now = now_s();
+  // This rank's own watch was interrupted (the process stopped or starved for a while): the others' counters may
+  // have stood still only in its eyes. Their stillness counts again from now.
+  const bool interrupted = last_judge_t_ > 0 && now - last_judge_t_ > silent_s_ / 2;
+  last_judge_t_ = now;
+  if (interrupted)
+    for (auto& [id, s] : seen_) s.since = now;
+  for (size_t rank = 0; rank < members_.size(); ++rank) {
+    const int id = members_[rank];
+    if (id == me_) continue;
+    std::string v;
+    try {
+      if (!store_.get(prefix_ + "/beat/" + std::to_string(id), &v)) continue;  // not beating yet: not judged
+    } catch (...) {
+      return;  // the store is unreachable from here: no verdict on anyone
+    }
+    auto [it, fresh] = seen_.try_emplace(id);
+    Seen& s = it->second;
+    if (fresh || s.value != v) {
+      s.value = v;
+      s.since = fresh ? std::max(now, watch_t_) : now;
+      continue;
+    }
+    const double still = now - s.since;
+    if (!s.judged && still >= silent_s_) {
+      s.judged = true;
+      on_silent_(id, int(rank), still);
+    }
+  }
+}
+
+void Liveness::loop() {
+  const auto period = std::chrono::duration<double>(silent_s_ / 4);
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!cv_.wait_for(lk, period, [this] { return stop_; })) {
+    beat();
+    judge();
+  }
+}
+
+}  // namespace dd::train
