@@ -84,12 +84,15 @@ RENDERERS = {"simulate_validation": render_sim_validation, "sim_charge": render_
              "chaos": render_chaos, "shrink_overhead": render_shrink_overhead,
              "chaos_shrink": lambda r: render_chaos(r, "chaos_shrink.json"),
              "chaos_cells": lambda r: render_chaos(r, "chaos_cells.json"),
+             "chaos_cells_intel": lambda r: render_chaos(r, "chaos_cells.2026-12-06-intel.json"),
              "shrink_overhead_profile": lambda r: render_shrink_overhead(r, "shrink_overhead_profile.json"),
              "findings": render_findings, "history_index": render_history_index,
              "topk_compression": render_topk_compression, "torchft": render_torchft,
              "torchft_faults": render_torchft_faults,
              "torchft_faults_heal": lambda r: render_torchft_faults(r, "torchft_faults_heal.json"),
-             "torchft_faults_cells": lambda r: render_torchft_faults(r, "torchft_faults_cells.json")}
+             "torchft_faults_cells": lambda r: render_torchft_faults(r, "torchft_faults_cells.json"),
+             "torchft_faults_cells_intel":
+                 lambda r: render_torchft_faults(r, "torchft_faults_cells.2026-12-06-intel.json")}
 
 
 def render_section(name, results):

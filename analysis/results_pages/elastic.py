@@ -1,5 +1,13 @@
 """docs/results/elastic.md: the chaos study and the cost of shrinking."""
+import re
+
 from .common import _absent, _f, _load, _median, _prov
+
+
+def _full_again(run):
+    """Seconds from each loss to a full world again, from the rejoin events that say so."""
+    return [float(m.group(1)) for _, k, d in run.get("events", []) if k == "rejoin"
+            for m in [re.search(r"full world again ([0-9.]+) s after the loss", d)] if m]
 
 
 def render_chaos(results, name="chaos.json"):
@@ -11,7 +19,8 @@ def render_chaos(results, name="chaos.json"):
            "restart": "restart all from the newest checkpoint (every %d steps)" % u["checkpoint_every"],
            "exit": "exit 3 at the first loss (the default)"}
     out = ["| model | policy | fault | handling | faults | rc | wall | samples in the final model | **goodput** | "
-           "test accuracy | per loss: detect, agree, rebuild (median) | per rejoin: admit (median) |",
+           "test accuracy | per loss: detect, agree, rebuild (median) | per rejoin: admit; full world again after the "
+           "loss (median) |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in d["runs"]:
         shr = [x for x in r["recoveries"] if "detect_s" in x]
@@ -32,7 +41,7 @@ def render_chaos(results, name="chaos.json"):
         out.append("| %s | %s | %s | %s | %d | %d | %.0f s | %d | **%s** | %s | %s | %s |" % (
             "%s, %d steps" % (r["model"], r["steps"]), r["policy"], r["fault"] or "-", handling, len(r["faults"]),
             r["rc"], r["wall_s"], r["samples"], good, _f(r["accuracy"] * 100 if r["accuracy"] is not None else None, "%.2f%%"), per,
-            "%d: %.2f s" % (len(adm), _median(adm)) if adm else "-"))
+            _rejoins(adm, _full_again(r))))
     out += ["", ("%s, %d ranks, batch %d per rank, `launch --netem %s`, `--timeout %g`; a fault every "
                  "%g s from the launch, on a rank drawn from 1..%d (seed %d); SIGSTOP for twice the timeout. "
                  "Goodput: samples in the final model per second of wall time (launch to exit), over the "
@@ -40,6 +49,12 @@ def render_chaos(results, name="chaos.json"):
                  "share of the requested samples it delivered instead. %s") % (u["data"], u["ranks"], u["batch"], u["netem"],
                                            u["timeout"], u["every"], u["ranks"] - 1, u["seed"], _prov(d)), ""]
     return "\n".join(out)
+
+
+def _rejoins(admits, full):
+    if not admits:
+        return "-"
+    return "%d: %.2f s" % (len(admits), _median(admits)) + ("; %.1f s" % _median(full) if full else "")
 
 
 def render_shrink_overhead(results, name="shrink_overhead.json"):

@@ -101,6 +101,26 @@ def _finding_delay(results):
                 "the start)", "; ".join(parts), _rel("convergence.md"), verdict))
 
 
+def _finding_chaos_cells(results, rng):
+    """The chaos table's every fault, both policies, with heartbeats: goodput per fault, a stop's detection."""
+    d = _load(results, "chaos_cells.json")
+    if not d:
+        return ""
+    rows = [r for r in d["runs"] if r["mode"] == "rejoin" and r["rc"] == 0 and r.get("goodput") is not None]
+    per = ["%s %s" % (f, rng([r["goodput"] for r in rows if r["fault"] == f]))
+           for f in ("kill", "stop", "partition") if any(r["fault"] == f for r in rows)]
+    if not per:
+        return ""
+    stops = [x for r in rows if r["fault"] == "stop" for x in r["recoveries"] if "detect_s" in x]
+    text = (" Every fault on one machine (%s; %s), silent members found by heartbeats: goodput %s" % (
+        " and ".join(dict.fromkeys(r["model"] for r in rows)), ", ".join(dict.fromkeys(r["policy"] for r in rows)),
+        ", ".join(per)))
+    if stops:
+        text += ("; a stopped rank is judged lost and agreed on in a median %.2f s (the collectives' timeout is %g s)"
+                 % (_median([x["detect_s"] + x["agree_s"] for x in stops]), d["set_up"]["timeout"]))
+    return text + "."
+
+
 def _finding_elastic(results):
     d = _load(results, "chaos.json")
     if not d:
@@ -153,6 +173,7 @@ def _finding_elastic(results):
                     "no longer stalls the run: it finished, goodput %.2f" % p0["goodput"]
                     if p0["rc"] == 0 and p0.get("goodput") is not None else "still ends the run short"))
             text += "."
+    text += _finding_chaos_cells(results, rng)
     ov = _load(results, "shrink_overhead.json")
     if ov:
         ratios = []
