@@ -130,7 +130,9 @@ def run(a, system, fault, d):
             if kill:
                 after = [c for c in j["commits"] if c[0] > kill]
                 down = next((c for c in after if c[3] and c[2] < a.ranks), None)
-                back = next((c for c in after if c[3] and c[2] == a.ranks), None)
+                # all again: after the survivors went on without it (a sync in flight at the fault may still
+                # commit with every replica)
+                back = next((c for c in after if c[3] and c[2] == a.ranks and down and c[0] > down[0]), None)
                 r["recovery"] = {"to_first_commit_without_lost_s": round(down[0] - kill, 2) if down else None,
                                  "to_first_commit_with_all_again_s": round(back[0] - kill, 2) if back else None,
                                  "failed_commits": len([c for c in after if not c[3]])}

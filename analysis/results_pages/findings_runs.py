@@ -285,7 +285,18 @@ def _finding_torchft(results):
     text += (" compress=int8 is set against unquantized Streaming DiLoCo: torchft's quantized all-reduce runs on CUDA "
              "only. Where we lose: a short run's launch-to-exit time on a slow link, which our lock-step profiling "
              "steps dominate.")
-    if f:
+    cells = _load(results, "torchft_faults_cells.json")
+    if cells:
+        su, per = cells["set_up"], []
+        for fault in su.get("faults", "kill").split(","):
+            g = {s: _median([r["goodput"] for r in cells["runs"] if r["system"] == s and r.get("goodput") is not None
+                             and (r.get("fault") or "").startswith(fault + " ")]) for s in ("ours", "torchft")}
+            if None not in g.values():
+                per.append("%s %.3f ours, %.3f torchft" % (fault, g["ours"], g["torchft"]))
+        if per:
+            text += (" One fault of one rank (%s, %d ranks; median of %d alternating repeats), goodput: %s." % (
+                su["model"], su["ranks"], su.get("repeats", 1), "; ".join(per)))
+    elif f:
         g = {r["system"]: r for r in f["runs"] if r.get("fault") and r.get("goodput") is not None}
         if "ours" in g and "torchft" in g:
             text += (" One killed and restarted rank (%s, %d ranks): goodput %.3f ours, %.3f torchft, one repeat." % (

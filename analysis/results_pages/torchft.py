@@ -62,6 +62,45 @@ def render_torchft(results, name="torchft.json"):
     return "\n".join(out)
 
 
+def _tf_recovery(r):
+    """torchft's recovery, with all replicas again counted from after its first commit without the lost one (a
+    sync in flight at the fault may commit with every replica; results files before this fix counted that one)."""
+    v = dict(r.get("recovery") or {})
+    commits, down_s = r.get("commits") or [], v.get("to_first_commit_without_lost_s")
+    ranks = max((c[2] for c in commits), default=0)
+    down = next((c for c in commits if c[3] and c[2] < ranks), None)
+    if down and down_s is not None:
+        back = next((c for c in commits if c[3] and c[2] == ranks and c[0] > down[0]), None)
+        v["to_first_commit_with_all_again_s"] = round(back[0] - down[0] + down_s, 2) if back else None
+    return v
+
+
+def _faults_medians(runs, faults):
+    """Per fault, each system's median goodput over the repeats, and its time to a full world again."""
+    def full(r):
+        if r["system"] == "ours":
+            m = [float(x.group(1)) for _, _, dt in r.get("events", [])
+                 for x in [re.search(r"full world again ([0-9.]+) s after the loss", dt)] if x]
+            return m[0] if m else None
+        return _tf_recovery(r).get("to_first_commit_with_all_again_s")
+
+    out = ["| fault | ours: goodput, median (each repeat) | torchft: goodput, median (each repeat) | ours: full world "
+           "again, from the step that found the loss, median | torchft: all replicas committing again, from the "
+           "fault, median |", "|---|---|---|---|---|"]
+    for f in faults:
+        cells = []
+        for system in ("ours", "torchft"):
+            rs = [r for r in runs if r["system"] == system and (r["fault"] or "").startswith(f + " ")]
+            g = [r["goodput"] for r in rs if r.get("goodput") is not None]
+            cells.append("**%s** (%s)" % (_f(_median(g), "%.3f"), ", ".join("%.3f" % x for x in g)) if g else "-")
+        for system in ("ours", "torchft"):
+            t = [x for x in (full(r) for r in runs if r["system"] == system and (r["fault"] or "").startswith(f + " "))
+                 if x is not None]
+            cells.append("%s s" % _f(_median(t), "%.1f") if t else "-")
+        out.append("| %s | %s |" % (f, " | ".join(cells)))
+    return out
+
+
 def render_torchft_faults(results, name="torchft_faults.json"):
     """experiments/torchft_faults.py: one kill and restart, ours (shrink + rejoin) against torchft's Manager."""
     d = _load(results, name)
@@ -77,7 +116,7 @@ def render_torchft_faults(results, name="torchft_faults.json"):
                 "".join(", " + m.group(1) for m in re.finditer(r"(full world again [0-9.]+ s after the loss)", dt)))
                             for s, k, dt in r.get("events", [])) or "-"
         else:
-            v = r.get("recovery") or {}
+            v = _tf_recovery(r)
             rec = "-" if not v else ("first sync without the lost replica %s s after the fault, with all again %s s "
                                      "after; syncs not committed: %d" % (
                                          _f(v.get("to_first_commit_without_lost_s"), "%.1f"),
@@ -88,6 +127,8 @@ def render_torchft_faults(results, name="torchft_faults.json"):
             _f(r.get("goodput"), "%.3f"), _f(r.get("final_loss"), "%.4f"), rec))
     su = d["set_up"]
     faults = su.get("faults", "kill").split(",")
+    if su.get("repeats", 1) > 1:
+        out += [""] + _faults_medians(d["runs"], faults)
     says = {"kill": "killed (SIGKILL, then started again)",
             "stop": "stopped (SIGSTOP for twice the collectives' timeout, then SIGCONT)",
             "partition": "cut off (its link down for %g s)" % su.get("partition_s", 0)}
