@@ -30,6 +30,7 @@ Liveness::~Liveness() {
 
 void Liveness::watch(const std::vector<int>& members) {
   std::lock_guard<std::mutex> lk(mu_);
+  ++generation_;
   members_ = members;
   seen_.clear();
   watch_t_ = now_s();
@@ -37,6 +38,7 @@ void Liveness::watch(const std::vector<int>& members) {
 
 void Liveness::unwatch() {
   std::lock_guard<std::mutex> lk(mu_);  // a verdict in progress holds it: it has finished when this returns
+  ++generation_;
   members_.clear();
   seen_.clear();
 }
@@ -49,7 +51,20 @@ void Liveness::beat() {
   }
 }
 
-void Liveness::judge() {
+std::optional<std::vector<std::string>> Liveness::read(const std::vector<int>& members) {
+  std::vector<std::string> values(members.size());
+  for (size_t rank = 0; rank < members.size(); ++rank) {
+    if (members[rank] == me_) continue;
+    try {
+      store_.get(prefix_ + "/beat/" + std::to_string(members[rank]), &values[rank]);  // absent: ""
+    } catch (...) {
+      return std::nullopt;  // the store is unreachable from here: no verdict on anyone
+    }
+  }
+  return values;
+}
+
+void Liveness::judge(const std::vector<std::string>& values) {
   const double now = now_s();
   // This rank's own watch was interrupted (the process stopped or starved for a while): the others' counters may
   // have stood still only in its eyes. Their stillness counts again from now.
@@ -59,13 +74,8 @@ void Liveness::judge() {
     for (auto& [id, s] : seen_) s.since = now;
   for (size_t rank = 0; rank < members_.size(); ++rank) {
     const int id = members_[rank];
-    if (id == me_) continue;
-    std::string v;
-    try {
-      if (!store_.get(prefix_ + "/beat/" + std::to_string(id), &v)) continue;  // not beating yet: not judged
-    } catch (...) {
-      return;  // the store is unreachable from here: no verdict on anyone
-    }
+    const std::string& v = values[rank];
+    if (id == me_ || v.empty()) continue;  // not beating yet: not judged
     auto [it, fresh] = seen_.try_emplace(id);
     Seen& s = it->second;
     if (fresh || s.value != v) {
@@ -85,8 +95,15 @@ void Liveness::loop() {
   const auto period = std::chrono::duration<double>(silent_s_ / 4);
   std::unique_lock<std::mutex> lk(mu_);
   while (!cv_.wait_for(lk, period, [this] { return stop_; })) {
+    // The store is read without the lock (a slow store must not hold up watch() and unwatch()); the verdicts are
+    // given under it, and only on the watch the values were read for.
+    const std::vector<int> members = members_;
+    const uint64_t generation = generation_;
+    lk.unlock();
     beat();
-    judge();
+    const auto values = read(members);
+    lk.lock();
+    if (values && generation == generation_ && !stop_) judge(*values);
   }
 }
 

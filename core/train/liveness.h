@@ -6,9 +6,11 @@
 // lost for the agreement and fails this rank's pending operations with it).
 #pragma once
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,7 +42,9 @@ class Liveness {
  private:
   void loop();
   void beat();
-  void judge();
+  // The members' counters, "" for one not beating yet; nothing when the store cannot be read.
+  std::optional<std::vector<std::string>> read(const std::vector<int>& members);
+  void judge(const std::vector<std::string>& values);
 
   KeyStore& store_;
   const std::string prefix_, nonce_;
@@ -52,6 +56,7 @@ class Liveness {
   bool stop_ = false;
   long long count_ = 0;
   std::vector<int> members_;
+  uint64_t generation_ = 0;  // counts watch() and unwatch(): values read for an earlier watch are not judged
   struct Seen {
     std::string value;
     double since = 0;  // when the value last changed (or the watch began), this rank's clock
