@@ -54,6 +54,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "sim_charge": render_
                                                                     "bench_step_t2.2026-12-01.json")),
              "bench_step_intel": lambda r: render_bench_step(r, ("bench_step_t1_intel.json",
                                                                  "bench_step_t2_intel.json")),
+             "bench_step_avx2": lambda r: render_bench_step(r, ("bench_step_t1_avx2.json",)),
              "bench_step_stem": render_bench_step_stem, "bench_step_gpt2_init": render_bench_step_ab,
              "regime_map": render_regime, "demo": render_demo,
              "regime_map_20261201": lambda r: render_regime(r, "regime_map.2026-12-01.json"),
