@@ -36,7 +36,7 @@ namespace {
 std::unique_ptr<Backend> join_live_world(train::TrainConfig& cfg, train::Trainer::ElasticStart* start) {
   const BackendOptions base = backend_options(cfg);
   auto store = make_key_store(base.rendezvous, "shrink");
-  const std::string nonce = std::to_string(::getpid()) + "-" + std::to_string(int64_t(now_s() * 1e6));
+  const std::string nonce = train::process_nonce();
   const double wait_s = std::max(60.0, 4 * cfg.timeout_s + 30);
   train::post_join(*store, "shrink", cfg.rank, nonce, start->reach.address, start->fingerprint);
   std::fprintf(stderr, "train: rank %d asks to join the live run of %s (waiting up to %.0f s)\n", cfg.rank,

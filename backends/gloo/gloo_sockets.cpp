@@ -6,9 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <set>
-#include <string>
 
 namespace dd::gloo_sockets {
 

@@ -1,6 +1,8 @@
 // The survivors' agreement of shrink without restart and the requests and answers of rejoin, on a key store.
 #include "core/train/elastic.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -176,6 +178,8 @@ Membership agree_survivors(KeyStore& store, const std::string& prefix, const Mem
   }
   return decided;
 }
+
+std::string process_nonce() { return std::to_string(::getpid()) + "-" + std::to_string(int64_t(now_s() * 1e6)); }
 
 // A request's value: "nonce" or "nonce address".
 void post_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce,

@@ -101,6 +101,9 @@ struct JoinRequest {
   std::string address;      // the joiner's reach probe (ReachCheck::address), "" when it has none
   std::string fingerprint;  // "" when the joiner posted none
 };
+// This process, now ("pid-microseconds"): a joiner's request and a member's heartbeats carry it, so that an answer
+// or a beat of an earlier process of the same start rank is never taken for this one's.
+std::string process_nonce();
 void post_join(KeyStore& store, const std::string& prefix, int me, const std::string& nonce,
                const std::string& address = "", const std::string& fingerprint = "");
 // The requests of start ranks 0..ids-1 that are not members of `world`, in start-rank order.

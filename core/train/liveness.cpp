@@ -33,7 +33,6 @@ void Liveness::watch(const std::vector<int>& members) {
   ++generation_;
   members_ = members;
   seen_.clear();
-  watch_t_ = now_s();
 }
 
 void Liveness::unwatch() {
@@ -80,7 +79,7 @@ void Liveness::judge(const std::vector<std::string>& values) {
     Seen& s = it->second;
     if (fresh || s.value != v) {
       s.value = v;
-      s.since = fresh ? std::max(now, watch_t_) : now;
+      s.since = now;  // read after the watch began (generation_): stillness counts from this look
       continue;
     }
     const double still = now - s.since;

@@ -1,7 +1,7 @@
 // Heartbeats for shrink without restart (docs/elastic.md "Shrink without restart", its silent members): a member
 // that stops answering but whose process lives (stopped, frozen, its host gone without closing its sockets) fails a
-// collective only at its timeout, and the survivors would then wait out the join window for it. Every member instead counts a heartbeat in the
-// rendezvous key store from a thread of its own, and watches the other members' counters: a member whose counter has
+// collective only at its timeout, and the survivors would then wait out the join window for it. Every member
+// instead counts a heartbeat in the rendezvous key store from a thread of its own, and watches the other members' counters: a member whose counter has
 // not moved for `silent_s` is judged lost at once. The verdict goes to a callback (the trainer records the member as
 // lost for the agreement and fails this rank's pending operations with it).
 #pragma once
@@ -33,7 +33,7 @@ class Liveness {
   Liveness& operator=(const Liveness&) = delete;
 
   // Watches these members (start ranks, in rank order; this rank among them is skipped). A member is judged only
-  // once its counter has been seen, and its stillness counts from the later of then and this call.
+  // once its counter has been seen, and its stillness counts from the first look after this call.
   void watch(const std::vector<int>& members);
   // Stops watching; when it returns no callback runs or will run until the next watch().
   void unwatch();
@@ -63,7 +63,6 @@ class Liveness {
     bool judged = false;
   };
   std::map<int, Seen> seen_;
-  double watch_t_ = 0;
   double last_judge_t_ = 0;
   std::thread thread_;  // last: started once everything above exists
 };

@@ -1,8 +1,6 @@
 // Shrink without restart and rejoin with live recovery (docs/elastic.md): the trainer's side of a world that
 // loses members and admits them again. The agreement and the key store are in elastic.cpp, a joiner's transfer of
 // the state in trainer_heal.cpp.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -56,7 +54,7 @@ void Trainer::enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, 
     const int me = s->start_rank;
     KeyStore* store = s->store.get();
     s->liveness = std::make_unique<Liveness>(
-        *store, "shrink", me, std::to_string(::getpid()) + "-" + std::to_string(int64_t(now_s() * 1e6)), silent_s,
+        *store, "shrink", me, process_nonce(), silent_s,
         [&I, store, me](int id, int rank, double still) {
           char why[96];
           std::snprintf(why, sizeof why, "silent: its heartbeat stood still for %.1f s", still);
