@@ -13,18 +13,10 @@
 
 #include "base/clock.h"
 #include "core/train/liveness.h"
+#include "tests/elastic/temp_dir.h"
 
 namespace dd::train {
 namespace {
-
-struct TempDir {
-  TempDir() {
-    char t[] = "/tmp/dd_liveness_unit.XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
 
 struct Verdicts {
   std::mutex mu;

@@ -10,18 +10,10 @@
 
 #include "core/train/elastic.h"
 #include "tests/common/redis_server.h"
+#include "tests/elastic/temp_dir.h"
 
 namespace dd::train {
 namespace {
-
-struct TempDir {
-  TempDir() {
-    char t[] = "/tmp/dd_shrink_unit.XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
 
 Membership world_of(std::vector<int> members, int generation = 0) {
   Membership m;
