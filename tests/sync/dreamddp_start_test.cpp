@@ -85,8 +85,9 @@ TEST(DreamddpStart, RanksAgreeOnThePlanAndSwitchAtTheSameStep) {
   EXPECT_EQ(a["profile"]["observed"], true);
   EXPECT_EQ(a["switch_at"], 8);
   EXPECT_EQ(a["decided_at"], 8);
-  EXPECT_EQ(a["trial"], nullptr);  // no trial periods
-  for (const char* k : {"switch_at", "decided_at", "schedule", "profile"}) EXPECT_EQ(a[k], b[k]) << k;
+  // A trial comes only where the model puts the two schedules within a tenth of each other; either way every
+  // rank records the same.
+  for (const char* k : {"switch_at", "decided_at", "schedule", "profile", "trial"}) EXPECT_EQ(a[k], b[k]) << k;
   // The comm model was fitted from the recorded all-reduces: every layer has a positive time.
   for (auto& c : a["profile"]["comm_s"]) EXPECT_GT(c.get<double>(), 0.0) << a.dump();
   fs::remove_all(base);

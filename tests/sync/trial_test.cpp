@@ -164,8 +164,10 @@ TEST(Trial, DreamDdpMeasuresBothSchedulesAndRunsTheFaster) {
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,lockstep=1"))->settled_by(0), 32)
       << "self-profile: 6 lock-step steps, a trial may follow";
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,lockstep=1,trial=0"))->settled_by(0), 6);
-  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4"))->settled_by(0), 8)
-      << "the default start: 8 recorded steps, the solved plan from the boundary at 8, no trial";
+  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4"))->settled_by(0), 32)
+      << "the default start: 8 recorded steps, the solved plan from the boundary at 8, a trial may follow";
+  EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=0"))->settled_by(0), 8)
+      << "the default start without a trial: settled where the solved plan takes over";
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("localsgd:k=8"))->period(), 8);
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("plsgd:h=3"))->period(), 3);
   EXPECT_EQ(sync::make_policy(sync::PolicySpec::parse("ddp"))->period(), 0);
@@ -316,4 +318,37 @@ TEST(Replay, RecordedDecisionsReplayBitwise) {
   EXPECT_THROW(sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,replay=" + (base / "self").string() +
                                                          ",profile=" + dir)), UsageError);
   fs::remove_all(base);
+}
+
+// The default start records its profile from ordinary, overlapped steps: the model then prices Local SGD's blocking
+// average at the overlapped cost, so where it puts the two schedules within 10% of each other both are measured;
+// where the layer-wise plan is modelled far ahead, the model decides alone.
+TEST(Trial, SelfProfiledCloseToLocalSgdIsMeasured) {
+  auto started = [](const std::vector<double>& comm) {
+    auto p = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4"));
+    p->setup(kMlpLayers, 2);
+    sync::LayerTimes t;
+    t.backward_s = {0.002, 0.004, 0.004, 0.0001};
+    t.comm_s = comm;
+    p->caps().profiled->on_profile(t);
+    p->on_step_begin(8);
+    return p;
+  };
+  // Communication far above backward: every schedule waits for it, Local SGD's within a tenth of the layer-wise.
+  auto close = started({0.040, 0.048, 0.048, 0.008});
+  EXPECT_FALSE(close->caps().trialled->timed_periods().empty()) << close->caps().reporting->plan();
+  EXPECT_NE(close->caps().reporting->plan().find("recorded in overlapped steps"), std::string::npos)
+      << close->caps().reporting->plan();
+  // Communication that hides behind backward: the layer-wise plan is modelled well ahead, no trial.
+  auto hidden = started({0.0005, 0.003, 0.003, 0.0005});
+  EXPECT_TRUE(hidden->caps().trialled->timed_periods().empty()) << hidden->caps().reporting->plan();
+  // trial=0: the model alone decides.
+  auto p = sync::make_policy(sync::PolicySpec::parse("dreamddp:h=4,trial=0"));
+  p->setup(kMlpLayers, 2);
+  sync::LayerTimes t;
+  t.backward_s = {0.002, 0.004, 0.004, 0.0001};
+  t.comm_s = {0.040, 0.048, 0.048, 0.008};
+  p->caps().profiled->on_profile(t);
+  p->on_step_begin(8);
+  EXPECT_TRUE(p->caps().trialled->timed_periods().empty());
 }

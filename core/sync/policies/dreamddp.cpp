@@ -6,9 +6,10 @@
 // it never opens a collective of its own. In-step (no delay, no outer optimizer or compression), where the profile
 // says overlapped communication and compute slow each other enough (its contention, several ranks sharing cores), dreamddp
 // runs Local SGD's blocking schedule when the model scores it faster (schedule_choice.h); fallback=0 keeps the
-// layer-wise schedule regardless. Where the two are modelled close on shared cores, both may be measured for 2
-// periods each and the faster runs: by default only when the schedule is self-profiled (the run depends on timing
-// anyway); with profile=DIR only with trial=1, so a run from a profile file is a function of its inputs.
+// layer-wise schedule regardless. Where the two are modelled within a tenth of each other and the model is known to
+// see only part of the cost, both are measured for 2 periods each and the faster runs: by default only when the
+// schedule is self-profiled (the run depends on timing anyway); with profile=DIR only with trial=1, so a run from a
+// profile file is a function of its inputs.
 // Every decision taken from a measurement (the profile, the schedule, the trial's verdict) is recorded in
 // metrics.h5's /decisions (decisions()); replay=RUN_DIR takes a recorded run's decisions instead of measuring, and
 // then runs bitwise the same (its lock-step profiling window and its trial's windows included).
@@ -140,8 +141,11 @@ void DreamDdpPolicy::on_profile(const LayerTimes& measured) {
   // - contention above the probe's noise: the model misses ranks waiting for each other at every collective, on
   //   cores their peers' communication threads also use;
   // - the fused-bucket model chose (a latency that dominates small layers): a straight line through the profile
-  //   stands in for the ring cost of every bucket size.
-  trial_pending_ = fallback_ && trial_ && (contended(t.contention) || choice.fused_plsgd) && !merge_.transforms() &&
+  //   stands in for the ring cost of every bucket size;
+  // - the profile was recorded from ordinary steps (the default start): their times carry the contention of
+  //   overlapped steps, so the model prices Local SGD's blocking average, which overlaps nothing, at that cost too.
+  const bool model_blind = observe_ || contended(t.contention) || choice.fused_plsgd;
+  trial_pending_ = fallback_ && trial_ && model_blind && !merge_.transforms() &&
                    std::abs(choice.layerwise_s - choice.localsgd_s) <= kTrialMargin * choice.localsgd_s;
   trial_start_ = -1;
   trial_layerwise_s_ = trial_local_s_ = 0;

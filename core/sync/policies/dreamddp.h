@@ -51,8 +51,10 @@ class DreamDdpPolicy : public Policy, public Profiled, public Trialled, public R
   // Fill-in is on for the plain in-step average; off with a delay (it cannot be combined) and with an outer
   // optimizer or compression (each extra average would be one more outer step / encoded payload; ask with fillin=1).
   bool default_fillin() const { return delay_ == 0 && !merge_.transforms(); }
-  bool default_trial() const { return profile_dir_.empty() && replay_dir_.empty() && !observe_; }
-  // The default start (dreamddp_observe.cpp): no lock-step window, no trial; plsgd's contiguous groups run while
+  // A self-profiled schedule may be measured against Local SGD's (the run depends on timing anyway); a run from
+  // profile=DIR or replay=RUN_DIR is a function of its inputs.
+  bool default_trial() const { return profile_dir_.empty() && replay_dir_.empty(); }
+  // The default start (dreamddp_observe.cpp): no lock-step window, a trial only where the model cannot tell; plsgd's contiguous groups run while
   // the engine records ready times and all-reduces, and the plan solved from them runs from a period boundary.
   // Self-profiled, in-step and untransformed only (lockstep=1 keeps the lock-step window there too).
   bool default_observe() const {

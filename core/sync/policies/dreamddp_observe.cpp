@@ -1,5 +1,6 @@
-// dreamddp's default start (dreamddp.h): no lock-step window and no trial. From its first step it runs plsgd's
-// contiguous groups of about equal bytes while the engine records, from those ordinary steps, every layer's ready
+// dreamddp's default start (dreamddp.h): no lock-step window, and a trial only where the model cannot tell the
+// solved plan from Local SGD's schedule. From its first step it runs plsgd's contiguous groups of about equal bytes
+// while the engine records, from those ordinary steps, every layer's ready
 // time and every bucket's all-reduce (its bytes and its time on the communication thread); after observe_window()
 // steps the engine agrees one profile over the ranks (a few floats, rank 0's everywhere) and hands it to
 // on_profile, which solves the schedule between two steps. The solved plan is in force from the first period
@@ -7,7 +8,9 @@
 //
 // Contention is not probed on this path: the records come from steps that overlap the all-reduces with backward,
 // so both the backward times and the all-reduce times already carry what the two cost each other; charging a
-// probed contention on top would count it twice (a given --contention is still charged).
+// probed contention on top would count it twice (a given --contention is still charged). The same records price
+// Local SGD's blocking average, which overlaps nothing, at the overlapped cost too: where the model puts the two
+// within a tenth of each other, both are measured (dreamddp_trial.cpp) and the faster runs.
 #include <algorithm>
 #include <sstream>
 

@@ -116,7 +116,9 @@ std::string DreamDdpPolicy::plan() const {
   if (trial_pending_)
     o << "\n  modelled within " << kTrialMargin * 100 << "% of Local SGD's schedule (" << localsgd_modelled_ * 1e3
       << " ms/iter) "
-      << (contended(times_.contention) ? "where cores are shared" : "on the fused-bucket model, a straight-line fit of the latency")
+      << (contended(times_.contention) ? "where cores are shared"
+          : observe_ ? "from times recorded in overlapped steps, which price Local SGD's blocking average too high"
+                     : "on the fused-bucket model, a straight-line fit of the latency")
       << ": measuring both, 2 periods each, after one more period";
   else if (decisions_ > 0)
     o << "\n  measured: layer-wise " << trial_layerwise_s_ * 1e3 << " ms/step, Local SGD's schedule "
