@@ -96,6 +96,9 @@ def parser():
     ap.add_argument("--bin", default=os.environ.get("DREAMDDP_BIN", os.path.join(REPO, "build", "dreamddp")))
     ap.add_argument("--peer", default=os.environ.get("DREAMDDP_PEER", os.path.join(REPO, "peers", "torch_ddp.py")))
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--self-profiled", action="store_true",
+                    help="dreamddp profiles itself inside its timed launch (its default start) instead of running "
+                    "on the cell's profile from a separate `dreamddp profile` launch")
     ap.add_argument("--configs", default="", help="our configurations instead of the default ones, e.g. "
                     "'localsgd:k=8 dreamddp:h=8 dreamddp:h=8,delay=2 dreamddp:h=8,delay=2,compress=int8'")
     ap.add_argument("--remodel", default="", metavar="RESULTS",
@@ -178,7 +181,7 @@ def main():
                          meta["cpu"], meta["cores"], meta["load_1m"]), flush=True)
     doc = {"study": "regime_map", "ours_gemm_gflops": our_gemm,
            "peer_alone": peer_rules.peer_config(alone), "H": a.h,
-           "repeats": a.repeats, "cells": []}
+           "repeats": a.repeats, "dreamddp_profile": "self" if a.self_profiled else "cell", "cells": []}
     peer_script = None if a.no_peer else provenance.rel_to_repo(a.peer, REPO)
     provenance.stamp(doc, cmd, meta, peer=alone, peer_script=peer_script)
     for m, n, r in cells:

@@ -44,11 +44,15 @@ def render_regime(results, name="regime_map.json"):
                                   v.get("dreamddp_delay_vs_localsgd")) if delayed else ""))
     e2e = [(c, _best_e2e(c, H)) for c in d["cells"]]
     if all(x for _, x in e2e):
+        start = ("dreamddp profiled itself inside that launch (its default start: plsgd's groups while it records, "
+                 "then the solved plan, and a measured trial where the model puts it within a tenth of Local SGD's "
+                 "schedule), so nothing is left out" if d.get("dreamddp_profile") == "self" else
+                 "dreamddp's separate `dreamddp profile` launch, which made the cell's profile, is left out, as it "
+                 "was not timed")
         out += ["", "**From launch to exit** (each run's whole `dreamddp launch` command, as a user times it: "
-                    "start-up, warm-up and exit included; dreamddp's separate `dreamddp profile` launch, which made "
-                    "the cell's profile, is left out, as it was not timed), dreamddp:h=%d over the better of "
+                    "start-up, warm-up and exit included; %s), dreamddp:h=%d over the better of "
                     "localsgd:k=%d and plsgd:h=%d, with the timed window's ratio above in brackets: %s." % (
-                        H, H, H, "; ".join("%s, %d ranks, %s: **%.2fx** [%.2fx]" % (
+                        start, H, H, H, "; ".join("%s, %d ranks, %s: **%.2fx** [%.2fx]" % (
                             c["model"], c["ranks"], c["rate"], x, c["verdict"]["dreamddp_vs_best_baseline"])
                             for c, x in e2e))]
     else:

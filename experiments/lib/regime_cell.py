@@ -101,7 +101,8 @@ class Run:
     def configs(self, H, phases, prof):
         """(system, configuration, policy spec or peer arguments) of every run in a cell."""
         a = self.a
-        prof_opt = ",profile=" + prof
+        # --self-profiled: dreamddp profiles itself inside the timed launch (its default start), as a user runs it
+        prof_opt = "" if a.self_profiled else ",profile=" + prof
         configs = [("ours", "ddp", "ddp"), ("torch", "ddp", ["--algo", "ddp"]),
                    ("ours", "localsgd:k=%d" % H, "localsgd:k=%d" % H),
                    ("torch", "localsgd:k=%d" % H, ["--algo", "localsgd", "--k", str(H)]),
@@ -144,10 +145,11 @@ class Run:
     def run_peer(self, ranks, rate, model, b, n, what, rdir, t_budget, name, our_gemm):
         """One run of the PyTorch peer in a cell: (its row, its seconds from launch to exit)."""
         a = self.a
+        warm = 5 if name == "ddp" else a.h  # whole periods after the first, as our trainer times them
         store = "/tmp/dd-regime-store-%d-%d" % (os.getpid(), len(self.runs))
         env = ["/usr/bin/env", "OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1", "THREADS=1"]
         cmd = self.launch(ranks, rate) + env + [a.peer_py, a.peer, "--model", model, "--batch", str(b),
-                                                "--steps", str(n - 5), "--warmup", "5",
+                                                "--steps", str(n - warm), "--warmup", str(warm),
                                                 "--store", store] + what
         os.makedirs(rdir, exist_ok=True)
         rc, secs = run(cmd, os.path.join(rdir, "launch.log"), t_budget)
@@ -178,13 +180,15 @@ class Run:
         bp, cm, model_s, phases = self.profile(cdir, model, ranks, rate, b, H)
         B, C = sum(bp.values()), sum(cm.values())
         prof = os.path.join(cdir, "profile")
-        # Steps. The trainer times the steps after 5 warm-up steps (runs of >= 50 steps), the peer after
-        # --warmup 5: with 5 + m*H steps both time m whole periods, each holding exactly m syncs of every layer
-        # (Local SGD's averages, every phase), whatever the offset. m >= 6, and about budget seconds of a local
-        # policy's step. ddp has no period: it runs about budget seconds, at least 21 steps.
+        # Steps: m whole periods from step 0, so that from launch to exit every periodic policy averages every layer
+        # exactly m times (a partial period at the end would hold some layer-wise phases and no Local SGD average).
+        # The trainer times whole periods from the first boundary after its warm-up (and after dreamddp's start),
+        # the peer after --warmup H. m >= 6 (12 when dreamddp profiles itself: its start and a possible trial take
+        # up to 8 periods), and about budget seconds of a local policy's step. ddp has no period: it runs about
+        # budget seconds, at least 21 steps.
         est_local = 2.5 * B + C / H
-        periods = int(min(a.max_steps // H, max(6, math.ceil(a.budget_s / est_local / H))))
-        steps = 5 + periods * H
+        periods = int(min(a.max_steps // H, max(12 if a.self_profiled else 6, math.ceil(a.budget_s / est_local / H))))
+        steps = periods * H
         steps_ddp = int(min(steps, max(21, math.ceil(a.budget_s / (2.5 * B + C)))))
         print("== cell %s: C/B = %.2f (B %.1f ms, C %.1f ms), %d steps per run (ddp %d), phases %s" % (
             os.path.basename(cdir), C / B, B * 1e3, C * 1e3, steps, steps_ddp, phases), flush=True)
