@@ -10,7 +10,7 @@
 # in the trainer's timed window (the steps after warm-up, and for dreamddp after its profiling and trial steps).
 #
 # Environment: DEMO_NET (rate, e.g. 1gbit; "loopback" forces loopback), DEMO_RANKS (default 2: one core per rank
-# on a 2-core machine), DEMO_STEPS (default 300), DEMO_MODEL (default mlp), DEMO_RESULTS=FILE (also write the
+# on a 2-core machine), DEMO_STEPS (default 304, a multiple of 8), DEMO_MODEL (default mlp), DEMO_RESULTS=FILE (also write the
 # table as JSON, e.g. experiments/results/demo.json for the README), DREAMDDP_BIN.
 # Runs go to runs/demo/<policy>/, figures to runs/demo/figures/; an earlier runs/demo is kept as runs/demo.<time>.
 set -euo pipefail
@@ -24,13 +24,16 @@ prov_command DEMO_NET DEMO_RANKS DEMO_STEPS DEMO_MODEL DEMO_RESULTS -- "$@"
 cd "$(dirname "$0")/.."
 BIN=${DREAMDDP_BIN:-build/dreamddp}
 PY=/usr/bin/python3
-STEPS=${DEMO_STEPS:-300}
+# 38 whole periods of H=8: from launch to exit every periodic policy averages every layer the same number of times
+# (a partial period at the end would hold some of plsgd's and dreamddp's phases and none of Local SGD's averages).
+STEPS=${DEMO_STEPS:-304}
 MODEL=${DEMO_MODEL:-mlp}
 RANKS=${DEMO_RANKS:-2}
 # The regime map (README) measured dreamddp's largest gain over DDP with the link at about this rate for the mlp.
 DEFAULT_NET=1gbit
 OUT=runs/demo
 [[ $STEPS =~ ^[1-9][0-9]*$ && $STEPS -ge 24 ]] || { echo "demo: DEMO_STEPS must be an integer >= 24" >&2; exit 2; }
+((STEPS % 8 == 0)) || echo "demo: note: $STEPS steps are not whole periods of 8; the last, partial one favours Local SGD" >&2
 [[ $RANKS =~ ^[1-9][0-9]?$ && $RANKS -ge 2 ]] || { echo "demo: DEMO_RANKS must be an integer in 2..99" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "demo: no dreamddp binary at $BIN (make build)" >&2; exit 2; }
 if [ -e "$OUT" ]; then
