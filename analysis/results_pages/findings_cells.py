@@ -57,6 +57,20 @@ E2E_NOTE = ("from launch to exit (each run's whole `dreamddp launch` command; dr
             "left out, as it was not timed), with the trainer's timed window in brackets")
 
 
+E2E_SELF_NOTE = ("from launch to exit (each run's whole `dreamddp launch` command; dreamddp profiled itself inside it, "
+                 "so nothing is left out), with the trainer's timed window in brackets")
+
+
+def _regime_e2e(results, load):
+    """The regime map to judge dreamddp by from launch to exit, and how to say what it covers: the self-profiled
+    record (regime_map_e2e.json) where there is one, else regime_map.json (dreamddp on a profile made by a separate,
+    untimed launch)."""
+    d = load(results, "regime_map_e2e.json")
+    if d and d.get("dreamddp_profile") == "self":
+        return d, E2E_SELF_NOTE
+    return load(results, "regime_map.json"), E2E_NOTE
+
+
 def _absent_line(title, page):
     return ("**%s.** _No complete record yet: see [%s](%s) once one exists, and the earlier records on "
             "the [history page](%s)._" % (title, page[:-3], _rel(page), _rel(HISTORY)))

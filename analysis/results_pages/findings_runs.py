@@ -2,13 +2,13 @@
 import re
 
 from .common import _load, _median, _rel
-from .findings_cells import E2E_NOTE, _absent_line, _best_e2e, _sps, _sps_e2e, _vs, _vs_e2e, _where
+from .findings_cells import E2E_NOTE, _absent_line, _best_e2e, _regime_e2e, _sps, _sps_e2e, _vs, _vs_e2e, _where
 from .gpu import _gpu_rounds
 from .torchft import _torchft_e2e, _torchft_twin
 
 
 def _finding_ties(results):
-    d = _load(results, "regime_map.json")
+    d, note = _regime_e2e(results, _load)
     cells = [c for c in d["cells"] if c["model"] == "mlp"] if d else []
     if not cells:
         return _absent_line("Ties on a small model", "regime-map.md")
@@ -23,21 +23,20 @@ def _finding_ties(results):
     best = max(("localsgd:k=%d" % H, "plsgd:h=%d" % H), key=lambda n: (_sps_e2e(low, n) if e2e else _sps(low, n)))
     return ("**Ties on a small model.** On the 4-layer mlp, dreamddp:h=%d runs at %.2f–%.2fx the better of "
             "localsgd:k=%d and plsgd:h=%d in %d cells of the regime map, %s: with four layers there is little "
-            "for a layer-wise schedule to spread. It loses most (%.2fx%s) on %d ranks at %s, where %s(C/B %.2f) and "
+            "for a layer-wise schedule to spread. It loses most (%.2fx%s) on %d ranks at %s (C/B %.2f%s), where "
             "the best baseline is %s ([regime map](%s))." % (
                 H, min(v.values()), max(v.values()), H, H, len(cells),
-                (E2E_NOTE.replace("with the trainer's timed window in brackets", "against %.2f–%.2fx in the "
+                (note.replace("with the trainer's timed window in brackets", "against %.2f–%.2fx in the "
                                   "trainer's timed window" % (min(win.values()), max(win.values()))))
                 if e2e else "in the trainer's timed window (it leaves out the start)",
                 v[_where(low)], " [%.2fx]" % win[_where(low)] if e2e else "", low["ranks"], low["rate"],
-                "communication is shortest " if low["comm_over_backward"] == min(
-                    c["comm_over_backward"] for c in cells) else "",
-                low["comm_over_backward"], "Local SGD's one whole-model average"
+                low["comm_over_backward"], ", the shortest communication" if low["comm_over_backward"] == min(
+                    c["comm_over_backward"] for c in cells) else "", "Local SGD's one whole-model average"
                 if best.startswith("localsgd") else "plsgd", _rel("regime-map.md")))
 
 
 def _finding_wins(results):
-    d = _load(results, "regime_map.json")
+    d, note = _regime_e2e(results, _load)
     deep = [c for c in d["cells"] if c["model"] != "mlp"] if d else []
     if not deep:
         return _absent_line("Where it wins", "regime-map.md")
@@ -48,11 +47,12 @@ def _finding_wins(results):
         out = ["%s: %.2fx [%.2fx] %s and %.2fx [%.2fx] %s" % (
             _where(c), _vs_e2e(c, dd, pl), _vs(c, dd, pl), pl, _vs_e2e(c, dd, ls), _vs(c, dd, ls), ls) for c in deep]
         text = ("**Where it wins.** On the deeper models dreamddp:h=%d against its baselines, %s: %s." % (
-            H, E2E_NOTE, "; ".join(out)))
+            H, note, "; ".join(out)))
     else:
         out = ["%s: %.2fx %s and %.2fx %s" % (_where(c), _vs(c, dd, pl), pl, _vs(c, dd, ls), ls) for c in deep]
         text = ("**Where it wins.** On the deeper models dreamddp:h=%d against its baselines, in the trainer's timed "
                 "window (it leaves out the start): %s." % (H, "; ".join(out)))
+    d = _load(results, "regime_map.json") or {"cells": []}  # the delayed merges ran on the cells' profiles
     delayed = [(c, c["verdict"]["best_delay_config"]) for c in d["cells"] if c["verdict"].get("best_delay_vs_localsgd")]
     if delayed:
         key = (lambda c, n: _vs_e2e(c, n, ls)) if e2e and all(_vs_e2e(c, n, ls) for c, n in delayed) else None
@@ -62,7 +62,7 @@ def _finding_wins(results):
         text += (" A delayed merge goes further: %s reaches %.2fx %s at %s%s; over all %d cells it runs at "
                  "%.2f–%.2fx %s, below 1 only at %s. What the delay costs in accuracy is the next finding "
                  "([regime map](%s))." % (
-                     best[2], best[1], ls, _where(best[0]), " from launch to exit [%.2fx in the timed window]" %
+                     best[2], best[1], ls, _where(best[0]), " from launch to exit on the cell's profile [%.2fx in the timed window]" %
                      _vs(best[0], best[2], ls) if key else "", len(vals), min(t[1] for t in vals),
                      max(t[1] for t in vals), ls, ", ".join(_where(c) for c, x, _ in vals if x < 1) or "none",
                      _rel("regime-map.md")))

@@ -82,8 +82,9 @@ def render_regime(results, name="regime_map.json"):
     gemm = "Our GEMM %.1f GFLOP/s" % d["ours_gemm_gflops"]
     if d.get("ours_gemm_gflops_end") is not None:
         gemm += " at the start, %.1f at the end" % d["ours_gemm_gflops_end"]
-    out += ["", "%s; the peer alone: %s, %s GFLOP/s, torch %s. %s" % (
-        gemm, pa.get("blas", "-"), _f(pa.get("gemm_gflops"), "%.1f"), pa.get("peer", "-"), _prov(d)), ""]
+    peer = ("the peer alone: %s, %s GFLOP/s, torch %s" % (pa.get("blas", "-"), _f(pa.get("gemm_gflops"), "%.1f"),
+                                                          pa.get("peer", "-")) if pa else "ours only, no peer ran")
+    out += ["", "%s; %s. %s" % (gemm, peer, _prov(d)), ""]
     return "\n".join(out)
 
 
