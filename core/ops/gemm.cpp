@@ -9,6 +9,9 @@
 // (oneDNN's avx512_core_bf16 / AMX kernels). oneDNN 2.6's fpmath_mode::bf16 on the f32 primitive is not used: on
 // avx512_bf16 without AMX it keeps the f32 kernel and its bits. A shape without an optimized bf16 matmul runs
 // dnnl_sgemm on the bf16-rounded inputs: the same products (exact in fp32), fp32 speed.
+// On a CPU without AVX-512 (oneDNN's AVX2 kernels) a large transposed A (a weight gradient dY^T X over many rows)
+// runs at about half the rate of the same product with A in row order, in dnnl_sgemm and in the matmul alike: there
+// A is transposed into scratch first (a blocked copy, a few percent of the product) and the product runs untransposed.
 #include <dnnl.h>
 #include <omp.h>
 
@@ -121,6 +124,18 @@ Entry make_entry(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   return e;
 }
 
+// oneDNN's kernels on this CPU are its AVX2 ones (no avx512_core): the ones slow on a large transposed A.
+bool avx2_kernels() {
+  static const bool slow = [] {
+    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core;
+  }();
+  return slow;
+}
+
+// A transposed A of at least this many values (4 MiB, beyond a core's L2) is copied into row order first there.
+constexpr int64_t kTransposeFirst = int64_t(1) << 20;
+
 // Per-thread scratch for the bf16 copies (or their fp32 widening); nothing is kept between calls.
 template <typename T>
 T* scratch(int which, size_t n) {
@@ -147,6 +162,16 @@ Out* convert(int which, const float* X, Stored s, int64_t ld) {
   return out;
 }
 
+// out (cols x rows, dense) = X^T for X rows x cols with leading dimension ld; 8 x 8 blocks keep both sides in cache
+// lines (a power-of-two ld would make longer strides collide in the cache).
+void transpose_into(float* __restrict out, const float* __restrict X, int64_t rows, int64_t cols, int64_t ld) {
+  constexpr int64_t b = 8;
+  for (int64_t r0 = 0; r0 < rows; r0 += b)
+    for (int64_t c0 = 0; c0 < cols; c0 += b)
+      for (int64_t c = c0; c < std::min(c0 + b, cols); ++c)
+        for (int64_t r = r0; r < std::min(r0 + b, rows); ++r) out[c * rows + r] = X[r * ld + c];
+}
+
 }  // namespace
 
 void matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
@@ -160,6 +185,13 @@ void matmul(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, cons
         if (bias) v += bias[j];
         C[i * ldc + j] = relu && v < 0.f ? 0.f : v;
       }
+    return;
+  }
+  if (ta && !bias && !relu && M * K >= kTransposeFirst && precision() != Precision::bf16 && !force_sgemm() &&
+      avx2_kernels()) {
+    float* At = scratch<float>(0, size_t(M * K));  // op(A) in row order: M x K, leading dimension K
+    transpose_into(At, A, K, M, lda);
+    matmul(false, tb, M, N, K, alpha, At, K, B, ldb, beta, C, ldc, nullptr, false);
     return;
   }
   Cache& cc = cache();

@@ -1,6 +1,7 @@
 // gemm against a naive loop (all transpose combinations, padded leading dims); Linear gradients; threads knob.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "base/error.h"
@@ -36,6 +37,33 @@ TEST(Gemm, MatchesNaiveForAllTransposes) {
           EXPECT_NEAR(C[i * ldc + j], ref[i * ldc + j], 1e-5) << "ta=" << ta << " tb=" << tb << " at " << i << ","
                                                               << j;
     }
+}
+
+// A transposed A of more than 2^20 values (on a CPU without AVX-512 it is copied into row order before the
+// product): against a double-precision sum, within the worst-case error of a K-term float dot product,
+// (K + 2) u sum|alpha a b| + u |beta c| with u = 2^-24. M and K are not multiples of the copy's 8 x 8 blocks, and
+// the leading dimensions are padded.
+TEST(Gemm, LargeTransposedAMatchesDoubleSum) {
+  const int64_t M = 1027, K = 1029, N = 3, lda = M + 3;
+  for (int tb = 0; tb < 2; ++tb) {
+    const int64_t ldb = tb ? K + 1 : N + 1, ldc = N + 2;
+    auto A = randn(K * lda, 21), B = randn((tb ? N : K) * ldb, 22), C = randn(M * ldc, 23);
+    const auto C0 = C;
+    const float alpha = 0.5f, beta = 0.25f;
+    gemm(true, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+    const double u = std::ldexp(1.0, -24);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0, abs_sum = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double p = double(A[k * lda + i]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+          s += p, abs_sum += std::fabs(p);
+        }
+        const double ref = alpha * s + beta * double(C0[i * ldc + j]);
+        const double bound = double(K + 2) * u * std::fabs(alpha) * abs_sum + u * std::fabs(beta * C0[i * ldc + j]);
+        ASSERT_LE(std::fabs(C[i * ldc + j] - ref), bound) << "tb=" << tb << " at " << i << "," << j;
+      }
+  }
 }
 
 TEST(Gemm, BetaZeroIgnoresGarbageInC) {
