@@ -7,7 +7,7 @@
 #     experiments/bench_step_ab.sh MODEL...
 #
 # BEFORE_BIN must be a build of BEFORE_COMMIT (the script cannot check it; the results file records both); the
-# before peer is `git show BEFORE_COMMIT:peers/torch_ddp.py`. Every round is a whole bench_step.sh run (its own
+# before peer is BEFORE_COMMIT's peers/torch_ddp.py, with the peers/ modules of that commit beside it. Every round is a whole bench_step.sh run (its own
 # alternation of ours and the peer, REPS repetitions, its GEMM check of the peer), kept whole under "rounds". The
 # summary per model and build is the best (lowest) step over all rounds, ours and the peer's, and their ratio;
 # `peer_ok` is false where any round's peer failed the peer rules (experiments/lib/peer_rules.py), and then the
@@ -30,7 +30,9 @@ rounds=${ROUNDS:-2}
 need_positive --raw-name rounds
 work=${WORK:-$(mktemp -d /tmp/dd-bench-ab-XXXXXX)}
 mkdir -p "$work"
-git -C "$root" show "$BEFORE_COMMIT:peers/torch_ddp.py" >"$work/torch_ddp_before.py"
+# The before peer with the modules beside it that it imports (peers/ as it was at BEFORE_COMMIT).
+mkdir -p "$work/peers_before"
+git -C "$root" archive "$BEFORE_COMMIT" peers | tar -x -C "$work/peers_before" --strip-components=1
 prov_start
 
 for ((r = 1; r <= rounds; ++r)); do
@@ -41,7 +43,7 @@ for ((r = 1; r <= rounds; ++r)); do
     [[ -s $f ]] && continue
     echo "# round $r: $which ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1 /proc/loadavg))" >&2
     if [[ $which == before ]]; then
-      DREAMDDP_BIN=$BEFORE_BIN DREAMDDP_PEER=$work/torch_ddp_before.py SAVE=$f "$here/bench_step.sh" "$@" >"$f.log"
+      DREAMDDP_BIN=$BEFORE_BIN DREAMDDP_PEER=$work/peers_before/torch_ddp.py SAVE=$f "$here/bench_step.sh" "$@" >"$f.log"
     else
       SAVE=$f "$here/bench_step.sh" "$@" >"$f.log"
     fi

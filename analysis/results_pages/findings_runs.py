@@ -208,14 +208,18 @@ def _finding_gpu(results):
 
 
 def _short_cpu(d):
-    """'Intel(R) Xeon(R) Processor' -> 'Intel Xeon', 'AMD EPYC 9B14' -> 'AMD EPYC'."""
-    cpu = re.sub(r"\((R|TM)\)", "", (d.get("machine") or {}).get("cpu", "?"))
-    return " ".join(cpu.split()[:2])
+    """'Intel(R) Xeon(R) Processor' -> 'Intel Xeon', 'AMD EPYC 9B14' -> 'AMD EPYC', with ' (AVX2 only)' where
+    the machine recorded its flags and had no AVX-512."""
+    m = d.get("machine") or {}
+    cpu = " ".join(re.sub(r"\((R|TM)\)", "", m.get("cpu", "?")).split()[:2])
+    flags = m.get("cpu_flags")
+    return cpu + (" (AVX2 only)" if flags and "avx2" in flags and "avx512f" not in flags else "")
 
 
 def _finding_step_time(results):
     docs = [d for d in (_load(results, n) for n in ("bench_step_t1.json", "bench_step_t2.json",
-                                                    "bench_step_t1_intel.json", "bench_step_t2_intel.json")) if d]
+                                                    "bench_step_t1_intel.json", "bench_step_t2_intel.json",
+                                                    "bench_step_t1_avx2.json", "bench_step_t2_avx2.json")) if d]
     if not docs:
         return _absent_line("Step time against PyTorch", "step-time.md")
     cpus = {_short_cpu(d) for d in docs}
