@@ -2,7 +2,7 @@
 import os
 import textwrap
 from .common import _load, _rel
-from .findings_cells import E2E_NOTE, PAPER_SPEEDUP, _absent_line, _vs_e2e, _where
+from .findings_cells import E2E_NOTE, PAPER_SPEEDUP, _absent_line, _best_e2e, _vs_e2e, _where
 from .findings_runs import (_finding_delay, _finding_elastic, _finding_gpu, _finding_step_time, _finding_ties,
     _finding_torchft, _finding_wins)
 from .regime_map import _goal
@@ -128,6 +128,18 @@ def _finding_paper_models(results):
         text += " A delayed merge reaches %.2fx Local SGD%s (%s at %s)." % (
             e if e else x, " from launch to exit (%.2fx in the timed window)" % x if e else " in the timed window",
             c["verdict"]["best_delay_config"], _where(c))
+    selfp = [(d["H"], c) for d in (_load(results, n) for n in ("throughput_paper_e2e.json",
+                                                              "throughput_paper_e2e_resnet50.json"))
+             if d and d.get("dreamddp_profile") == "self" for c in d["cells"]]
+    best_e2e = [(c, _best_e2e(c, h)) for h, c in selfp]
+    if best_e2e and all(x for _, x in best_e2e):
+        xs = [x for _, x in best_e2e]
+        text += (" Timed as a user runs it, dreamddp profiling itself inside the launch and every run a whole number "
+                 "of periods, dreamddp:h=%d runs at %.2f–%.2fx the better of localsgd:k=%d and plsgd:h=%d from launch "
+                 "to exit over %d cells of %s (%s)." % (
+                     selfp[0][0], min(xs), max(xs), selfp[0][0], selfp[0][0], len(xs),
+                     " and ".join(dict.fromkeys(c["model"] for _, c in selfp)),
+                     "; ".join("%s at %s: %.2fx" % (c["model"].split(":")[0], c["rate"], x) for c, x in best_e2e)))
     return text + " ([regime map](%s#the-papers-models))" % _rel("regime-map.md")
 
 

@@ -252,6 +252,14 @@ def _finding_step_time(results):
                 peer.get("torch", "?").split("+")[0], (peer.get("blas") or "?").split(",")[-1].split(" (")[0].strip(),
                 "; ".join(parts)))
     text += (" Slower than PyTorch: %s." % ", ".join(slower)) if slower else " Slower than PyTorch in none of them."
+    ab = _load(results, "bench_step_ab_avx2_gptmini.json")
+    rows = [r for r in (ab or {}).get("summary", []) if r["before"].get("ratio") and r["after"].get("ratio")]
+    if rows:
+        text += " On the %s, after copying a large transposed A into row order before its GEMM, in one sitting " \
+                "against the code before: %s." % (_short_cpu(ab), "; ".join(
+                    "%s %.2fx PyTorch (before %.2fx; our step %.2fx of before)" % (
+                        r["model"], r["after"]["ratio"], r["before"]["ratio"], r["ours_after_over_before"])
+                    for r in rows))
     return text + " ([step time](%s))" % _rel("step-time.md")
 
 
