@@ -233,11 +233,12 @@ def _finding_step_time(results):
         gemms = [r["peer"].get("gemm_gflops") for r in rows if r["peer"].get("gemm_gflops")]
         g = d["ours_gemm_gflops"]
         cpu = _short_cpu(d) if len(cpus) > 1 else None  # named only where the runs are from more than one CPU
-        parts.append("%s%d thread%s: %.2f–%.2fx over %d models (%s; peer GEMM %.0f–%.0f GFLOP/s, ours %.0f)" % (
-            cpu + ", " if cpu else "", d["threads"], "" if d["threads"] == 1 else "s", min(ratios), max(ratios),
-            len(rows),
-            ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), min(gemms), max(gemms),
-            max(g["start"], g["end"])))
+        span = "%.2fx on 1 model" % ratios[0] if len(rows) == 1 else "%.2f–%.2fx over %d models" % (
+            min(ratios), max(ratios), len(rows))
+        gspan = "%.0f" % min(gemms) if min(gemms) == max(gemms) else "%.0f–%.0f" % (min(gemms), max(gemms))
+        parts.append("%s%d thread%s: %s (%s; peer GEMM %s GFLOP/s, ours %.0f)" % (
+            cpu + ", " if cpu else "", d["threads"], "" if d["threads"] == 1 else "s", span,
+            ", ".join("%s %.2fx" % (r["model"], r["ratio"]) for r in rows), gspan, max(g["start"], g["end"])))
         slower += ["%s at %d thread%s%s" % (r["model"], d["threads"], "" if d["threads"] == 1 else "s",
                                             " (%s)" % cpu if cpu else "")
                    for r in rows if r["ratio"] > 1.0]
