@@ -86,6 +86,24 @@ TEST(ScheduleChoice, FusedLatencyPrefersContiguousPhases) {
   EXPECT_EQ(without.layerwise_s, modelled_time(b, prop, H, interleaved, &without.fill));
 }
 
+// Two layers, one per step of H=2: every assignment waits the same under the model, so the solver's phases and
+// plsgd's split tie. A tie keeps plsgd's split (the model cannot tell the solver's phases as better).
+TEST(ScheduleChoice, FusedTieKeepsContiguousPhases) {
+  const std::vector<double> b{0.01, 0.01};
+  const std::vector<int64_t> bytes{1000, 2000};
+  const std::vector<double> c{0.01 + 1e-5 * 1000, 0.01 + 1e-5 * 2000};  // alpha 10 ms
+  const auto plsgd = contiguous_groups(c, 2);
+  std::vector<int> other = plsgd;
+  std::swap(other[0], other[1]);
+  ASSERT_NE(other, plsgd);
+  const auto choice = choose_in_step(b, c, 2, other, false, {}, bytes);
+  EXPECT_EQ(choice.fused_solved_s, choice.fused_plsgd_s);
+  EXPECT_TRUE(choice.fused_plsgd);
+  EXPECT_EQ(choice.phase, plsgd);
+  // Solved as plsgd's split already: nothing to replace.
+  EXPECT_FALSE(choose_in_step(b, c, 2, plsgd, false, {}, bytes).fused_plsgd);
+}
+
 // fit_comm (comm_fit.h): on a shaped link a large all-reduce hides the per-collective latency. The rate comes from
 // the large sizes and the latency from the small ones; a least-squares line through all of them would come out
 // steeper than any large transfer ran and put the difference in a smaller intercept.

@@ -47,7 +47,9 @@ InStepChoice choose_in_step(const std::vector<double>& b, const std::vector<doub
     best.fused_solved_s = fused(best.phase, best.fill);
     const FillIn plsgd_fill = fillin ? fill_in(b, c, H, plsgd) : none;
     best.fused_plsgd_s = fused(plsgd, plsgd_fill);
-    if (best.fused_plsgd_s < 0.99 * best.fused_solved_s) {
+    // A tie, or plsgd's split modelled faster: the model cannot tell the solver's phases as better, and the split
+    // is the default the run started from (interleaved phases also cost latencies a fitted line misses).
+    if (plsgd != best.phase && best.fused_plsgd_s <= best.fused_solved_s) {
       best.phase = plsgd, best.fill = plsgd_fill, best.layerwise_s = best.fused_plsgd_s;
       best.fused_plsgd = true;
       std::vector<int> one(c.size(), 0);  // Local SGD's average: every layer in one run of buckets

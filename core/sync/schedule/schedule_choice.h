@@ -39,7 +39,8 @@ double fitted_alpha(const std::vector<double>& c, const std::vector<int64_t>& by
 // Local SGD, which is the schedule with every layer in one phase, launched after backward). With contention the
 // candidates solved and plsgd's split, each with and without fill-in, are scored with modelled_time(..., k), ties
 // to the first in that order; Local SGD wins only if strictly faster. With `bytes` (the layers' sizes), plsgd's split
-// then replaces the choice when, both scored with fused buckets (fused_comm), it is faster by more than 1%.
+// then replaces the choice when, both scored with fused buckets (fused_comm), it is modelled no slower (a tie keeps
+// the contiguous split: the model cannot tell the solver's phases as better).
 // Deterministic: ranks with one profile agree.
 InStepChoice choose_in_step(const std::vector<double>& b, const std::vector<double>& c, int H,
                             const std::vector<int>& solved, bool fillin, const Contention& k,
