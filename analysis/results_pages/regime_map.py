@@ -42,22 +42,7 @@ def render_regime(results, name="regime_map.json"):
             _f(v["dreamddp_vs_best_baseline"]), " (%s)" % _f(v["dreamddp_fillin0_vs_best_baseline"]) if fillin0
             else "", " %s |" % _f(v.get("best_delay_vs_localsgd") if len(delays) > 1 else
                                   v.get("dreamddp_delay_vs_localsgd")) if delayed else ""))
-    e2e = [(c, _best_e2e(c, H)) for c in d["cells"]]
-    if all(x for _, x in e2e):
-        start = ("dreamddp profiled itself inside that launch (its default start: plsgd's groups while it records, "
-                 "then the solved plan, and a measured trial where the model puts it within a tenth of Local SGD's "
-                 "schedule), so nothing is left out" if d.get("dreamddp_profile") == "self" else
-                 "dreamddp's separate `dreamddp profile` launch, which made the cell's profile, is left out, as it "
-                 "was not timed")
-        out += ["", "**From launch to exit** (each run's whole `dreamddp launch` command, as a user times it: "
-                    "start-up, warm-up and exit included; %s), dreamddp:h=%d over the better of "
-                    "localsgd:k=%d and plsgd:h=%d, with the timed window's ratio above in brackets: %s." % (
-                        start, H, H, H, "; ".join("%s, %d ranks, %s: **%.2fx** [%.2fx]" % (
-                            c["model"], c["ranks"], c["rate"], x, c["verdict"]["dreamddp_vs_best_baseline"])
-                            for c, x in e2e))]
-    else:
-        out += ["", "The samples/s above are the trainer's timed window: it leaves out each run's start (start-up, "
-                    "warm-up steps); this file recorded no launch-to-exit times."]
+    out += _e2e_sentence(d, H)
     names = [k[1] for k in cols if k[0] == "ours"]
     vs_partial = ["%s, %d ranks, %s: %s%s" % (
         c["model"], c["ranks"], c["rate"], _f(c["verdict"]["ours_dreamddp_vs_torch_partial"], "%.2fx"),
@@ -86,6 +71,25 @@ def render_regime(results, name="regime_map.json"):
                                                           pa.get("peer", "-")) if pa else "ours only, no peer ran")
     out += ["", "%s; %s. %s" % (gemm, peer, _prov(d)), ""]
     return "\n".join(out)
+
+
+def _e2e_sentence(d, H):
+    """The launch-to-exit sentence under the map (or why there is none), saying what the launch left out."""
+    e2e = [(c, _best_e2e(c, H)) for c in d["cells"]]
+    if all(x for _, x in e2e):
+        start = ("dreamddp profiled itself inside that launch (its default start: plsgd's groups while it records, "
+                 "then the solved plan, and a measured trial where the model puts it within a tenth of Local SGD's "
+                 "schedule), so nothing is left out" if d.get("dreamddp_profile") == "self" else
+                 "dreamddp's separate `dreamddp profile` launch, which made the cell's profile, is left out, as it "
+                 "was not timed")
+        return ["", "**From launch to exit** (each run's whole `dreamddp launch` command, as a user times it: "
+                    "start-up, warm-up and exit included; %s), dreamddp:h=%d over the better of "
+                    "localsgd:k=%d and plsgd:h=%d, with the timed window's ratio above in brackets: %s." % (
+                        start, H, H, H, "; ".join("%s, %d ranks, %s: **%.2fx** [%.2fx]" % (
+                            c["model"], c["ranks"], c["rate"], x, c["verdict"]["dreamddp_vs_best_baseline"])
+                            for c, x in e2e))]
+    return ["", "The samples/s above are the trainer's timed window: it leaves out each run's start (start-up, "
+                "warm-up steps); this file recorded no launch-to-exit times."]
 
 
 def _goal(c, H, v):

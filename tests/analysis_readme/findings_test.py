@@ -72,7 +72,7 @@ def main():
         ("against 0.85–0.99x in the trainer's timed window" in ties, ties),  # 1089/1100 and 1700/2000
         ("in 2 cells" in ties and "(0.85x [0.85x]) on 2 ranks at 10gbit" in ties and "C/B 4.00" in ties, ties),
         ("1.08x [1.10x] plsgd:h=8 and 1.20x [1.32x] localsgd:k=8" in wins, wins),  # gpt-mini 54/50 [66/60], 54/45
-        ("reaches 1.60x localsgd:k=8 at gpt-mini, 2 ranks at 100mbit from launch to exit [1.80x" in wins
+        ("reaches 1.60x localsgd:k=8 at gpt-mini, 2 ranks at 100mbit from launch to exit on the cell's profile [1.80x" in wins
          and "0.94–1.60x" in wins, wins),
         ("below 1 only at mlp, 2 ranks at 10gbit" in wins, wins),
         ("dreamddp:h=8,delay=2 -0.75 points (-1.25 to -0.25), 0.94–1.22x localsgd:k=8" in delay, delay),
