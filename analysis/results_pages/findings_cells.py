@@ -1,5 +1,5 @@
 """The README's findings, shared part: samples/s of a regime-map cell and the ratios between configs."""
-from .common import HISTORY, _rel
+from .common import HISTORY, _load, _rel
 
 
 # --- what the studies found (README) -------------------------------------------------------------------------------
@@ -61,14 +61,14 @@ E2E_SELF_NOTE = ("from launch to exit (each run's whole `dreamddp launch` comman
                  "so nothing is left out), with the trainer's timed window in brackets")
 
 
-def _regime_e2e(results, load):
+def _regime_e2e(results):
     """The regime map to judge dreamddp by from launch to exit, and how to say what it covers: the self-profiled
     record (regime_map_e2e.json) where there is one, else regime_map.json (dreamddp on a profile made by a separate,
     untimed launch)."""
-    d = load(results, "regime_map_e2e.json")
+    d = _load(results, "regime_map_e2e.json")
     if d and d.get("dreamddp_profile") == "self":
         return d, E2E_SELF_NOTE
-    return load(results, "regime_map.json"), E2E_NOTE
+    return _load(results, "regime_map.json"), E2E_NOTE
 
 
 def _absent_line(title, page):

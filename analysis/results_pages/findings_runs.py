@@ -8,7 +8,7 @@ from .torchft import _torchft_e2e, _torchft_twin
 
 
 def _finding_ties(results):
-    d, note = _regime_e2e(results, _load)
+    d, note = _regime_e2e(results)
     cells = [c for c in d["cells"] if c["model"] == "mlp"] if d else []
     if not cells:
         return _absent_line("Ties on a small model", "regime-map.md")
@@ -36,7 +36,7 @@ def _finding_ties(results):
 
 
 def _finding_wins(results):
-    d, note = _regime_e2e(results, _load)
+    d, note = _regime_e2e(results)
     deep = [c for c in d["cells"] if c["model"] != "mlp"] if d else []
     if not deep:
         return _absent_line("Where it wins", "regime-map.md")
