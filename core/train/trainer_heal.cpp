@@ -11,7 +11,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
-#include "core/common/crc.h"
+#include "core/train/state_hash.h"
 #include "core/train/trainer_impl.h"
 
 namespace dd::train {
@@ -51,13 +51,6 @@ void dump_state(const std::string& path, const std::vector<const std::vector<flo
   std::fclose(f);
 }
 
-uint32_t crc_of(const std::vector<float>& v) { return crc32_of(v.data(), v.size() * sizeof(float)); }
-
-std::string hex(uint32_t v) {
-  char s[9];
-  std::snprintf(s, sizeof s, "%08x", v);
-  return s;
-}
 
 }  // namespace
 
@@ -98,8 +91,8 @@ int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
   engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), *dev, step, profile_carry,
                            carried.has() ? &carried : nullptr, undo(), /*state_equal=*/true);
   // Every rank compares: parameters and buffers equal everywhere, the joiner's optimizer state equal to rank 0's.
-  const std::string h = hex(crc_of(ops::to_host(model->params()))) + "," + hex(crc_of(ops::to_host(model->buffers()))) + "," +
-                        hex(crc_of(ops::to_host(opt->state()))) + (joiner ? ",j" : "");
+  const std::string h = crc_hex(state_crc(model->params())) + "," + crc_hex(state_crc(model->buffers())) + "," +
+                        crc_hex(state_crc(opt->state())) + (joiner ? ",j" : "");
   const auto all = backend->allgather(h);
   for (size_t r = 0; r < all.size(); ++r) {
     const bool j = all[r].size() > 2 && all[r].substr(all[r].size() - 2) == ",j";

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -16,7 +17,9 @@
 #include "core/models/model.h"
 #include "core/sync/policy/registry.h"
 #include "core/sync/types/bucket_plan.h"
+#include "core/optim/optimizer.h"
 #include "core/train/checkpoint.h"
+#include "core/train/device_state.h"
 #include "core/train/run_dir.h"
 #include "core/train/trainer.h"
 #include "core/train/trainer_parts.h"
@@ -424,6 +427,58 @@ TEST(HotSwitch, SwitchAtStepAppliesThereOnEveryRank) {
 
 // Ranks killed between their checkpoint writes hold different newest steps: resume agrees on the newest step
 // every rank has (each keeps the previous generation) and still ends bitwise equal to an uninterrupted run.
+// The engine's start (make_engine_for): ranks built from the same seed already hold the same state, which the hashes
+// show, so nothing is broadcast; ranks built from different seeds (one bit apart, or a whole model apart) are told
+// apart, and the engine's broadcast then leaves every rank with rank 0's parameters, bitwise.
+TEST(SameStart, HashesTellEqualStatesAndTheEngineEvensOthers) {
+  for (const int differ : {0, 1, 2}) {
+    SCOPED_TRACE("differ " + std::to_string(differ));
+    auto store = std::make_shared<gloo::rendezvous::HashStore>();
+    std::vector<std::vector<float>> after(2);
+    std::vector<int> same(2, -1);
+    std::vector<std::thread> th;
+    std::vector<std::exception_ptr> err(2);
+    for (int r = 0; r < 2; ++r)
+      th.emplace_back([&, r] {
+        try {
+          BackendOptions o;
+          o.rank = r;
+          o.world = 2;
+          o.timeout_s = 30;
+          o.prefix = "same" + std::to_string(differ);
+          auto b = make_gloo_backend(r, 2, store, o);
+          auto m = models::make_model("mlp", differ == 2 ? 5 + r : 5);
+          if (differ == 1 && r == 1) {  // one bit of the last parameter
+            uint32_t bits;
+            std::memcpy(&bits, &m->params()[m->params().size() - 1], 4);
+            bits ^= 1u;
+            std::memcpy(&m->params()[m->params().size() - 1], &bits, 4);
+          }
+          same[r] = train::same_state_everywhere(*b, *m);
+          optim::Optimizer opt({}, *m);
+          auto cfg = base("mlp", 1);
+          cfg.world = 2;
+          cfg.rank = r;
+          cfg.policy_spec = sync::PolicySpec::parse("ddp");
+          auto dev = train::make_host_state();
+          auto e = train::make_engine_for(cfg, *m, opt, *b, nullptr, *dev);
+          after[r].assign(m->params().data(), m->params().data() + m->params().size());
+        } catch (...) {
+          err[r] = std::current_exception();
+        }
+      });
+    for (auto& t : th) t.join();
+    for (auto& e : err)
+      if (e) std::rethrow_exception(e);
+    EXPECT_EQ(same[0], differ == 0 ? 1 : 0);
+    EXPECT_EQ(same[1], same[0]);
+    ASSERT_EQ(after[0].size(), after[1].size());
+    EXPECT_EQ(std::memcmp(after[0].data(), after[1].data(), after[0].size() * 4), 0);
+    auto seed5 = models::make_model("mlp", 5);
+    EXPECT_EQ(std::memcmp(after[0].data(), seed5->params().data(), after[0].size() * 4), 0) << "rank 0's own start";
+  }
+}
+
 TEST(Checkpoint, RanksResumeFromTheNewestCommonStep) {
   std::string d = tmpdir("ckpt_common");
   auto ref = base("mlp", 12);
