@@ -322,6 +322,45 @@ TEST(LayerSync, ConsensusRestoresTrainingState) {
   });
 }
 
+// The final average and evaluation's consensus average only what differs across ranks: a layer equal everywhere is
+// left bit for bit (a 3-way float average of equal values would round some of them), a layer that differs becomes
+// the same everywhere.
+TEST(LayerSync, FinalAverageLeavesEqualLayersAlone) {
+  ops::set_threads(1);
+  auto proto = models::make_model("mlp", 0);
+  const auto* first = proto->layers()[0];
+  const int64_t off = first->param_offset(), n = first->num_params(), total = proto->num_params();
+  const auto start = snapshot(*proto);
+  int rounds = 0;  // how many values of the other layers a 3-way average would change
+  for (int64_t i = off + n; i < total; ++i) {
+    const float x = start[size_t(i)];
+    rounds += (x + x + x) / 3.0f != x || (x + x + x) * (1.0f / 3.0f) != x;
+  }
+  ASSERT_GT(rounds, 0) << "no value would round: the test could not tell";
+  std::vector<std::vector<float>> after(3);
+  GlobalBatch data(*proto, 4, 1);
+  run_ranks(3, [&](int r, Backend& be) {
+    auto m = models::make_model("mlp", 0);
+    optim::Optimizer opt({}, *m);
+    auto e = sync::make_layer_sync(engine_options("localsgd:k=100"), *m, opt, be);
+    engine_step(*m, opt, e->step, data.slice(0, 4), 0, 0.0f);  // the layers turn local; lr 0 changes nothing
+    ASSERT_EQ(snapshot(*m), start);
+    for (int64_t i = off; i < off + n; ++i) m->params()[size_t(i)] += 0.01f * float(r);
+    bool consensus_equal = false;
+    e->control.with_consensus([&] {
+      consensus_equal = std::equal(m->params().data() + off + n, m->params().data() + total, start.data() + off + n);
+    });
+    EXPECT_TRUE(consensus_equal);
+    e->control.finalize();
+    after[size_t(r)] = snapshot(*m);
+  });
+  EXPECT_EQ(after[0], after[1]);
+  EXPECT_EQ(after[0], after[2]);
+  EXPECT_TRUE(std::equal(after[0].begin() + off + n, after[0].begin() + total, start.begin() + off + n));
+  for (int64_t i = off; i < off + n; ++i)  // the first layer: the average of x, x + 0.01, x + 0.02
+    ASSERT_NEAR(after[0][size_t(i)], start[size_t(i)] + 0.01f, 1e-5f) << i;
+}
+
 // Per-layer immediate update (each layer updated as soon as its sync is done) gives the same model, bit for bit,
 // as waiting for everything and then updating.
 TEST(LayerSync, ImmediateUpdateMatchesDeferredUpdate) {

@@ -75,7 +75,7 @@ void LayerSync::begin_step(int64_t step) {
 void LayerSync::enter_lockstep(const std::vector<bool>& entering) {
   bool any = false;
   for (bool e : entering) any |= e;
-  if (any) average_layers(entering, /*optimizer_state=*/true, /*all_buffers=*/false, /*log=*/true);
+  if (any) average_layers(entering, /*optimizer_state=*/true, BufferAverage::PerLayer, /*log=*/true);
 }
 
 void LayerSync::plan_launches() {

@@ -77,7 +77,10 @@ class LayerSync final : public SyncEngine, public RunControl, public EngineState
   void periodic_average();
   void merge_delayed(bool all);
   void average_all(bool count_stats, bool log = false);
-  void average_layers(const std::vector<bool>& which, bool optimizer_state, bool all_buffers, bool log = false);
+  void average_differing();
+  // Buffers: with each layer's parameters, all of them in one collective, or none.
+  enum class BufferAverage { PerLayer, All, None };
+  void average_layers(const std::vector<bool>& which, bool optimizer_state, BufferAverage buf, bool log = false);
   // layer_sync_policy.cpp
   void set_policy(const PolicySpec& spec);
   void switch_policy(const PolicySpec& spec, const std::string& why);

@@ -2,12 +2,24 @@
 // the delayed corrections merged when due, the blocking averages of a switch, a fallback or a lock-step entry, the
 // final average, and the consensus model of evaluation.
 #include <algorithm>
+#include <sstream>
+#include <string>
 
 #include "base/clock.h"
 #include "core/sync/engine/layer_sync.h"
 #include "core/sync/engine/step_plan.h"
 
 namespace dd::sync {
+namespace {
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string f; std::getline(in, f, ',');) out.push_back(f);
+  return out;
+}
+
+}  // namespace
 
 // localsgd with delay= or a transform: the whole-model average after the update of this step, on copies; blocking
 // and applied at once (delay=0) or merged at the start of step + delay.
@@ -52,17 +64,19 @@ void LayerSync::merge_delayed(bool all) {
 // SGD's, a switch's); the consensus copies of evaluation and the final average are not steps and are not logged.
 void LayerSync::average_all(bool count_stats, bool log) {
   const int64_t bytes0 = coll_.stats().bytes;
-  average_layers(plan_.local_layers(), o_.average_optimizer_state, /*all_buffers=*/true, log);
+  average_layers(plan_.local_layers(), o_.average_optimizer_state, BufferAverage::All, log);
   if (!count_stats) coll_.stats().bytes = bytes0;
 }
 
 // Blocking average of the parameters of the chosen layers (and, optionally, their optimizer state); buffers of the
 // chosen layers, or of all layers.
-void LayerSync::average_layers(const std::vector<bool>& which, bool optimizer_state, bool all_buffers, bool log) {
+void LayerSync::average_layers(const std::vector<bool>& which, bool optimizer_state, BufferAverage buf, bool log) {
   std::vector<InFlight> sent;
+  const bool all_buffers = buf == BufferAverage::All;
   for (auto& bk : plan_average(which, layers_.ranges, o_.bucket_cap_bytes)) {
     InFlight f{bk, {}, now_s()};
-    for (auto& part : bucket_parts(bk, !all_buffers, optimizer_state ? a_.state_slots : 0, a_.num_params))
+    for (auto& part : bucket_parts(bk, buf == BufferAverage::PerLayer, optimizer_state ? a_.state_slots : 0,
+                                   a_.num_params))
       f.works.push_back(coll_.average(b_, arena_ptr(a_, part), part.n, part.what));
     sent.push_back(std::move(f));
   }
@@ -75,17 +89,55 @@ void LayerSync::average_layers(const std::vector<bool>& which, bool optimizer_st
     for (auto& f : sent) log_sync_event(f, now_s(), step_, launches_.t_bwd);
 }
 
+// The averages outside steps (the end, evaluation's consensus) leave alone what is already equal on every rank
+// (after Local SGD's last average of a period, or a final average, every layer is): the average of equal values is
+// those values, and sending the whole model over the link for it would cost a transfer for nothing (and can round:
+// x+x+x != 3x in float). Ranks tell by one allgather of CRC-32s, a layer's parameters (and its optimizer state
+// when that is averaged with them), and the buffers'.
+void LayerSync::average_differing() {
+  std::vector<bool> which = plan_.local_layers();
+  bool buffers = a_.num_buffers > 0;
+  if (dp_->moves_data()) {  // a simulation's arenas hold no training state: it averages as it always did
+    const bool state = o_.average_optimizer_state;
+    std::string mine;
+    for (int l = 0; l < num_layers(); ++l) {
+      if (!which[size_t(l)]) continue;
+      const LayerRange& r = layers_.ranges[size_t(l)];
+      uint32_t c = dp_->crc(a_.params + r.param_off, size_t(r.param_n));
+      for (int s = 0; state && s < a_.state_slots; ++s)
+        c = dp_->crc(a_.opt_state + s * a_.num_params + r.param_off, size_t(r.param_n), c);
+      mine += std::to_string(c) + ",";
+    }
+    mine += std::to_string(dp_->crc(a_.buffers, size_t(a_.num_buffers)));
+    const std::vector<std::string> all = b_.allgather(mine);
+    std::vector<std::vector<std::string>> fields;
+    for (const auto& s : all) fields.push_back(split_commas(s));
+    auto same = [&](size_t i) {
+      for (const auto& f : fields)
+        if (f.size() != fields[0].size() || f[i] != fields[0][i]) return false;
+      return true;
+    };
+    size_t i = 0;
+    for (int l = 0; l < num_layers(); ++l)
+      if (which[size_t(l)] && same(i++)) which[size_t(l)] = false;
+    buffers = buffers && !same(i);
+  }
+  const int64_t bytes0 = coll_.stats().bytes;
+  average_layers(which, o_.average_optimizer_state, buffers ? BufferAverage::All : BufferAverage::None, false);
+  coll_.stats().bytes = bytes0;
+}
+
 void LayerSync::finalize() {
   apply_agreed_votes(/*all=*/true);
   merge_delayed(/*all=*/true);
-  average_all(false);
+  average_differing();
 }
 
 void LayerSync::with_consensus(const std::function<void()>& fn) {
   std::vector<float> p, bu;
   dp_->save(a_.params, size_t(a_.num_params), p);
   dp_->save(a_.buffers, size_t(a_.num_buffers), bu);
-  average_all(false);
+  average_differing();
   fn();
   dp_->restore(a_.params, size_t(a_.num_params), p);
   dp_->restore(a_.buffers, size_t(a_.num_buffers), bu);

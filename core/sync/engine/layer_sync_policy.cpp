@@ -80,7 +80,7 @@ void LayerSync::fallback(int64_t steps) {
   // Called by every rank at the same step (after agreed_anomalies()): average once — parameters, buffers and, since
   // the layers enter lock-step, optimizer state — then lock-step.
   merge_delayed(/*all=*/true);
-  average_layers(plan_.local_layers(), /*optimizer_state=*/true, /*all_buffers=*/true, /*log=*/true);
+  average_layers(plan_.local_layers(), /*optimizer_state=*/true, BufferAverage::All, /*log=*/true);
   // This step's plan was made before the fallback: it becomes lock-step too.
   plan_.fall_back(step_ + 1 + steps);
   plan_launches();

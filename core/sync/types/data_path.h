@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "core/common/crc.h"
 #include "core/ops/device.h"
 
 namespace dd::sync {
@@ -58,6 +59,13 @@ class DataPath {
   // Arena snapshots to host memory and back (the consensus copy of evaluation restores the training state).
   virtual void save(const float* p, size_t n, std::vector<float>& host) = 0;
   virtual void restore(float* p, size_t n, const std::vector<float>& host) = 0;
+  // CRC-32 of n floats of an arena, continuing `c` (ranks compare them to skip averages of equal values). By
+  // default through a host snapshot.
+  virtual uint32_t crc(const float* p, size_t n, uint32_t c = 0) {
+    std::vector<float> host;
+    save(p, n, host);
+    return crc32_of(host.data(), 4 * n, c);
+  }
   // An arena-space scratch buffer of at least n floats (timing collectives), valid until the next call.
   virtual float* scratch(size_t n) = 0;
   // From the hook in profiling steps: returns once layer l's backward has actually run (ready times are then
@@ -77,6 +85,7 @@ class HostDataPath : public DataPath {
     host.resize(n);
     if (n) std::memcpy(host.data(), p, 4 * n);
   }
+  uint32_t crc(const float* p, size_t n, uint32_t c) override { return crc32_of(p, 4 * n, c); }
   void restore(float* p, size_t n, const std::vector<float>& host) override {
     if (n) std::memcpy(p, host.data(), 4 * n);
   }
