@@ -264,6 +264,15 @@ def _finding_step_time(results):
     return text + " ([step time](%s))" % _rel("step-time.md")
 
 
+def _torchft_why_behind(method):
+    """Why a run of ours ends after its torchft twin (docs/results/torchft.md "Throughput and loss")."""
+    if "delay=" in method or "outer=" in method or "compress=" in method:
+        return "it profiles its first steps in lock-step, each a whole-model all-reduce"
+    if method.startswith(("dreamddp", "plsgd")):
+        return "its consensus needs one whole-model average after the last step, which a Local SGD run does not"
+    return "not taken apart"
+
+
 def _finding_torchft(results):
     d, f = _load(results, "torchft.json"), _load(results, "torchft_faults.json")
     if not d:
@@ -273,7 +282,7 @@ def _finding_torchft(results):
     run_s = {}
     for x in d.get("runs", []):
         run_s.setdefault((x["network"], x["system"], x["method"]), []).append(x["run_s"])
-    per_net = {}
+    per_net, behind = {}, []
     for r in rows:
         if r["system"] != "dreamddp":
             continue
@@ -282,6 +291,8 @@ def _finding_torchft(results):
             e = _torchft_e2e(run_s, r, t)
             per_net.setdefault(r["network"], []).append("%s %s[%.2fx]" % (
                 r["method"], "%.2fx " % e if e else "", r["samples_per_s"] / t["samples_per_s"]))
+            if e and e < 1:
+                behind.append((r["network"], r["method"]))
     withheld = sorted({r["network"] for r in rows if r["system"] == "torchft" and not r.get("peer_ok", True)})
     su = d["set_up"]
     text = ("**torchft as a peer.** torchft %s's own LocalSGD, DiLoCo and Streaming DiLoCo on %s, %d ranks, H=%d, "
@@ -296,8 +307,13 @@ def _finding_torchft(results):
     if reps:
         text += " Repeats per link: %s." % ", ".join("%s %d" % kv for kv in reps.items())
     text += (" compress=int8 is set against unquantized Streaming DiLoCo: torchft's quantized all-reduce runs on CUDA "
-             "only. Where we lose: a short run's launch-to-exit time on a slow link, which our lock-step profiling "
-             "steps dominate.")
+             "only.")
+    if behind:
+        why = {}
+        for n, m in behind:
+            why.setdefault(_torchft_why_behind(m), []).append("%s at %s" % (m, n))
+        text += " Where we lose from launch to exit: %s." % "; ".join(
+            "%s (%s)" % (", ".join(runs), w) for w, runs in why.items())
     cells = _load(results, "torchft_faults_cells.json")
     if cells:
         su, per = cells["set_up"], []
