@@ -114,3 +114,24 @@ TEST(DreamddpStart, ProfileRerunIsBitwiseTheSame) {
   EXPECT_EQ(0, std::memcmp(a[0].model.data(), b[0].model.data(), 4 * a[0].model.size()));
   fs::remove_all(dir);
 }
+
+// With merge keys (a delay, an outer optimizer, compression) the start is the same: no lock-step steps, the profile
+// recorded from the averages on copies as they run, every rank's plan and switch the same.
+TEST(DreamddpStart, MergeKeysStartFromOrdinarySteps) {
+  for (const std::string keys : {",delay=1", ",outer=nesterov", ",compress=int8", ",delay=1,outer=nesterov"}) {
+    SCOPED_TRACE(keys);
+    const auto base = temp_dir("keys");
+    const auto dream = train_ranks("dreamddp:h=4" + keys, 24, base.string());
+    const auto a = decision((base / "rank0").string()), b = decision((base / "rank1").string());
+    ASSERT_TRUE(a.contains("schedule") && a["schedule"].is_object()) << a.dump();
+    EXPECT_EQ(a["profile"]["observed"], true);
+    EXPECT_EQ(a["switch_at"], 8);
+    for (const char* k : {"switch_at", "decided_at", "schedule", "profile", "trial"}) EXPECT_EQ(a[k], b[k]) << k;
+    for (auto& c : a["profile"]["comm_s"]) EXPECT_GT(c.get<double>(), 0.0) << a.dump();
+    // The recorded window sends no more than plsgd with the same keys, step by step.
+    const auto plsgd = train_ranks("plsgd:h=4" + keys, 8);
+    for (int s = 0; s < 8; ++s)
+      EXPECT_LE(dream[0].step_bytes[size_t(s)], plsgd[0].step_bytes[size_t(s)]) << "step " << s;
+    fs::remove_all(base);
+  }
+}

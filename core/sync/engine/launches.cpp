@@ -57,7 +57,7 @@ void Launches::record_comm(SelfProfile& profile) const {
     if (end <= 0) continue;  // a backend that does not record it
     const double start = std::max(f.launch_s, prev);
     prev = end;
-    if (f.record < 0 && end > start) profile.add_comm(f.bytes >= 0 ? f.bytes : f.bucket.bytes(), end - start);
+    if (end > start) profile.add_comm(f.bytes >= 0 ? f.bytes : f.bucket.bytes(), end - start);
   }
 }
 

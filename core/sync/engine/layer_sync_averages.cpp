@@ -43,6 +43,7 @@ void LayerSync::periodic_average() {
 // Merges the delayed averages due by this step (all of them when `all`: before a switch, a fallback, a lock-step
 // entry, the end), oldest first: theta += avg(theta(t)) - theta(t).
 void LayerSync::merge_delayed(bool all) {
+  double prev_end = 0;  // the communication thread runs them in launch order: one starts once the one before ended
   while (copies_.due(step_, all)) {
     CopyAverage d = copies_.pop();
     const double t0 = now_s();
@@ -50,6 +51,13 @@ void LayerSync::merge_delayed(bool all) {
     for (auto& w : d.works)
       if (w) w->wait(), end = std::max(end, w->end_time());
     coll_.stats().exposed_ms += (now_s() - t0) * 1e3;
+    // The default start records every all-reduce of its observed steps (Launches::record_comm), the delayed ones
+    // here, once they have ended (one loaded from a checkpoint has no works in this process and is not recorded).
+    if (end > 0 && d.step > policy_.policy->first_step() && policy_.policy->observing(d.step)) {
+      const double start = std::max(d.launch_s, prev_end);
+      if (end > start) profile_.add_comm(d.bytes >= 0 ? d.bytes : d.bucket.bytes(), end - start);
+    }
+    if (end > 0) prev_end = end;
     copies_.apply(d, /*in_step=*/false);
     if (o_.metrics && d.t_bwd > 0) {
       InFlight f{d.bucket, {}, d.launch_s, d.bytes};

@@ -65,8 +65,8 @@ DreamDdpPolicy::DreamDdpPolicy(const PolicySpec& s)
   if (!replay_dir_.empty()) load_replay();
   observe_ = replay_ ? replay_->observed : !lockstep && default_observe();
   if (lockstep && !default_observe())
-    throw UsageError("--policy dreamddp: lockstep=1 is for a self-profiled in-step schedule (without profile=, "
-                     "replay=, delay=, outer= or compress=, which profile lock-step anyway or not at all)");
+    throw UsageError("--policy dreamddp: lockstep=1 is for a self-profiled schedule (profile= and replay= take "
+                     "theirs from a file or a recorded run)");
   trial_ = s.get_bool("trial", default_trial());
 }
 

@@ -55,11 +55,10 @@ class DreamDdpPolicy : public Policy, public Profiled, public Trialled, public R
   // profile=DIR or replay=RUN_DIR is a function of its inputs.
   bool default_trial() const { return profile_dir_.empty() && replay_dir_.empty(); }
   // The default start (dreamddp_observe.cpp): no lock-step window, a trial only where the model cannot tell; plsgd's contiguous groups run while
-  // the engine records ready times and all-reduces, and the plan solved from them runs from a period boundary.
-  // Self-profiled, in-step and untransformed only (lockstep=1 keeps the lock-step window there too).
-  bool default_observe() const {
-    return profile_dir_.empty() && replay_dir_.empty() && delay_ == 0 && !merge_.transforms();
-  }
+  // the engine records ready times and all-reduces (with a delay, an outer optimizer or compression: their averages
+  // on copies, as they run), and the plan solved from them runs from a period boundary. Self-profiled only
+  // (lockstep=1 keeps the lock-step window).
+  bool default_observe() const { return profile_dir_.empty() && replay_dir_.empty(); }
   int64_t observe_window() const { return std::max<int64_t>(profile_steps_, 2 * int64_t(h_)); }
   // The solved plan is in force at `step` (always, outside the default start).
   bool solved_at(int64_t step) const { return !observe_ || (switch_at_ >= 0 && step >= switch_at_); }
