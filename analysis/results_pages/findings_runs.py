@@ -264,24 +264,37 @@ def _finding_step_time(results):
     return text + " ([step time](%s))" % _rel("step-time.md")
 
 
-def _torchft_why_behind(method):
-    """Why a run of ours ends after its torchft twin (docs/results/torchft.md "Throughput and loss")."""
-    if "delay=" in method or "outer=" in method or "compress=" in method:
+def _torchft_why_behind(method, measured_again):
+    """Why a run of ours ends after its torchft twin (docs/results/torchft.md "Throughput and loss"); the merge-key
+    rows of the first study ran before their start from ordinary steps, those measured again after it."""
+    if ("delay=" in method or "outer=" in method or "compress=" in method) and not measured_again:
         return "it profiles its first steps in lock-step, each a whole-model all-reduce"
     if method.startswith(("dreamddp", "plsgd")):
-        return "its consensus needs one whole-model average after the last step, which a Local SGD run does not"
+        return ("its consensus model needs one whole-model average after the last step; torchft's run makes none "
+                "after its last step")
     return "not taken apart"
+
+
+def _torchft_rows(d, later):
+    """The torchft study's rows and each row's launch-to-exit times, with the rows of a later study of some of the
+    same methods (torchft_merge_keys.json: the merge-key rows and their twin, measured again after their start
+    changed) in place of the earlier ones."""
+    key = lambda r: (r["network"], r["system"], r["method"])
+    newer = {key(r) for r in (later or {}).get("results", [])}
+    rows = [r for r in d["results"] if key(r) not in newer] + list((later or {}).get("results", []))
+    run_s = {}
+    for x in [x for x in d.get("runs", []) if key(x) not in newer] + list((later or {}).get("runs", [])):
+        run_s.setdefault(key(x), []).append(x["run_s"])
+    return rows, run_s, newer
 
 
 def _finding_torchft(results):
     d, f = _load(results, "torchft.json"), _load(results, "torchft_faults.json")
     if not d:
         return _absent_line("torchft as a peer", "torchft.md")
-    rows = d["results"]
+    later = _load(results, "torchft_merge_keys.json")
+    rows, run_s, newer = _torchft_rows(d, later)
     val = {(r["network"], r["system"], r["method"]): r for r in rows}
-    run_s = {}
-    for x in d.get("runs", []):
-        run_s.setdefault((x["network"], x["system"], x["method"]), []).append(x["run_s"])
     per_net, behind = {}, []
     for r in rows:
         if r["system"] != "dreamddp":
@@ -292,7 +305,7 @@ def _finding_torchft(results):
             per_net.setdefault(r["network"], []).append("%s %s[%.2fx]" % (
                 r["method"], "%.2fx " % e if e else "", r["samples_per_s"] / t["samples_per_s"]))
             if e and e < 1:
-                behind.append((r["network"], r["method"]))
+                behind.append((r["network"], r["method"], (r["network"], r["system"], r["method"]) in newer))
     withheld = sorted({r["network"] for r in rows if r["system"] == "torchft" and not r.get("peer_ok", True)})
     su = d["set_up"]
     text = ("**torchft as a peer.** torchft %s's own LocalSGD, DiLoCo and Streaming DiLoCo on %s, %d ranks, H=%d, "
@@ -306,12 +319,16 @@ def _finding_torchft(results):
     reps = su.get("repeats_done") or {}
     if reps:
         text += " Repeats per link: %s." % ", ".join("%s %d" % kv for kv in reps.items())
+    if newer:
+        text += " The rows of %s and their twin are from a later study of their own (%s), after their start changed." % (
+            ", ".join(sorted({m for _, s, m in newer if s == "dreamddp"})),
+            ", ".join("%s %d" % kv for kv in (later["set_up"].get("repeats_done") or {}).items()) or "repeats as above")
     text += (" compress=int8 is set against unquantized Streaming DiLoCo: torchft's quantized all-reduce runs on CUDA "
              "only.")
     if behind:
         why = {}
-        for n, m in behind:
-            why.setdefault(_torchft_why_behind(m), []).append("%s at %s" % (m, n))
+        for n, m, again in behind:
+            why.setdefault(_torchft_why_behind(m, again), []).append("%s at %s" % (m, n))
         text += " Where we lose from launch to exit: %s." % "; ".join(
             "%s (%s)" % (", ".join(runs), w) for w, runs in why.items())
     cells = _load(results, "torchft_faults_cells.json")
