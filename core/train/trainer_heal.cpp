@@ -51,7 +51,6 @@ void dump_state(const std::string& path, const std::vector<const std::vector<flo
   std::fclose(f);
 }
 
-
 }  // namespace
 
 int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {

@@ -2,7 +2,7 @@
 // the delayed corrections merged when due, the blocking averages of a switch, a fallback or a lock-step entry, the
 // final average, and the consensus model of evaluation.
 #include <algorithm>
-#include <sstream>
+#include <cstdio>
 #include <string>
 
 #include "base/clock.h"
@@ -10,16 +10,6 @@
 #include "core/sync/engine/step_plan.h"
 
 namespace dd::sync {
-namespace {
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string f; std::getline(in, f, ',');) out.push_back(f);
-  return out;
-}
-
-}  // namespace
 
 // localsgd with delay= or a transform: the whole-model average after the update of this step, on copies; blocking
 // and applied at once (delay=0) or merged at the start of step + delay.
@@ -107,22 +97,25 @@ void LayerSync::average_differing() {
   bool buffers = a_.num_buffers > 0;
   if (dp_->moves_data()) {  // a simulation's arenas hold no training state: it averages as it always did
     const bool state = o_.average_optimizer_state;
-    std::string mine;
+    std::string mine;  // 8 hex digits per local layer, then the buffers': the same fields on every rank
+    auto put = [&](uint32_t c) {
+      char h[9];
+      std::snprintf(h, sizeof h, "%08x", c);
+      mine += h;
+    };
     for (int l = 0; l < num_layers(); ++l) {
       if (!which[size_t(l)]) continue;
       const LayerRange& r = layers_.ranges[size_t(l)];
       uint32_t c = dp_->crc(a_.params + r.param_off, size_t(r.param_n));
       for (int s = 0; state && s < a_.state_slots; ++s)
         c = dp_->crc(a_.opt_state + s * a_.num_params + r.param_off, size_t(r.param_n), c);
-      mine += std::to_string(c) + ",";
+      put(c);
     }
-    mine += std::to_string(dp_->crc(a_.buffers, size_t(a_.num_buffers)));
+    put(dp_->crc(a_.buffers, size_t(a_.num_buffers)));
     const std::vector<std::string> all = b_.allgather(mine);
-    std::vector<std::vector<std::string>> fields;
-    for (const auto& s : all) fields.push_back(split_commas(s));
     auto same = [&](size_t i) {
-      for (const auto& f : fields)
-        if (f.size() != fields[0].size() || f[i] != fields[0][i]) return false;
+      for (const auto& x : all)
+        if (x.size() != all[0].size() || x.compare(8 * i, 8, all[0], 8 * i, 8) != 0) return false;
       return true;
     };
     size_t i = 0;
