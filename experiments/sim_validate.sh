@@ -189,6 +189,8 @@ for run in runs:
             "--cluster", f"{world}x1,intra=1000TBps,inter={bw:.6g}Bps,lat={lat * 1e6:.6g}us",
             "--cfg", "network/model:CM02", "--cfg", "network/crosstraffic:0", "--policy", policy,
             "--steps", str(nsteps), "--batch", str(batch), "--forward-ms", f"{fwd:.6g}", "--update-ms", f"{upd:.6g}"]
+    # the run's last period as it ran (runs recorded before the option made the plan's averages there)
+    args += ["--last-period", str(attr(a, "last_period", "scheduled"))]
     if policy.startswith("hier") or policy.startswith("threshold") or policy.startswith("hybrid"):
         args += ["--signals", "constant"]
     def simulated(a):

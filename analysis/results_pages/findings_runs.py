@@ -275,15 +275,25 @@ def _torchft_why_behind(method, measured_again):
     return "not taken apart"
 
 
-def _torchft_rows(d, later):
-    """The torchft study's rows and each row's launch-to-exit times, with the rows of a later study of some of the
-    same methods (torchft_merge_keys.json: the merge-key rows and their twin, measured again after their start
-    changed) in place of the earlier ones."""
+# Later studies of some of the torchft study's methods, oldest first, each with what changed before it: their rows
+# (and their twins') take the place of the earlier ones.
+TORCHFT_LATER = (("torchft_merge_keys.json", "after their start changed"),
+                 ("torchft_last_period.json", "after the last period left its averages to the closing one"))
+
+
+def _torchft_rows(d, laters):
+    """The torchft study's rows and each row's launch-to-exit times, with the rows of later studies of some of the
+    same methods (TORCHFT_LATER, loaded; None where absent) in place of the earlier ones. Returns the rows, the
+    launch-to-exit times per row and, per later study, the keys of the rows it gave."""
     key = lambda r: (r["network"], r["system"], r["method"])
-    newer = {key(r) for r in (later or {}).get("results", [])}
-    rows = [r for r in d["results"] if key(r) not in newer] + list((later or {}).get("results", []))
+    rows, runs, newer = list(d["results"]), list(d.get("runs", [])), []
+    for later in laters:
+        mine = {key(r) for r in (later or {}).get("results", [])}
+        newer.append(mine)
+        rows = [r for r in rows if key(r) not in mine] + list((later or {}).get("results", []))
+        runs = [x for x in runs if key(x) not in mine] + list((later or {}).get("runs", []))
     run_s = {}
-    for x in [x for x in d.get("runs", []) if key(x) not in newer] + list((later or {}).get("runs", [])):
+    for x in runs:
         run_s.setdefault(key(x), []).append(x["run_s"])
     return rows, run_s, newer
 
@@ -292,8 +302,9 @@ def _finding_torchft(results):
     d, f = _load(results, "torchft.json"), _load(results, "torchft_faults.json")
     if not d:
         return _absent_line("torchft as a peer", "torchft.md")
-    later = _load(results, "torchft_merge_keys.json")
-    rows, run_s, newer = _torchft_rows(d, later)
+    laters = [_load(results, name) for name, _ in TORCHFT_LATER]
+    rows, run_s, newer = _torchft_rows(d, laters)
+    measured_again = set().union(*newer)
     val = {(r["network"], r["system"], r["method"]): r for r in rows}
     per_net, behind = {}, []
     for r in rows:
@@ -305,7 +316,7 @@ def _finding_torchft(results):
             per_net.setdefault(r["network"], []).append("%s %s[%.2fx]" % (
                 r["method"], "%.2fx " % e if e else "", r["samples_per_s"] / t["samples_per_s"]))
             if e and e < 1:
-                behind.append((r["network"], r["method"], (r["network"], r["system"], r["method"]) in newer))
+                behind.append((r["network"], r["method"], (r["network"], r["system"], r["method"]) in measured_again))
     withheld = sorted({r["network"] for r in rows if r["system"] == "torchft" and not r.get("peer_ok", True)})
     su = d["set_up"]
     text = ("**torchft as a peer.** torchft %s's own LocalSGD, DiLoCo and Streaming DiLoCo on %s, %d ranks, H=%d, "
@@ -319,10 +330,15 @@ def _finding_torchft(results):
     reps = su.get("repeats_done") or {}
     if reps:
         text += " Repeats per link: %s." % ", ".join("%s %d" % kv for kv in reps.items())
-    if newer:
-        text += " The rows of %s and their twin are from a later study of their own (%s), after their start changed." % (
-            ", ".join(sorted({m for _, s, m in newer if s == "dreamddp"})),
-            ", ".join("%s %d" % kv for kv in (later["set_up"].get("repeats_done") or {}).items()) or "repeats as above")
+    for (_, what), later, mine in zip(TORCHFT_LATER, laters, newer):
+        # a row a still later study measured again is that study's
+        mine = {k for k in mine if k in {(r["network"], r["system"], r["method"]) for r in rows if r in later["results"]}} \
+            if later else set()
+        if mine:
+            text += " The rows of %s and their twin are from a later study of their own (%s), %s." % (
+                ", ".join(sorted({m for _, s, m in mine if s == "dreamddp"})),
+                ", ".join("%s %d" % kv for kv in (later["set_up"].get("repeats_done") or {}).items())
+                or "repeats as above", what)
     text += (" compress=int8 is set against unquantized Streaming DiLoCo: torchft's quantized all-reduce runs on CUDA "
              "only.")
     if behind:

@@ -89,6 +89,7 @@ void add_simulate_options(po::options_description& desc, Repeated& r) {
       "bucket-cap-mb", po::value<double>()->default_value(25), "bucket cap in MiB (0: one bucket per layer)")(
       "first-bucket-mb", po::value<double>()->default_value(1), "first bucket cap in MiB")(
       "avg-optimizer-state", po::bool_switch(), "average optimizer state with the parameters (as train's option)")(
+      "last-period", po::value<std::string>()->default_value("local"), "local | scheduled, as train's option")(
       "opt-slots", po::value<int>()->default_value(1), "optimizer state slots (sgd 1, adamw 2)")(
       "anomaly", po::value<std::string>()->default_value("fallback"), "as train: anything but off adds the anomaly "
       "flag to the per-step control all-reduce")(
@@ -131,6 +132,10 @@ void read_run_options(const po::variables_map& vm, const Repeated& r, sim::SimOp
   o.bucket_cap_bytes = int64_t(cap * (1 << 20));
   o.first_bucket_bytes = int64_t(first * (1 << 20));
   o.average_optimizer_state = vm["avg-optimizer-state"].as<bool>();
+  const std::string last_period = vm["last-period"].as<std::string>();
+  if (last_period != "local" && last_period != "scheduled")
+    throw UsageError("simulate: --last-period must be local or scheduled, got '" + last_period + "'");
+  o.last_period_local = last_period == "local";
   o.opt_slots = vm["opt-slots"].as<int>();
   if (o.opt_slots < 0 || o.opt_slots > 8) throw UsageError("simulate: --opt-slots must be in [0, 8]");
 }

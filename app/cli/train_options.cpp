@@ -44,7 +44,7 @@ po::typed_value<T>* with_default(T* v) {
 struct Words {
   std::string seed, optimizer;
   std::string backend, device, lr_schedule, anomaly, on_peer_loss = "exit", subnormals = "flush",
-              precision = "fp32";
+              precision = "fp32", last_period = "local";
 };
 
 // Every train option, bound to `c` or, for the enumerated ones, to `w`.
@@ -86,6 +86,7 @@ void describe_train_options(po::options_description& d, train::TrainConfig& c, W
     ("heartbeat", po::value(&c.heartbeat_s), "with --on-peer-loss shrink: a member whose heartbeat stands still this long "
      "is lost (seconds; default min(timeout, max(1, timeout/10)); 0: off, a silent member is found at its timeout)")
     ("threads", with_default(&c.threads), "compute threads per rank (0: auto)")
+    ("last-period", with_default(&w.last_period), "local | scheduled: a periodic policy's last period leaves its layer averages to the run's closing average, or makes them as planned (docs/cli.md)")
     ("subnormals", with_default(&w.subnormals), "flush | keep: subnormal floats flushed to zero on every compute thread (FTZ/DAZ), or kept")
     ("precision", with_default(&w.precision), "fp32 | bf16: GEMMs and convolutions on bf16 inputs with fp32 accumulation (CPUs with avx512_bf16 or AMX); master weights, optimizer, reductions and communication stay fp32")
     ("log-every", with_default(&c.log_every), "progress line every N steps (0: auto)")
@@ -155,6 +156,9 @@ void parse_words(const Words& w, train::TrainConfig& c) {
   if (w.on_peer_loss != "exit" && w.on_peer_loss != "shrink")
     throw UsageError("--on-peer-loss '" + w.on_peer_loss + "' is not one of exit, shrink");
   c.shrink_on_peer_loss = w.on_peer_loss == "shrink";
+  if (w.last_period != "local" && w.last_period != "scheduled")
+    throw UsageError("--last-period '" + w.last_period + "' is not one of local, scheduled");
+  c.last_period_local = w.last_period == "local";
   if (w.subnormals != "flush" && w.subnormals != "keep")
     throw UsageError("--subnormals '" + w.subnormals + "' is not one of flush, keep");
   c.subnormals = w.subnormals == "flush" ? Subnormals::flush : Subnormals::keep;

@@ -134,6 +134,7 @@ void run_rank(SimRun& run, int rank) {
   eo.bucket_cap_bytes = o.bucket_cap_bytes;
   eo.first_bucket_bytes = o.first_bucket_bytes;
   eo.average_optimizer_state = o.average_optimizer_state;
+  eo.last_step = o.last_period_local ? o.steps - 1 : -1;
   eo.anomaly_votes = o.anomaly_votes;
   eo.control_file = o.control_file;  // every rank: it shapes the control vector; rank 0 reads the file
   eo.verbose = o.verbose;
@@ -145,7 +146,7 @@ void run_rank(SimRun& run, int rank) {
 
   auto timing = sync::make_policy(eo.policy);
   timing->setup(run.table.meta, b->size());
-  const sync::TimedWindow tw = sync::timed_window(*timing, 0, o.steps);
+  const sync::TimedWindow tw = sync::timed_window(*timing, 0, o.steps, o.last_period_local);
   const int64_t end = tw.end > tw.warm ? tw.end : o.steps;
   ProfileCompute compute(run, rank);
   NoWatch watch;

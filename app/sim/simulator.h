@@ -31,6 +31,7 @@ struct SimOptions {
   int64_t bucket_cap_bytes = 25 << 20;
   int64_t first_bucket_bytes = 1 << 20;
   bool average_optimizer_state = false;
+  bool last_period_local = true;      // as train's --last-period local (closing_period.h)
   int opt_slots = 1;                  // optimizer state slots (SGD momentum 1, AdamW 2)
   bool anomaly_votes = true;          // train's default --anomaly fallback: its flag rides the control all-reduce
   bool constant_signals = false;      // feed policies that read gradient signals cos = 1, norm = 1

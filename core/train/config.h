@@ -71,6 +71,7 @@ struct TrainConfig {
   bool check_collectives = false;
   double staleness_gamma = 0;           // >0: lr_l = lr * gamma^stale_l
   bool average_optimizer_state = false;
+  bool last_period_local = true;        // --last-period local|scheduled (core/sync/policy/closing_period.h)
   bool immediate_update = false;        // update each layer as soon as its sync is done
   AnomalyMode anomaly = AnomalyMode::Fallback;
   double anomaly_spike = 10;            // loss > factor x EMA counts as an anomaly (0: off)

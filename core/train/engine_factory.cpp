@@ -40,6 +40,7 @@ std::unique_ptr<sync::SyncSession> make_engine_for(const TrainConfig& cfg, model
   eo.profile_out = std::move(profile_out);
   eo.profile_in = profile_in;
   eo.undo = std::move(undo);
+  eo.last_step = cfg.last_period_local ? cfg.steps - 1 : -1;
   // The engine's initial broadcast sends the whole model: skipped when the hashes show every rank holds it already
   // (as torchft's init_sync=False, but checked).
   eo.state_equal = state_equal || same_state_everywhere(b, m);

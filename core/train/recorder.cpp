@@ -65,6 +65,7 @@ static void write_config_attributes(telemetry::MetricsWriter& w, const TrainConf
   i64("check_collectives", c.check_collectives);
   f64("staleness_lr", c.staleness_gamma);
   i64("avg_optimizer_state", c.average_optimizer_state);
+  str("last_period", c.last_period_local ? "local" : "scheduled");
   i64("immediate_update", c.immediate_update);
   str("anomaly", name(c.anomaly));
   f64("anomaly_spike", c.anomaly_spike);

@@ -32,6 +32,7 @@ nlohmann::json run_summary(const TrainConfig& cfg, const std::string& backend, i
   s["threads"] = cfg.threads;
   s["subnormals"] = subnormals_name(cfg.subnormals);
   s["precision"] = precision_name(cfg.precision);
+  s["last_period"] = cfg.last_period_local ? "local" : "scheduled";
   s["seed"] = cfg.seed;
   s["samples_per_s"] = timed_steps > 0 && t_end > tp.t_warm
                            ? double(timed_steps) * cfg.batch * cfg.world / (t_end - tp.t_warm)

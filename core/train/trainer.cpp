@@ -185,7 +185,7 @@ void Trainer::Impl::resume_with_engine(RunLoop& L, const ResumePlan& plan, const
 void Trainer::Impl::time_window(RunLoop& L) {
   auto timing_policy = sync::make_policy(cfg.policy_spec);
   timing_policy->setup(sync::layer_metas(model->layers()), cfg.world);  // profile=DIR: no profiling steps
-  const sync::TimedWindow timed = sync::timed_window(*timing_policy, L.tp.start, cfg.steps);
+  const sync::TimedWindow timed = sync::timed_window(*timing_policy, L.tp.start, cfg.steps, cfg.last_period_local);
   L.tp.warm = timed.warm;
   L.tp.end = timed.end;
   L.tp.period = timed.period;

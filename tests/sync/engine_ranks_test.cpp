@@ -361,6 +361,43 @@ TEST(LayerSync, FinalAverageLeavesEqualLayersAlone) {
     ASSERT_NEAR(after[0][size_t(i)], start[size_t(i)] + 0.01f, 1e-5f) << i;
 }
 
+// The last period (closing_period.h): with the run's last step known, plsgd's layers stay local through its last
+// period and the closing average syncs them, so those steps send nothing and the ranks still end bitwise equal;
+// with it unknown (--last-period scheduled) the plan's averages are made there too.
+TEST(LayerSync, LastPeriodLeavesItsAveragesToTheClosingAverage) {
+  ops::set_threads(1);
+  const int world = 2, steps = 6;
+  auto proto = models::make_model("mlp", 0);
+  GlobalBatch data(*proto, world * 4 * steps, 1);
+  std::vector<std::vector<float>> end(2 * world);
+  std::vector<std::vector<int64_t>> bytes(2 * world);
+  for (int local = 0; local < 2; ++local)
+    run_ranks(world, [&](int r, Backend& be) {
+      auto m = models::make_model("mlp", 0);
+      optim::Optimizer opt({}, *m);
+      auto o = engine_options("plsgd:h=2");
+      o.last_step = local ? steps - 1 : -1;
+      auto e = sync::make_layer_sync(o, *m, opt, be);
+      for (int s = 0; s < steps; ++s) {
+        engine_step(*m, opt, e->step, data.slice((s * world + r) * 4, 4), s, 0.05f);
+        bytes[size_t(local * world + r)].push_back(e->probe.step_stats().bytes);
+      }
+      e->control.finalize();
+      end[size_t(local * world + r)] = snapshot(*m);
+    });
+  for (int local = 0; local < 2; ++local) {
+    EXPECT_EQ(end[size_t(local * world)], end[size_t(local * world + 1)]) << "last period local: " << local;
+    const auto& b = bytes[size_t(local * world)];
+    for (int s = 0; s < steps - 2; ++s) EXPECT_GT(b[size_t(s)], 0) << "step " << s << ", local " << local;
+    for (int s = steps - 2; s < steps; ++s)
+      if (local)
+        EXPECT_EQ(b[size_t(s)], 0) << "step " << s << " of the last period sent parameters";
+      else
+        EXPECT_GT(b[size_t(s)], 0) << "step " << s << " of the last period, as planned";
+  }
+  EXPECT_NE(end[0], end[size_t(world)]);  // the last period's layers trained on from other points
+}
+
 // Per-layer immediate update (each layer updated as soon as its sync is done) gives the same model, bit for bit,
 // as waiting for everything and then updating.
 TEST(LayerSync, ImmediateUpdateMatchesDeferredUpdate) {

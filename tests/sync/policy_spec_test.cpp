@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "core/sync/policies/staleness.h"
+#include "core/sync/policy/closing_period.h"
 #include "core/sync/policy/registry.h"
 #include "core/sync/policy/timed_window.h"
 #include "core/sync/profile/profile_io.h"
@@ -163,24 +164,54 @@ TEST(TimedWindow, CountsWholePeriodsAndNotesTooFew) {
   std::vector<LayerMeta> layers{{"fc1", "linear", 10, 40}, {"fc2", "linear", 10, 40}};
   auto p = make_policy(PolicySpec::parse("localsgd:k=10"));
   p->setup(layers, 2);
-  const TimedWindow many = timed_window(*p, 0, 200);  // warm-up 5 steps, then periods from step 10
+  const TimedWindow many = timed_window(*p, 0, 200, true);  // warm-up 5 steps, then periods from step 10
   EXPECT_EQ(many.period, 10);
   EXPECT_EQ(many.warm, 10);
   EXPECT_EQ(many.end, 200);
   EXPECT_EQ(many.periods, 19);
   EXPECT_EQ(timed_window_note(many, 200), "");
-  const TimedWindow two = timed_window(*p, 0, 35);  // warm-up 3 steps: periods [10, 30)
+  const TimedWindow two = timed_window(*p, 0, 35, true);  // warm-up 3 steps: periods [10, 30)
   EXPECT_EQ(two.periods, 2);
   EXPECT_EQ(timed_window_note(two, 35),
             "samples/s rests on 2 periods of 10 steps (steps 10-30), fewer than 3: not a steady figure; run more steps");
-  const TimedWindow none = timed_window(*p, 0, 12);  // warm-up 1 step; no whole period fits after it
+  const TimedWindow none = timed_window(*p, 0, 12, true);  // warm-up 1 step; no whole period fits after it
   EXPECT_EQ(none.periods, 0);
   EXPECT_NE(timed_window_note(none, 12).find("less than one period of 10 steps"), std::string::npos);
   auto ddp = make_policy(PolicySpec::parse("ddp"));
   ddp->setup(layers, 2);
-  const TimedWindow flat = timed_window(*ddp, 0, 12);
+  const TimedWindow flat = timed_window(*ddp, 0, 12, true);
   EXPECT_EQ(flat.period, 0);
   EXPECT_EQ(timed_window_note(flat, 12), "");  // not periodic: every step is a whole one
+}
+
+// The last period whose averages are left to the closing average (closing_period.h): plsgd's and dreamddp's, never
+// Local SGD's (its whole-model average closes the run) nor an outer optimizer's; that period is never timed.
+TEST(TimedWindow, LeavesOutAClosingPeriod) {
+  std::vector<LayerMeta> layers{{"fc1", "linear", 10, 40}, {"fc2", "linear", 10, 40}};
+  auto plsgd = make_policy(PolicySpec::parse("plsgd:h=8"));
+  plsgd->setup(layers, 2);
+  EXPECT_EQ(closing_period_start(*plsgd, 31), 24);
+  EXPECT_EQ(closing_period_start(*plsgd, 35), 32);  // a partial last period
+  EXPECT_EQ(closing_period_start(*plsgd, -1), -1);  // the run's end is not known
+  const TimedWindow closed = timed_window(*plsgd, 0, 96, true), open = timed_window(*plsgd, 0, 96, false);
+  EXPECT_EQ(closed.warm, 8);
+  EXPECT_EQ(closed.end, 88);
+  EXPECT_EQ(closed.periods, 10);
+  EXPECT_EQ(open.end, 96);
+  EXPECT_EQ(timed_window(*plsgd, 0, 100, true).end, 96);  // the partial period [96, 100) is the closing one
+  auto delayed = make_policy(PolicySpec::parse("plsgd:h=8,delay=1,compress=int8"));
+  delayed->setup(layers, 2);
+  EXPECT_EQ(closing_period_start(*delayed, 31), 24);
+  auto outer = make_policy(PolicySpec::parse("plsgd:h=8,outer=nesterov"));
+  outer->setup(layers, 2);
+  EXPECT_EQ(closing_period_start(*outer, 31), -1);
+  auto local = make_policy(PolicySpec::parse("localsgd:k=8"));
+  local->setup(layers, 2);
+  EXPECT_EQ(closing_period_start(*local, 31), -1);
+  EXPECT_EQ(timed_window(*local, 0, 96, true).end, 96);
+  auto ddp = make_policy(PolicySpec::parse("ddp"));
+  ddp->setup(layers, 2);
+  EXPECT_EQ(closing_period_start(*ddp, 31), -1);
 }
 
 // The grammar: a composite is split once, into two parsed parts; its merge keys belong to the wrapped policy.

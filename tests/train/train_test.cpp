@@ -15,6 +15,7 @@
 #include "backends/gloo/gloo_backend.h"
 #include "base/error.h"
 #include "core/models/model.h"
+#include "core/sync/policy/closing_period.h"
 #include "core/sync/policy/registry.h"
 #include "core/sync/types/bucket_plan.h"
 #include "core/optim/optimizer.h"
@@ -182,8 +183,8 @@ TEST(Config, AutoOptimizerFollowsTheModel) {
 const char* const kConfigKeys =
     "model data data_dir policy backend device batch steps lr momentum nesterov weight_decay optimizer lr_schedule "
     "warmup seed eval_every eval_samples out checkpoint_every resume sensitivity save_params rendezvous iface timeout "
-    "threads log_every check_collectives staleness_lr avg_optimizer_state immediate_update anomaly anomaly_spike "
-    "anomaly_window inject_nan control_file bucket_cap_mb first_bucket_mb config_file world local_world start_time "
+    "threads log_every check_collectives staleness_lr avg_optimizer_state last_period immediate_update anomaly "
+    "anomaly_spike anomaly_window inject_nan control_file bucket_cap_mb first_bucket_mb config_file world local_world start_time "
     "host hosts params";
 
 // metrics.h5 of a 2-rank dreamddp run with the probe: /steps has one row per step, /sync_events one row per
@@ -198,7 +199,8 @@ TEST(Telemetry, SchemaOfATwoRankRun) {
   c.out = d + "/run";
   train::prepare_run_dir(c.out, false, true);
   run_world(2, c);
-  // Expected buckets: the engine's own planner over plsgd's actions (launched every step for the group due).
+  // Expected buckets: the engine's own planner over plsgd's actions (launched every step for the group due), none in
+  // the last period, whose averages are left to the closing average (closing_period.h).
   auto m = models::make_model("mlp", 0);
   auto policy = sync::make_policy(sync::PolicySpec::parse(c.policy));
   std::vector<sync::LayerMeta> meta;
@@ -208,8 +210,10 @@ TEST(Telemetry, SchemaOfATwoRankRun) {
     ranges.push_back({l->param_offset(), l->num_params(), 0, 0});
   }
   policy->setup(meta, 2);
+  const int64_t closing = sync::closing_period_start(*policy, c.steps - 1);
+  ASSERT_GT(closing, 0);
   int64_t buckets = 0;
-  for (int64_t s = 0; s < c.steps; ++s) {
+  for (int64_t s = 0; s < closing; ++s) {
     std::vector<sync::Action> a;
     for (int l = 0; l < m->num_layers(); ++l) a.push_back(policy->decide(l, s));
     buckets += int64_t(sync::plan_buckets(a, ranges, 1 << 20, 25 << 20).size());

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "base/clock.h"
 #include "core/sync/engine/layer_sync.h"
 #include "core/sync/engine/step_plan.h"
+#include "core/sync/policy/closing_period.h"
 
 namespace dd::sync {
 
@@ -56,7 +58,9 @@ void LayerSync::begin_step(int64_t step) {
   const bool lockstep_all = policy_.policy->profiling(step) || step < plan_.fallback_until;
   std::vector<bool> was_lockstep;
   if (pm_.active()) was_lockstep = plan_.lockstep;
-  const auto entering = decide_step(*policy_.policy, step, lockstep_all, plan_.actions, plan_.lockstep, plan_.stale);
+  const auto entering =
+      decide_step(*policy_.policy, step, lockstep_all, !lockstep_all && closing_at(step), plan_.actions, plan_.lockstep,
+                  plan_.stale);
   // A layer leaving lock-step is equal on all ranks now: its anchor for transformed averages.
   if (pm_.active())
     for (int l = 0; l < num_layers(); ++l)
@@ -76,6 +80,17 @@ void LayerSync::enter_lockstep(const std::vector<bool>& entering) {
   bool any = false;
   for (bool e : entering) any |= e;
   if (any) average_layers(entering, /*optimizer_state=*/true, BufferAverage::PerLayer, /*log=*/true);
+}
+
+// The last period's averages are left to the closing average (closing_period.h), except in steps observed for a
+// profile (their averages are what it measures).
+bool LayerSync::closing_at(int64_t step) const {
+  const int64_t c = closing_period_start(*policy_.policy, o_.last_step);
+  if (c < 0 || step < c || policy_.policy->observing(step)) return false;
+  if (o_.verbose && b_.rank() == 0 && (step == c || step == o_.first_step))
+    std::fprintf(stderr, "sync: steps %lld-%lld, the last period: its layers stay local and the closing average "
+                 "syncs them\n", (long long)step, (long long)o_.last_step);
+  return true;
 }
 
 void LayerSync::plan_launches() {

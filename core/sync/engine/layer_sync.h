@@ -65,6 +65,7 @@ class LayerSync final : public SyncEngine, public RunControl, public EngineState
   void after_update();
   void enter_lockstep(const std::vector<bool>& entering);
   void plan_launches();
+  bool closing_at(int64_t step) const;
   void end_of_backward(double t1);
   void launch(const Bucket& bk);
   void record_timeline(double t_end);

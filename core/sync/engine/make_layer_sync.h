@@ -57,6 +57,9 @@ struct EngineOptions {
   // Every rank already holds rank 0's parameters and buffers bitwise (a rejoin moved them layer by layer and checks
   // them by hash): the engine skips its initial broadcast of them.
   bool state_equal = false;
+  // The run's last step (-1: not known): the averages of its last period are left to the closing average
+  // (closing_period.h), unless the period is observed for a profile.
+  int64_t last_step = -1;
 };
 
 // The layers as the engine sees them: per layer (forward order) what a policy may know, and its arena ranges.

@@ -3,13 +3,14 @@
 
 namespace dd::sync {
 
-std::vector<bool> decide_step(Policy& policy, int64_t step, bool lockstep_all, std::vector<Action>& actions,
-                              std::vector<bool>& lockstep, std::vector<int64_t>& stale) {
+std::vector<bool> decide_step(Policy& policy, int64_t step, bool lockstep_all, bool closing,
+                              std::vector<Action>& actions, std::vector<bool>& lockstep, std::vector<int64_t>& stale) {
   const int L = int(actions.size());
   std::vector<bool> entering(L, false);
   for (int l = 0; l < L; ++l) {
     const bool was = lockstep[l];
     actions[l] = lockstep_all ? Action::AllreduceGrads : policy.decide(l, step);
+    if (closing && actions[l] == Action::AverageParams) actions[l] = Action::None;
     lockstep[l] = actions[l] == Action::AllreduceGrads;
     // Local updates since the layer's last sync, counting this step's (lr_l = lr * gamma^stale_l).
     stale[l] = actions[l] == Action::None ? stale[l] + 1 : 0;

@@ -11,11 +11,12 @@
 namespace dd::sync {
 
 // Decides step `step`: every layer AllreduceGrads when `lockstep_all` (profiling, fallback), else policy.decide(),
-// then reports the actions to the policy (Policy::on_actions).
+// an AverageParams left to the closing average when `closing` (closing_period.h) kept local, then reports the
+// actions to the policy (Policy::on_actions).
 // Updates `lockstep` (layer is lock-step this step) and `stale` (local updates since the last sync, counting this
 // step's). Returns, per layer, whether it enters lock-step from a local regime (it must be averaged first).
-std::vector<bool> decide_step(Policy& policy, int64_t step, bool lockstep_all, std::vector<Action>& actions,
-                              std::vector<bool>& lockstep, std::vector<int64_t>& stale);
+std::vector<bool> decide_step(Policy& policy, int64_t step, bool lockstep_all, bool closing,
+                              std::vector<Action>& actions, std::vector<bool>& lockstep, std::vector<int64_t>& stale);
 
 // trigger[l] = index of the bucket launched when layer l is ready (its lowest layer), -1 for none.
 std::vector<int> bucket_triggers(const std::vector<Bucket>& buckets, int num_layers);

@@ -2,11 +2,14 @@
 // self-profiling policy (dreamddp) has finished its lock-step profiling steps and any measured trial (those are
 // not the policy's throughput), and for a periodic policy whole periods from a period boundary (each holds one
 // average of every layer, whether the schedule averages at the start of the period, layer-wise, or at its end).
+// A last period whose averages are left to the closing average (closing_period.h) holds none inside its steps: it is
+// never timed.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
+#include "core/sync/policy/closing_period.h"
 #include "core/sync/policy/policy.h"
 
 namespace dd::sync {
@@ -35,15 +38,18 @@ inline std::string timed_window_note(const TimedWindow& w, int64_t steps) {
          ": not a steady figure; run more steps";
 }
 
-// `p` set up on the run's layers and world; the run's steps are [start, steps).
-inline TimedWindow timed_window(const Policy& p, int64_t start, int64_t steps) {
+// `p` set up on the run's layers and world; the run's steps are [start, steps); `closing`: its last period's
+// averages are left to the closing average where `p` allows it (--last-period local).
+inline TimedWindow timed_window(const Policy& p, int64_t start, int64_t steps, bool closing) {
   TimedWindow w;
   const int64_t settled = p.settled_by(start);
   w.warm = start + std::min<int64_t>(5, (steps - start) / 10);
   if (settled > w.warm && settled < steps) w.warm = settled;
   if (const int64_t H = p.period(); H > 0) {
     w.period = H;
-    const int64_t first = (w.warm + H - 1) / H * H, end = first + (steps - first) / H * H;
+    const int64_t c = closing ? closing_period_start(p, steps - 1) : -1;
+    const int64_t stop = c >= 0 ? std::min(steps, c) : steps;
+    const int64_t first = (w.warm + H - 1) / H * H, end = first + std::max<int64_t>(0, stop - first) / H * H;
     if (end > first) w.warm = first, w.end = end, w.periods = (end - first) / H;
   }
   return w;
