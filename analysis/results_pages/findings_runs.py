@@ -269,6 +269,9 @@ def _torchft_why_behind(method, measured_again):
     rows of the first study ran before their start from ordinary steps, those measured again after it."""
     if ("delay=" in method or "outer=" in method or "compress=" in method) and not measured_again:
         return "it profiles its first steps in lock-step, each a whole-model all-reduce"
+    if method.startswith(("dreamddp", "plsgd")) and "outer=nesterov" in method:
+        return ("an outer step is not a plain average, so its last period keeps its averages and its consensus model "
+                "needs one whole-model average after the last step; Streaming DiLoCo's replicas end as they are")
     if method.startswith(("dreamddp", "plsgd")):
         return ("its consensus model needs one whole-model average after the last step; torchft's run makes none "
                 "after its last step")
