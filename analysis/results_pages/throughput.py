@@ -9,9 +9,11 @@ def render_demo(results):
     e2e = all("samples_per_s_end_to_end" in r for r in d["rows"])
     key = "samples_per_s_end_to_end" if e2e else "samples_per_s"
     ddp = next(r for r in d["rows"] if r["policy"] == "ddp")[key]
+    runs = all("launch_to_exit_runs" in r for r in d["rows"])
     if e2e:
         out = ["| policy | launch to exit | samples/s | vs ddp | timed window | samples/s in it | exposed comm | "
-               "MB sent/rank | test accuracy |", "|---|---|---|---|---|---|---|---|---|"]
+               "MB sent/rank | test accuracy |" + (" runs, s |" if runs else ""),
+               "|---|---|---|---|---|---|---|---|---|" + ("---|" if runs else "")]
     else:
         out = ["| policy | samples/s (timed window) | vs ddp | exposed comm | MB sent/rank | test accuracy |",
                "|---|---|---|---|---|---|"]
@@ -21,13 +23,16 @@ def render_demo(results):
             a, b = r["timed_steps"]
             out.append("| %s | %.2f s | %.0f | %.2fx | steps %d-%d | %.0f | %.1f%% | %.0f | %s |" % (
                 r["policy"], r["launch_to_exit_s"], r[key], r[key] / ddp, a, b - 1, r["samples_per_s"],
-                100 * r["exposed"], r["mb_per_rank"], acc))
+                100 * r["exposed"], r["mb_per_rank"], acc) + (
+                " %s |" % ", ".join("%.2f" % t for t in r["launch_to_exit_runs"]) if runs else ""))
         else:
             out.append("| %s | %.0f | %.2fx | %.1f%% | %.0f | %s |" % (
                 r["policy"], r["samples_per_s"], r["samples_per_s"] / ddp, 100 * r["exposed"], r["mb_per_rank"], acc))
     if e2e:
-        out += ["", "Launch to exit: the whole `dreamddp launch` command, as a user times it (start-up, evaluations "
-                    "and exit included); the timed window is the trainer's samples/s over the steps shown, which "
+        reps = ("Median of %d repeats in alternating order; a policy's runs lie up to %.0f%% apart from launch to "
+                "exit. " % (d["repeats"], 100 * d["spread"])) if runs and d.get("repeats", 1) > 1 else ""
+        out += ["", reps + "Launch to exit: the whole `dreamddp launch` command, as a user times it (start-up, "
+                    "evaluations and exit included); the timed window is the trainer's samples/s over the steps shown, which "
                     "leaves out the steps before them (warm-up, and for dreamddp its profiling and trial steps) and "
                     "the evaluations.", "",
                 "dreamddp:h=8 from launch to exit: **%.2fx DDP, %.2fx the better of Local SGD and PLSGD (%s): it %s "
