@@ -138,7 +138,8 @@ print(f"\nFrom launch to exit dreamddp:h=8 runs at {dd / ddp:.2f}x DDP and {rati
       f"PLSGD ({best_name}): it {verdict} against its own baselines here (in the timed window alone: {wratio:.2f}x).")
 spread = max((max(r["launch_to_exit_runs"]) - min(r["launch_to_exit_runs"])) / r["launch_to_exit_s"] for r in rows)
 if int(repeats) > 1:
-    print(f"The runs of one policy lie up to {100 * spread:.0f}% apart from launch to exit.")
+    print(f"The runs of one policy lie up to {100 * spread:.0f}% apart from launch to exit"
+          + (f": dreamddp's {abs(ratio - 1) * 100:.0f}% is within that spread." if abs(ratio - 1) < spread else "."))
 if net == "loopback":
     print("On loopback communication costs little, so hiding it buys little; see the regime map (README.md).")
 elif verdict != "wins":
