@@ -1,22 +1,13 @@
 // Builds the sync engine for a multi-rank run from the --policy spec, over the arenas of the model and optimizer
 // on their device.
-#include <algorithm>
 #include <string>
 
 #include "base/error.h"
 #include "core/sync/engine/make_layer_sync.h"
 #include "core/train/device_state.h"
-#include "core/train/state_hash.h"
 #include "core/train/trainer_parts.h"
 
 namespace dd::train {
-
-bool same_state_everywhere(Backend& b, models::Model& m) {
-  const std::string h = std::to_string(m.params().size()) + ":" + crc_hex(state_crc(m.params())) + "," +
-                        std::to_string(m.buffers().size()) + ":" + crc_hex(state_crc(m.buffers()));
-  const auto all = b.allgather(h);
-  return std::all_of(all.begin(), all.end(), [&](const std::string& x) { return x == all[0]; });
-}
 
 std::unique_ptr<sync::SyncSession> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
                                                   Backend& b, telemetry::MetricsWriter* metrics, DeviceState& dev,
@@ -41,9 +32,7 @@ std::unique_ptr<sync::SyncSession> make_engine_for(const TrainConfig& cfg, model
   eo.profile_in = profile_in;
   eo.undo = std::move(undo);
   eo.last_step = cfg.last_period_local ? cfg.steps - 1 : -1;
-  // The engine's initial broadcast sends the whole model: skipped when the hashes show every rank holds it already
-  // (as torchft's init_sync=False, but checked).
-  eo.state_equal = state_equal || same_state_everywhere(b, m);
+  eo.state_equal = state_equal;
   const sync::Arenas a = sync::arenas_of(m, o);  // the model's and the optimizer's own, on their device
   return sync::make_layer_sync(eo, sync::layer_table(m), a, dev.data_path(a, m.num_layers(), b), b);
 }

@@ -45,12 +45,8 @@ void save_params(models::Model& m, const std::string& path, int rank);
 std::string control_spec_refusal(const TrainConfig& c, const std::vector<nn::Layer*>& layers,
                                  const sync::PolicySpec& spec);
 
-// Whether every rank already holds the same parameters and buffers (the same seed builds the same model; a shrink's
-// average leaves them equal): their sizes and CRC-32s agree. A collective: every rank calls it.
-bool same_state_everywhere(Backend& b, models::Model& m);
-
 // The engine over m's and o's arenas on their device; `dev` says how collectives run there. Unless `state_equal`,
-// the engine broadcasts rank 0's parameters and buffers at its construction when same_state_everywhere says no.
+// the engine broadcasts rank 0's parameters and buffers at its construction when their hashes differ across ranks.
 class DeviceState;
 std::unique_ptr<sync::SyncSession> make_engine_for(const TrainConfig& cfg, models::Model& m, optim::Optimizer& o,
                                                   Backend& b, telemetry::MetricsWriter* metrics, DeviceState& dev,

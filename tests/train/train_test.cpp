@@ -15,8 +15,10 @@
 #include "backends/gloo/gloo_backend.h"
 #include "base/error.h"
 #include "core/models/model.h"
+#include "core/sync/engine/make_layer_sync.h"
 #include "core/sync/policy/closing_period.h"
 #include "core/sync/policy/registry.h"
+#include "core/sync/types/data_path.h"
 #include "core/sync/types/bucket_plan.h"
 #include "core/optim/optimizer.h"
 #include "core/train/checkpoint.h"
@@ -431,15 +433,26 @@ TEST(HotSwitch, SwitchAtStepAppliesThereOnEveryRank) {
 
 // Ranks killed between their checkpoint writes hold different newest steps: resume agrees on the newest step
 // every rank has (each keeps the previous generation) and still ends bitwise equal to an uninterrupted run.
-// The engine's start (make_engine_for): ranks built from the same seed already hold the same state, which the hashes
-// show, so nothing is broadcast; ranks built from different seeds (one bit apart, or a whole model apart) are told
-// apart, and the engine's broadcast then leaves every rank with rank 0's parameters, bitwise.
+// The engine's start: ranks built from the same seed already hold the same state, which the hashes show, so
+// nothing is broadcast; ranks built from different seeds (one bit apart, or a whole model apart) are told apart, and
+// the engine's broadcast then leaves every rank with rank 0's parameters, bitwise.
+namespace {
+struct CountingPath : sync::HostDataPath {
+  int* broadcasts;
+  explicit CountingPath(int* n) : broadcasts(n) {}
+  WorkPtr broadcast(Backend& g, float* p, size_t n, int root) override {
+    ++*broadcasts;
+    return HostDataPath::broadcast(g, p, n, root);
+  }
+};
+}  // namespace
+
 TEST(SameStart, HashesTellEqualStatesAndTheEngineEvensOthers) {
   for (const int differ : {0, 1, 2}) {
     SCOPED_TRACE("differ " + std::to_string(differ));
     auto store = std::make_shared<gloo::rendezvous::HashStore>();
     std::vector<std::vector<float>> after(2);
-    std::vector<int> same(2, -1);
+    std::vector<int> broadcasts(2, 0);
     std::vector<std::thread> th;
     std::vector<std::exception_ptr> err(2);
     for (int r = 0; r < 2; ++r)
@@ -458,14 +471,12 @@ TEST(SameStart, HashesTellEqualStatesAndTheEngineEvensOthers) {
             bits ^= 1u;
             std::memcpy(&m->params()[m->params().size() - 1], &bits, 4);
           }
-          same[r] = train::same_state_everywhere(*b, *m);
           optim::Optimizer opt({}, *m);
-          auto cfg = base("mlp", 1);
-          cfg.world = 2;
-          cfg.rank = r;
-          cfg.policy_spec = sync::PolicySpec::parse("ddp");
-          auto dev = train::make_host_state();
-          auto e = train::make_engine_for(cfg, *m, opt, *b, nullptr, *dev);
+          sync::EngineOptions eo;
+          eo.policy = sync::PolicySpec::parse("ddp");
+          eo.verbose = false;
+          auto e = sync::make_layer_sync(eo, sync::layer_table(*m), sync::arenas_of(*m, opt),
+                                         std::make_unique<CountingPath>(&broadcasts[r]), *b);
           after[r].assign(m->params().data(), m->params().data() + m->params().size());
         } catch (...) {
           err[r] = std::current_exception();
@@ -474,8 +485,8 @@ TEST(SameStart, HashesTellEqualStatesAndTheEngineEvensOthers) {
     for (auto& t : th) t.join();
     for (auto& e : err)
       if (e) std::rethrow_exception(e);
-    EXPECT_EQ(same[0], differ == 0 ? 1 : 0);
-    EXPECT_EQ(same[1], same[0]);
+    EXPECT_EQ(broadcasts[0] > 0, differ != 0) << "a broadcast when, and only when, the hashes differ";
+    EXPECT_EQ(broadcasts[1], broadcasts[0]);
     ASSERT_EQ(after[0].size(), after[1].size());
     EXPECT_EQ(std::memcmp(after[0].data(), after[1].data(), after[0].size() * 4), 0);
     auto seed5 = models::make_model("mlp", 5);

@@ -34,8 +34,9 @@ LayerSync::LayerSync(const EngineOptions& o, const LayerTable& layers, const Are
   policy_.hosts = b_.allgather(o.host_name.empty() ? std::string(host) : o.host_name);
   step_ = o.first_step;  // the policy is in force (and profiles) from here
   set_policy(o.policy);
-  // Identical starting point everywhere (PyTorch DDP broadcasts at construction too), unless the caller made it so.
-  if (!o.state_equal) {
+  // Identical starting point everywhere (PyTorch DDP broadcasts at construction too), unless the caller made it so
+  // or the hashes show it already is (ranks built from one seed; as torchft's init_sync=False, but checked).
+  if (!o.state_equal && !start_equal_everywhere()) {
     dp_->broadcast(b_, a_.params, size_t(a_.num_params), 0)->wait();
     if (a_.num_buffers) dp_->broadcast(b_, a_.buffers, size_t(a_.num_buffers), 0)->wait();
   }

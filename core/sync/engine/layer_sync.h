@@ -79,6 +79,7 @@ class LayerSync final : public SyncEngine, public RunControl, public EngineState
   void merge_delayed(bool all);
   void average_all(bool count_stats, bool log = false);
   void average_differing();
+  bool start_equal_everywhere();
   // Buffers: with each layer's parameters, all of them in one collective, or none.
   enum class BufferAverage { PerLayer, All, None };
   void average_layers(const std::vector<bool>& which, bool optimizer_state, BufferAverage buf, bool log = false);

@@ -128,6 +128,23 @@ void LayerSync::average_differing() {
   coll_.stats().bytes = bytes0;
 }
 
+// Whether every rank holds the same parameters and buffers: their CRC-32s (a device path reads 4 MiB at a time), in
+// one all-gather. A simulation's arenas hold no training state: it broadcasts as it always did.
+bool LayerSync::start_equal_everywhere() {
+  if (!dp_->moves_data()) return false;
+  auto crc = [&](const float* p, int64_t n) {
+    constexpr int64_t kPiece = int64_t(1) << 20;  // floats
+    uint32_t c = 0;
+    for (int64_t i = 0; i < n; i += kPiece) c = dp_->crc(p + i, size_t(std::min(kPiece, n - i)), c);
+    return c;
+  };
+  char h[18];
+  std::snprintf(h, sizeof h, "%08x,%08x", crc(a_.params, a_.num_params), crc(a_.buffers, a_.num_buffers));
+  const std::string mine = std::to_string(a_.num_params) + ":" + std::to_string(a_.num_buffers) + ":" + h;
+  const std::vector<std::string> all = b_.allgather(mine);
+  return std::all_of(all.begin(), all.end(), [&](const std::string& x) { return x == mine; });
+}
+
 void LayerSync::finalize() {
   apply_agreed_votes(/*all=*/true);
   merge_delayed(/*all=*/true);

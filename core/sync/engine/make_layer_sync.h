@@ -55,7 +55,8 @@ struct EngineOptions {
   // that a collective a lost peer left unfinished can be undone. Null: nothing is kept.
   std::shared_ptr<InPlaceUndo> undo;
   // Every rank already holds rank 0's parameters and buffers bitwise (a rejoin moved them layer by layer and checks
-  // them by hash): the engine skips its initial broadcast of them.
+  // them by hash): the engine skips its initial broadcast of them. Otherwise it compares their CRC-32s across ranks
+  // and broadcasts only when they differ.
   bool state_equal = false;
   // The run's last step (-1: not known): the averages of its last period are left to the closing average
   // (closing_period.h), unless the period is observed for a profile.
