@@ -63,6 +63,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "sim_charge": render_
              "regime_map_e2e": lambda r: render_regime(r, "regime_map_e2e.json"),
              "throughput_paper_e2e": lambda r: render_regime(r, "throughput_paper_e2e.json"),
              "throughput_paper_e2e_resnet50": lambda r: render_regime(r, "throughput_paper_e2e_resnet50.json"),
+             "regime_below_goal": lambda r: render_regime(r, "regime_below_goal.json"),
              "throughput_gpt2": lambda r: render_regime(r, "throughput_gpt2.json"),
              "throughput_resnet50": lambda r: render_regime(r, "throughput_resnet50.json"),
              "paper_goal": render_goal,
