@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 namespace dd {
 
@@ -20,6 +22,13 @@ inline uint32_t crc32_of(const void* p, size_t n, uint32_t crc = 0) {
     n -= k;
   }
   return uint32_t(c);
+}
+
+// "0123abcd": the fixed-width form ranks exchange and compare.
+inline std::string crc_hex(uint32_t v) {
+  char s[9];
+  std::snprintf(s, sizeof s, "%08x", v);
+  return s;
 }
 
 }  // namespace dd

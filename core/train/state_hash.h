@@ -3,8 +3,6 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <string>
 #include <vector>
 
 #include "core/common/crc.h"
@@ -24,13 +22,6 @@ inline uint32_t state_crc(const ops::DeviceFloats& a) {
     c = crc32_of(piece.data(), n * sizeof(float), c);
   }
   return c;
-}
-
-// "0123abcd"
-inline std::string crc_hex(uint32_t v) {
-  char s[9];
-  std::snprintf(s, sizeof s, "%08x", v);
-  return s;
 }
 
 }  // namespace dd::train

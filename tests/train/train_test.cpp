@@ -14,6 +14,7 @@
 
 #include "backends/gloo/gloo_backend.h"
 #include "base/error.h"
+#include "core/common/crc.h"
 #include "core/models/model.h"
 #include "core/sync/engine/make_layer_sync.h"
 #include "core/sync/policy/closing_period.h"
@@ -431,8 +432,6 @@ TEST(HotSwitch, SwitchAtStepAppliesThereOnEveryRank) {
   fs::remove_all(d);
 }
 
-// Ranks killed between their checkpoint writes hold different newest steps: resume agrees on the newest step
-// every rank has (each keeps the previous generation) and still ends bitwise equal to an uninterrupted run.
 // The engine's start: ranks built from the same seed already hold the same state, which the hashes show, so
 // nothing is broadcast; ranks built from different seeds (one bit apart, or a whole model apart) are told apart, and
 // the engine's broadcast then leaves every rank with rank 0's parameters, bitwise.
@@ -445,7 +444,31 @@ struct CountingPath : sync::HostDataPath {
     return HostDataPath::broadcast(g, p, n, root);
   }
 };
+// A path whose crc is DataPath's default (through host snapshots, as for device arenas), noting each snapshot's size.
+struct SnapshotPath : sync::HostDataPath {
+  std::vector<size_t> saves;
+  void save(const float* p, size_t n, std::vector<float>& host) override {
+    saves.push_back(n);
+    HostDataPath::save(p, n, host);
+  }
+  uint32_t crc(const float* p, size_t n, uint32_t c) override { return DataPath::crc(p, n, c); }
+};
 }  // namespace
+
+// The default crc reads an arena in snapshots of at most 4 MiB and hashes them as the whole range would hash.
+TEST(SameStart, DefaultCrcReadsInBoundedPiecesAndHashesTheWhole) {
+  const size_t n = (size_t(5) << 19) + 3;  // two and a half pieces
+  std::vector<float> a(n);
+  for (size_t i = 0; i < n; ++i) a[i] = float(i % 977) * 0.37f - 11.0f;
+  SnapshotPath dp;
+  EXPECT_EQ(dp.crc(a.data(), n, 7u), crc32_of(a.data(), 4 * n, 7u));
+  ASSERT_EQ(dp.saves.size(), 3u);
+  for (size_t k : dp.saves) EXPECT_LE(k, size_t(1) << 20);
+  EXPECT_EQ(dp.saves[0] + dp.saves[1] + dp.saves[2], n);
+  dp.saves.clear();
+  EXPECT_EQ(dp.crc(a.data(), 0, 7u), 7u) << "an empty range continues the given crc";
+  EXPECT_TRUE(dp.saves.empty());
+}
 
 TEST(SameStart, HashesTellEqualStatesAndTheEngineEvensOthers) {
   for (const int differ : {0, 1, 2}) {
@@ -494,6 +517,8 @@ TEST(SameStart, HashesTellEqualStatesAndTheEngineEvensOthers) {
   }
 }
 
+// Ranks killed between their checkpoint writes hold different newest steps: resume agrees on the newest step
+// every rank has (each keeps the previous generation) and still ends bitwise equal to an uninterrupted run.
 TEST(Checkpoint, RanksResumeFromTheNewestCommonStep) {
   std::string d = tmpdir("ckpt_common");
   auto ref = base("mlp", 12);

@@ -2,10 +2,10 @@
 // the delayed corrections merged when due, the blocking averages of a switch, a fallback or a lock-step entry, the
 // final average, and the consensus model of evaluation.
 #include <algorithm>
-#include <cstdio>
 #include <string>
 
 #include "base/clock.h"
+#include "core/common/crc.h"
 #include "core/sync/engine/layer_sync.h"
 #include "core/sync/engine/step_plan.h"
 
@@ -98,11 +98,7 @@ void LayerSync::average_differing() {
   if (dp_->moves_data()) {  // a simulation's arenas hold no training state: it averages as it always did
     const bool state = o_.average_optimizer_state;
     std::string mine;  // 8 hex digits per local layer, then the buffers': the same fields on every rank
-    auto put = [&](uint32_t c) {
-      char h[9];
-      std::snprintf(h, sizeof h, "%08x", c);
-      mine += h;
-    };
+    auto put = [&](uint32_t c) { mine += crc_hex(c); };
     for (int l = 0; l < num_layers(); ++l) {
       if (!which[size_t(l)]) continue;
       const LayerRange& r = layers_.ranges[size_t(l)];
@@ -128,19 +124,13 @@ void LayerSync::average_differing() {
   coll_.stats().bytes = bytes0;
 }
 
-// Whether every rank holds the same parameters and buffers: their CRC-32s (a device path reads 4 MiB at a time), in
-// one all-gather. A simulation's arenas hold no training state: it broadcasts as it always did.
+// Whether every rank holds the same parameters and buffers: their sizes and CRC-32s, in one all-gather. A
+// simulation's arenas hold no training state: it broadcasts as it always did.
 bool LayerSync::start_equal_everywhere() {
   if (!dp_->moves_data()) return false;
-  auto crc = [&](const float* p, int64_t n) {
-    constexpr int64_t kPiece = int64_t(1) << 20;  // floats
-    uint32_t c = 0;
-    for (int64_t i = 0; i < n; i += kPiece) c = dp_->crc(p + i, size_t(std::min(kPiece, n - i)), c);
-    return c;
-  };
-  char h[18];
-  std::snprintf(h, sizeof h, "%08x,%08x", crc(a_.params, a_.num_params), crc(a_.buffers, a_.num_buffers));
-  const std::string mine = std::to_string(a_.num_params) + ":" + std::to_string(a_.num_buffers) + ":" + h;
+  const std::string mine = std::to_string(a_.num_params) + ":" + std::to_string(a_.num_buffers) + ":" +
+                           crc_hex(dp_->crc(a_.params, size_t(a_.num_params))) + "," +
+                           crc_hex(dp_->crc(a_.buffers, size_t(a_.num_buffers)));
   const std::vector<std::string> all = b_.allgather(mine);
   return std::all_of(all.begin(), all.end(), [&](const std::string& x) { return x == mine; });
 }

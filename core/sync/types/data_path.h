@@ -60,11 +60,16 @@ class DataPath {
   virtual void save(const float* p, size_t n, std::vector<float>& host) = 0;
   virtual void restore(float* p, size_t n, const std::vector<float>& host) = 0;
   // CRC-32 of n floats of an arena, continuing `c` (ranks compare them to skip averages of equal values). By
-  // default through a host snapshot.
+  // default through host snapshots of at most 4 MiB each.
   virtual uint32_t crc(const float* p, size_t n, uint32_t c = 0) {
+    constexpr size_t kPiece = size_t(1) << 20;  // floats
     std::vector<float> host;
-    save(p, n, host);
-    return crc32_of(host.data(), 4 * n, c);
+    for (size_t i = 0; i < n; i += kPiece) {
+      const size_t k = std::min(kPiece, n - i);
+      save(p + i, k, host);
+      c = crc32_of(host.data(), 4 * k, c);
+    }
+    return c;
   }
   // An arena-space scratch buffer of at least n floats (timing collectives), valid until the next call.
   virtual float* scratch(size_t n) = 0;
