@@ -94,8 +94,9 @@ std::string join_fingerprint(const train::TrainConfig& cfg) {
   return fp + "profile=" + dir + " crc " + hex + "\n";
 }
 
-// Connects, trains and prints the summary: everything after the run directory is prepared.
-int train_in_run_dir(train::TrainConfig& cfg, train::RunData& data, bool joining) {
+// Connects, trains and prints the summary, in one world: everything after the run directory is prepared. A rank
+// the others excluded gets train::Excluded, with `data` handed back for a joiner's trainer.
+int train_in_world(train::TrainConfig& cfg, train::RunData& data, bool joining) {
   train::Trainer::ElasticStart start{cfg.rank, cfg.world, std::nullopt, {}, {}};
   if (cfg.shrink_on_peer_loss && cfg.world > 1) {
     start.reach = reach_check(cfg);
@@ -133,7 +134,13 @@ int train_in_run_dir(train::TrainConfig& cfg, train::RunData& data, bool joining
       return make_backend(o);
     }, make_key_store(base.rendezvous, "shrink"), start);
   }
-  auto summary = t.run();
+  nlohmann::json summary;
+  try {
+    summary = t.run();
+  } catch (const train::Excluded&) {
+    data = t.release_data();
+    throw;
+  }
   if (backend) {
     try {
       backend->barrier();
@@ -145,6 +152,27 @@ int train_in_run_dir(train::TrainConfig& cfg, train::RunData& data, bool joining
   }
   if (cfg.rank == 0) std::printf("%s\n", summary.dump().c_str());
   return 0;
+}
+
+// Under shrink, a rank excluded from the world (stopped or cut off while the others agreed) asks the live world to
+// admit it again from this process, as a restarted one would (docs/elastic.md "Rejoin"), up to
+// --rejoins-in-place times: its data stays loaded and no launcher has to notice its exit first.
+int train_in_run_dir(train::TrainConfig& cfg, train::RunData& data, bool joining) {
+  const train::TrainConfig started = cfg;
+  const int in_place = cfg.rejoins_in_place < 0 ? 8 : cfg.rejoins_in_place;
+  for (int n = 1;; ++n) {
+    try {
+      return train_in_world(cfg, data, joining);
+    } catch (const train::Excluded& e) {
+      if (n > in_place) throw;
+      std::fprintf(stderr, "train: rank %d: %s; it asks to join again from this process (%d of %d)\n",
+                   started.rank, e.what(), n, in_place);
+      cfg = started;
+      cfg.rejoin = true;
+      cfg.resume.clear();
+      joining = true;
+    }
+  }
 }
 
 }  // namespace

@@ -85,6 +85,9 @@ void describe_train_options(po::options_description& d, train::TrainConfig& c, W
     ("rejoin", po::bool_switch(&c.rejoin), "join the live run of this rendezvous (with --on-peer-loss shrink)")
     ("heartbeat", po::value(&c.heartbeat_s), "with --on-peer-loss shrink: a member whose heartbeat stands still this long "
      "is lost (seconds; default min(timeout, max(1, timeout/10)); 0: off, a silent member is found at its timeout)")
+    ("rejoins-in-place", po::value(&c.rejoins_in_place), "with --on-peer-loss shrink: a rank that the others "
+     "excluded (stopped or cut off while they agreed) asks to join again from the same process, at most N times "
+     "(default 8; 0: it exits 3, for a launcher to start it again)")
     ("threads", with_default(&c.threads), "compute threads per rank (0: auto)")
     ("last-period", with_default(&w.last_period), "local | scheduled: a periodic policy's last period leaves its layer averages to the run's closing average, or makes them as planned (docs/cli.md)")
     ("subnormals", with_default(&w.subnormals), "flush | keep: subnormal floats flushed to zero on every compute thread (FTZ/DAZ), or kept")
@@ -171,6 +174,10 @@ void parse_words(const Words& w, train::TrainConfig& c) {
     throw UsageError("--rejoin joins a live world that admits ranks: it needs --on-peer-loss shrink");
   if (c.heartbeat_s != -1 && !c.shrink_on_peer_loss)
     throw UsageError("--heartbeat finds silent members for the survivors of a loss: it needs --on-peer-loss shrink");
+  if (c.rejoins_in_place != -1 && !c.shrink_on_peer_loss)
+    throw UsageError("--rejoins-in-place rejoins a rank that a shrink excluded: it needs --on-peer-loss shrink");
+  if (c.rejoins_in_place != -1 && !(c.rejoins_in_place >= 0 && c.rejoins_in_place <= 1000))
+    throw UsageError("--rejoins-in-place must be in [0, 1000]");
   if (c.heartbeat_s != -1 && c.heartbeat_s != 0 && !(c.heartbeat_s >= 0.1 && c.heartbeat_s <= 86400))
     throw UsageError("--heartbeat must be 0 (off) or in [0.1, 86400] seconds");
 }

@@ -81,6 +81,7 @@ struct TrainConfig {
   bool shrink_on_peer_loss = false;     // --on-peer-loss shrink (docs/elastic.md); false: exit 3
   bool rejoin = false;                  // --rejoin: join the live world of the rendezvous (docs/elastic.md)
   double heartbeat_s = -1;              // --heartbeat: a silent member is lost after this (-1: auto, 0: off)
+  int rejoins_in_place = -1;            // --rejoins-in-place: an excluded rank asks to join again (-1: 8 times)
   int64_t bucket_cap_mb = 25;
   double first_bucket_mb = 1;
   std::string config_file;

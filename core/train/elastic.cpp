@@ -170,7 +170,7 @@ Membership agree_survivors(KeyStore& store, const std::string& prefix, const Mem
     bool complete = true;
     if (reach) reached_members(store, base, reported, &complete, &fenced);
     const bool cut_off = std::find(fenced.begin(), fenced.end(), me) != fenced.end();
-    throw QuorumLost("on-peer-loss shrink: excluded: rank " + join_ranks(decided.members) + " (" +
+    throw Excluded("on-peer-loss shrink: excluded: rank " + join_ranks(decided.members) + " (" +
                      std::to_string(decided.members.size()) + " of " + std::to_string(n) +
                      ", a quorum) formed generation " + std::to_string(gen) + " without this rank (started as rank " +
                      std::to_string(me) + ")" +

@@ -23,6 +23,12 @@ struct QuorumLost : PeerLost {
   using PeerLost::PeerLost;
 };
 
+// The agreement formed a new world without this rank (it was silent or cut off while the others agreed): the
+// process may ask the live world to admit it again (`train --rejoins-in-place`), as a restarted one would.
+struct Excluded : QuorumLost {
+  using QuorumLost::QuorumLost;
+};
+
 // The rendezvous key store the agreement runs on (file:// or redis://).
 using dd::KeyStore;
 using dd::make_file_key_store;

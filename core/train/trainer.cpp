@@ -65,6 +65,14 @@ Trainer::Trainer(const TrainConfig& cfg, Backend* backend, RunData* data) : impl
 
 Trainer::~Trainer() = default;
 
+RunData Trainer::release_data() {
+  auto& I = *impl_;
+  RunData d;
+  d.train = std::move(I.train);
+  d.test = std::move(I.test);
+  return d;
+}
+
 void Trainer::attach(Backend* backend, int rank, int world) {
   auto& I = *impl_;
   I.backend = backend;

@@ -60,6 +60,9 @@ class Trainer {
   // A joiner builds its trainer (model, optimizer, data) before it asks to join, off the live world's critical
   // path, without a backend; once admitted it hands over the backend of the world it joins and its place there.
   void attach(Backend* backend, int rank, int world);
+  // The training and test sets, handed back (this trainer cannot train afterwards): a rank excluded from its world
+  // builds a joiner's trainer on them without reading them again.
+  RunData release_data();
   void enable_shrink(std::unique_ptr<Backend>* owner, BackendMaker make, std::unique_ptr<KeyStore> store,
                      const ElasticStart& start);
 
