@@ -49,12 +49,16 @@ cmp "$W/stop0.bin" "$W/stop1.bin" || { echo "the majority's parameters differ"; 
 events_of "$W/stop/metrics.h5" shrink | grep -q "3 -> 2 ranks" || { echo "no shrink event"; exit 1; }
 echo "partition: the majority continued, the stopped rank exited 3"
 
-# 1b. {2} stopped vs {0, 1}, then rejoining from its own process.
-DREAMDDP_PAUSE_AFTER_STEPS=30 start_ranks back 3 "${ARGS[@]}" --out "$W/back" --save-params "$W/back%r.bin"
+# 1b. {2} stopped vs {0, 1}, then rejoining from its own process. The two stop themselves again after step 40,
+# so that the run cannot end before rank 2, continued, has asked to join; then they go on and admit it.
+DREAMDDP_PAUSE_AFTER_STEPS=30,40 start_ranks back 3 "${ARGS[@]}" --out "$W/back" --save-params "$W/back%r.bin"
 wait_stopped "${PIDS[@]}" || { dump_logs; exit 1; }
 kill -CONT "${PIDS[0]}" "${PIDS[1]}"
 wait_for_line "$W/back.0.log" "^shrink: 3 -> 2 ranks (generation 1: lost rank 2; ranks 0, 1 now 0..1)"
+wait_stopped "${PIDS[0]}" "${PIDS[1]}" || { dump_logs; exit 1; }
 kill -CONT "${PIDS[2]}"
+wait_for_line "$W/back.2.log" "^train: rank 2 asks to join the live run"
+kill -CONT "${PIDS[0]}" "${PIDS[1]}"
 for r in 0 1 2; do
   status_of $r
   [ "$RC" -eq 0 ] || { echo "rank $r exited $RC:"; dump_logs; exit 1; }
