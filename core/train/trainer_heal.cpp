@@ -1,6 +1,6 @@
 // Healing a joiner from a live member (docs/elastic.md "Rejoin"): every member of a grown world takes rank 0's place
-// in the run and its state, the joiner its optimizer state too, layer by layer in bounded messages; then a fresh
-// engine and a hash check.
+// in the run, the joiner its state (parameters, optimizer state, buffers) layer by layer in bounded messages from
+// rank 0; then a fresh engine and a hash check.
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -77,8 +77,8 @@ int64_t Trainer::Impl::admit(bool joiner, RunRecorder& rec) {
                      ", this rank's " + sizes + " (not the same --model or --optimizer?)");
   // The optimizer's per-layer step counts: the joiner takes rank 0's, the others keep their own.
   share_layer_steps("rejoin", joiner);
-  // Parameters and buffers: every rank takes rank 0's (the old members' are bitwise equal to them already);
-  // optimizer state: the joiner takes rank 0's, the others keep their own. Layer by layer, in bounded messages.
+  // The joiner takes rank 0's parameters, buffers and optimizer state (the old members' parameters and buffers are
+  // bitwise equal to rank 0's already; their optimizer state stays their own). Layer by layer, in bounded messages.
   transfer_state(joiner, std::stoll(chunk_s));
   auto moved = std::make_unique<data::Sharder>(train.size, cfg.seed, cfg.world, cfg.rank, cfg.batch);
   moved->continue_at(step, position);
@@ -107,14 +107,25 @@ void Trainer::Impl::transfer_state(bool joiner, int64_t chunk_bytes) {
   const double t0 = now_s();
   const size_t chunk = size_t(chunk_bytes / int64_t(sizeof(float)));
   const int64_t pause_after = joiner ? heal_pause_after() : 0;
+  heal = {};
+  heal.chunk_bytes = chunk_bytes;
+  // The old members hold rank 0's parameters and buffers already (the grown world's closing average made them
+  // equal; the hash check after the transfer says so), so the state goes from rank 0 to the joiners alone: over a
+  // group of those ranks split from the world where others would otherwise receive it too. Rank 0 keeps rank 0 in
+  // the group (ranks keep their order).
+  std::unique_ptr<Backend> group;
+  Backend* via = backend;
+  if (backend->size() > 2) {
+    group = backend->split(rank0() || joiner ? 0 : 1);
+    via = group.get();
+  }
+  if (!rank0() && !joiner) return;
   // The host copies hold this rank's state and receive rank 0's; each rank takes what it receives only at the end,
   // so that a peer lost in the middle leaves a member's state as it was (it then shrinks from that).
   std::vector<float> params = ops::to_host(model->params()), buffers = ops::to_host(model->buffers()),
                      state = ops::to_host(opt->state());
   const size_t P = params.size();
   const size_t slots = P ? state.size() / P : 0;
-  heal = {};
-  heal.chunk_bytes = chunk_bytes;
   // Up to kInFlight messages are launched ahead of the one waited for, so that a small message's round trip is not
   // paid once per message; they run in order on the backend.
   constexpr size_t kInFlight = 16;
@@ -128,7 +139,7 @@ void Trainer::Impl::transfer_state(bool joiner, int64_t chunk_bytes) {
   auto send = [&](float* p, size_t n) {
     for (size_t i = 0; i < n; i += chunk) {
       const size_t m = std::min(chunk, n - i);
-      flight.emplace_back(backend->broadcast(p + i, m, 0), m);
+      flight.emplace_back(via->broadcast(p + i, m, 0), m);
       if (flight.size() >= kInFlight) complete_one();
     }
   };

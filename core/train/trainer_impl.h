@@ -122,8 +122,8 @@ struct Trainer::Impl {
   // (rejoin-refused in /events), and the broadcast of those it admits (those it reaches) is launched.
   void launch_look(int64_t step, RunRecorder& rec, Progress& progress);
   // admit()'s transfer: rank 0's parameters and optimizer state layer by layer, then its buffers, in messages of
-  // at most chunk_bytes (rank 0's DREAMDDP_HEAL_CHUNK_BYTES); every rank takes the parameters and buffers, the
-  // joiner also the optimizer state. Fills `heal`.
+  // at most chunk_bytes (rank 0's DREAMDDP_HEAL_CHUNK_BYTES), to the joiners alone (a group split from the world
+  // when it has other members). Fills `heal` (on rank 0 and the joiners).
   void transfer_state(bool joiner, int64_t chunk_bytes);
   // Every member of a new world, the joiner too: rank 0's step, data position, parameters, buffers and optimizer
   // state (taken by the joiner), a new sharder and engine, and a hash of the state that every rank compares.
