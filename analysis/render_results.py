@@ -91,6 +91,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "sim_charge": render_
              "chaos": render_chaos, "shrink_overhead": render_shrink_overhead,
              "chaos_shrink": lambda r: render_chaos(r, "chaos_shrink.json"),
              "chaos_cells": lambda r: render_chaos(r, "chaos_cells.json"),
+             "chaos_in_place": lambda r: render_chaos(r, "chaos_in_place.json"),
              "chaos_cells_intel": lambda r: render_chaos(r, "chaos_cells.2026-12-06-intel.json"),
              "shrink_overhead_profile": lambda r: render_shrink_overhead(r, "shrink_overhead_profile.json"),
              "findings": render_findings, "history_index": render_history_index,
@@ -101,6 +102,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "sim_charge": render_
              "torchft_before_end_averages": lambda r: render_torchft(r, "torchft.2026-12-05.json"),
              "torchft_faults_heal": lambda r: render_torchft_faults(r, "torchft_faults_heal.json"),
              "torchft_faults_cells": lambda r: render_torchft_faults(r, "torchft_faults_cells.json"),
+             "torchft_faults_gpt2": lambda r: render_torchft_faults(r, "torchft_faults_gpt2.json"),
              "torchft_faults_cells_intel":
                  lambda r: render_torchft_faults(r, "torchft_faults_cells.2026-12-06-intel.json")}
 

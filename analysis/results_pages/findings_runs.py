@@ -101,6 +101,20 @@ def _finding_delay(results):
                 "the start)", "; ".join(parts), _rel("convergence.md"), verdict))
 
 
+def _torchft_fault_goodputs(cells):
+    """One sentence: a torchft_faults study's median goodput per fault, ours and torchft's."""
+    su, per = cells["set_up"], []
+    for fault in su.get("faults", "kill").split(","):
+        g = {s: _median([r["goodput"] for r in cells["runs"] if r["system"] == s and r.get("goodput") is not None
+                         and (r.get("fault") or "").startswith(fault + " ")]) for s in ("ours", "torchft")}
+        if None not in g.values():
+            per.append("%s %.3f ours, %.3f torchft" % (fault, g["ours"], g["torchft"]))
+    if not per:
+        return ""
+    return (" One fault of one rank (%s, %d ranks; median of %d alternating repeats), goodput: %s." % (
+        su["model"], su["ranks"], su.get("repeats", 1), "; ".join(per)))
+
+
 def _finding_chaos_cells(results, rng):
     """The chaos table's every fault, both policies, with heartbeats: goodput per fault, a stop's detection."""
     d = _load(results, "chaos_cells.json")
@@ -118,7 +132,15 @@ def _finding_chaos_cells(results, rng):
     if stops:
         text += ("; a stopped rank is judged lost and agreed on in a median %.2f s (the collectives' timeout is %g s)"
                  % (_median([x["detect_s"] + x["agree_s"] for x in stops]), d["set_up"]["timeout"]))
-    return text + "."
+    text += "."
+    again = _load(results, "chaos_in_place.json")
+    if again:
+        rows = [r for r in again["runs"] if r["mode"] == "rejoin" and r["rc"] == 0 and r.get("goodput") is not None]
+        if rows:
+            text += (" Measured again with an excluded rank joining from its own process (%s): %s." % (
+                " and ".join(dict.fromkeys(r["model"] for r in rows)),
+                ", ".join("%s %s %.2f" % (r["policy"], r["fault"], r["goodput"]) for r in rows)))
+    return text
 
 
 def _finding_elastic(results):
@@ -352,15 +374,10 @@ def _finding_torchft(results):
             "%s (%s)" % (", ".join(runs), w) for w, runs in why.items())
     cells = _load(results, "torchft_faults_cells.json")
     if cells:
-        su, per = cells["set_up"], []
-        for fault in su.get("faults", "kill").split(","):
-            g = {s: _median([r["goodput"] for r in cells["runs"] if r["system"] == s and r.get("goodput") is not None
-                             and (r.get("fault") or "").startswith(fault + " ")]) for s in ("ours", "torchft")}
-            if None not in g.values():
-                per.append("%s %.3f ours, %.3f torchft" % (fault, g["ours"], g["torchft"]))
-        if per:
-            text += (" One fault of one rank (%s, %d ranks; median of %d alternating repeats), goodput: %s." % (
-                su["model"], su["ranks"], su.get("repeats", 1), "; ".join(per)))
+        text += _torchft_fault_goodputs(cells)
+        gpt = _load(results, "torchft_faults_gpt2.json")
+        if gpt:
+            text += _torchft_fault_goodputs(gpt)
     elif f:
         g = {r["system"]: r for r in f["runs"] if r.get("fault") and r.get("goodput") is not None}
         if "ours" in g and "torchft" in g:
