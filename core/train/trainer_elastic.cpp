@@ -2,6 +2,7 @@
 // loses members and admits them again. The agreement and the key store are in elastic.cpp, a joiner's transfer of
 // the state in trainer_heal.cpp.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <sstream>
 
@@ -233,6 +234,20 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
   }
 }
 
+// Rank 0: whether a joiner answers on the ranks' network, without stalling the world on a cut-off one. The probe
+// runs on a thread of its own; an answer within a few milliseconds (a reachable peer) is taken at once, a later one
+// at a later check (nothing until then).
+std::optional<bool> Trainer::Impl::reached(const JoinRequest& j) {
+  Shrink& S = *shrink;
+  auto it = S.probes.find(j.nonce);
+  if (it == S.probes.end())
+    it = S.probes.emplace(j.nonce, std::async(std::launch::async, S.reach.reaches, j.address)).first;
+  if (it->second.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) return std::nullopt;
+  const bool ok = it->second.get();
+  S.probes.erase(it);  // reachable or not, the next check probes afresh
+  return ok;
+}
+
 void Trainer::Impl::launch_look(int64_t step, RunRecorder& rec, Progress& progress) {
   Shrink& S = *shrink;
   S.look_flags.assign(size_t(S.start_world), 0.f);
@@ -249,12 +264,15 @@ void Trainer::Impl::launch_look(int64_t step, RunRecorder& rec, Progress& progre
         continue;
       }
       // A joiner this rank cannot reach on the ranks' network (a partition) would only fail the new world's
-      // connect, stalling every member: it waits for a later check.
-      if (S.reach.reaches && !j.address.empty() && !S.reach.reaches(j.address)) {
-        if (S.unreached.insert(j.nonce).second)
-          progress.message("rejoin: rank " + std::to_string(j.id) + " asks to join but is not reachable on the "
-                           "ranks' network; it is looked at again at the next check");
-        continue;
+      // connect, stalling every member: it waits for a later check, as does one whose probe has not answered yet.
+      if (S.reach.reaches && !j.address.empty()) {
+        const std::optional<bool> ok = reached(j);
+        if (ok != true) {
+          if (ok == false && S.unreached.insert(j.nonce).second)
+            progress.message("rejoin: rank " + std::to_string(j.id) + " asks to join but is not reachable on the "
+                             "ranks' network; it is looked at again at the next check");
+          continue;
+        }
       }
       S.looked.push_back(j);
       S.look_flags[size_t(j.id)] = 1;

@@ -1,7 +1,10 @@
 // The trainer's state, shared by its files: trainer.cpp (the loop and its parts) and trainer_elastic.cpp (shrink
 // and rejoin, docs/elastic.md). Private to core/train.
 #pragma once
+#include <future>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -76,6 +79,9 @@ struct Trainer::Impl {
     std::vector<float> look_flags;    // its answer: 1 for each start rank that asked to join
     std::vector<JoinRequest> looked;  // rank 0: the requests it saw then (answered when the world grows)
     std::set<std::string> unreached;  // rank 0: requests (nonces) it could not reach, said once each
+    // rank 0: the reach probes of joiners still in flight, by nonce (a probe of a cut-off address takes up to its
+    // wait; the world does not stall for it, the answer is taken at a later check)
+    std::map<std::string, std::future<bool>> probes;
     ReachCheck reach;
     std::shared_ptr<sync::InPlaceUndo> undo = std::make_shared<sync::InPlaceUndo>();
     std::vector<float> params, buffers, opt_state;
@@ -121,6 +127,8 @@ struct Trainer::Impl {
   // At a check step: rank 0 reads the join requests, refuses those whose fingerprint differs from this world's
   // (rejoin-refused in /events), and the broadcast of those it admits (those it reaches) is launched.
   void launch_look(int64_t step, RunRecorder& rec, Progress& progress);
+  // Rank 0, in launch_look: the joiner answers on the ranks' network (nothing while its probe is in flight).
+  std::optional<bool> reached(const JoinRequest& j);
   // admit()'s transfer: rank 0's parameters and optimizer state layer by layer, then its buffers, in messages of
   // at most chunk_bytes (rank 0's DREAMDDP_HEAL_CHUNK_BYTES), to the joiners alone (a group split from the world
   // when it has other members). Fills `heal` (on rank 0 and the joiners).

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # A partition that leaves the rendezvous store reachable (docs/elastic.md "Shrink without restart"): under
-# `dreamddp launch -n 3 --netem`, rank 2's link goes down for 8 s after step 30, while the file store stays readable
-# to every rank. The survivors' probes on the ranks' network fence it out of generation 1 (it reports alive, but
-# neither of the others reaches it), it exits 3 and is started again (--max-restarts); rank 0 admits it only once it
-# reaches it, after the link is back, and the run ends with exit 0: nothing hangs. All three ranks finish with
-# bitwise-equal parameters. Root and `ip netns` only (exit 77: skipped). Usage: shrink_partition.sh DREAMDDP_BIN
+# `dreamddp launch -n 3 --netem`, rank 2's link goes down after step 30, while the file store stays readable to every
+# rank. The survivors' probes on the ranks' network fence it out of generation 1 (it reports alive, but neither of
+# the others reaches it), and it asks to join again from its own process; rank 0 says it cannot reach it (its
+# probe runs beside the training, which goes on), the link comes back, rank 0 admits it, and the run ends with
+# exit 0: nothing hangs. All three ranks finish with bitwise-equal parameters. Root and `ip netns` only (exit 77:
+# skipped). Usage: shrink_partition.sh DREAMDDP_BIN
 set -euo pipefail
 BIN=$1
 [ "$(id -u)" -eq 0 ] || { echo "skipped: not root"; exit 77; }
@@ -27,7 +28,7 @@ end_test() {
   cleanup
 }
 trap end_test EXIT
-STEPS=300
+STEPS=3000
 DREAMDDP_PAUSE_AFTER_STEPS=30 timeout -s KILL 240 "$BIN" launch -n 3 --netem 1gbit --iface-prefix ddtq --grace 2 \
   --max-restarts 2 -- train --model mlp:width=64 --data synthetic --batch 8 --steps $STEPS --threads 1 --timeout 2 \
   --policy localsgd:k=4 --eval-every 0 --log-every 1 --on-peer-loss shrink --out "$W/run" --save-params "$W/p%r.bin" \
@@ -51,7 +52,12 @@ ip -n "$NS" link set dev "$DEV" down
 t0=$SECONDS
 # shellcheck disable=SC2046
 kill -CONT $(ranks_of $LPID)
-sleep 8
+for _ in $(seq 1 1200); do
+  grep -q "^rejoin: rank 2 asks to join but is not reachable on the ranks' network" "$W/launch.log" && break
+  sleep 0.05
+done
+grep -q "^rejoin: rank 2 asks to join but is not reachable" "$W/launch.log" ||
+  { echo "rank 0 never said that it cannot reach rank 2:"; grep -v "^step" "$W/launch.log" | tail -n 20; exit 1; }
 ip -n "$NS" link set dev "$DEV" up
 RC=0
 wait $TPID || RC=$?
