@@ -137,9 +137,16 @@ def _finding_chaos_cells(results, rng):
     if again:
         rows = [r for r in again["runs"] if r["mode"] == "rejoin" and r["rc"] == 0 and r.get("goodput") is not None]
         if rows:
-            text += (" Measured again with an excluded rank joining from its own process (%s): %s." % (
-                " and ".join(dict.fromkeys(r["model"] for r in rows)),
-                ", ".join("%s %s %.2f" % (r["policy"], r["fault"], r["goodput"]) for r in rows)))
+            per_model = []
+            for model in dict.fromkeys(r["model"] for r in rows):
+                per_policy = []
+                for policy in dict.fromkeys(r["policy"] for r in rows if r["model"] == model):
+                    per_policy.append("%s %s" % (policy, ", ".join(
+                        "%s %.2f" % (r["fault"], r["goodput"]) for r in rows
+                        if r["model"] == model and r["policy"] == policy)))
+                per_model.append("%s: %s" % (model, "; ".join(per_policy)))
+            text += (" Measured again with an excluded rank joining from its own process, goodput %s." %
+                     "; ".join(per_model))
     return text
 
 
