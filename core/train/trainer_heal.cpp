@@ -120,8 +120,8 @@ void Trainer::Impl::transfer_state(bool joiner, int64_t chunk_bytes) {
     via = group.get();
   }
   if (!rank0() && !joiner) return;
-  // The host copies hold this rank's state and receive rank 0's; each rank takes what it receives only at the end,
-  // so that a peer lost in the middle leaves a member's state as it was (it then shrinks from that).
+  // Host copies: rank 0 sends from them; a joiner receives into them and takes them only at the end, so that a peer
+  // lost in the middle leaves nothing half taken.
   std::vector<float> params = ops::to_host(model->params()), buffers = ops::to_host(model->buffers()),
                      state = ops::to_host(opt->state());
   const size_t P = params.size();
@@ -161,13 +161,13 @@ void Trainer::Impl::transfer_state(bool joiner, int64_t chunk_bytes) {
     }
     throw;
   }
-  if (!rank0()) {
+  if (joiner) {
     ops::from_host(model->params(), params.data(), params.size());
     ops::from_host(model->buffers(), buffers.data(), buffers.size());
+    ops::from_host(opt->state(), state.data(), state.size());
   }
-  if (joiner) ops::from_host(opt->state(), state.data(), state.size());
   heal.seconds = now_s() - t0;
-  if (const char* dump = std::getenv("DREAMDDP_HEAL_DUMP"); dump && *dump && (joiner || rank0()))
+  if (const char* dump = std::getenv("DREAMDDP_HEAL_DUMP"); dump && *dump)
     dump_state(std::string(dump) + (joiner ? ".received." : ".sent.") + std::to_string(shrink->start_rank),
                {&params, &buffers, &state}, opt->layer_steps());
 }
