@@ -32,6 +32,12 @@ check heartbeat "--heartbeat finds silent members for the survivors of a loss: i
   -- --heartbeat 1
 check heartbeat_short "--heartbeat must be 0 (off) or in [0.1, 86400] seconds" -- --on-peer-loss shrink --heartbeat 0.01
 check heartbeat_huge "--heartbeat must be 0 (off) or in [0.1, 86400] seconds" -- --on-peer-loss shrink --heartbeat 1e300
+check in_place "--rejoins-in-place rejoins a rank that a shrink excluded: it needs --on-peer-loss shrink" \
+  -- --rejoins-in-place 2
+check in_place_neg "--rejoins-in-place must be in [0, 1000]" -- --on-peer-loss shrink --rejoins-in-place -3
+check in_place_big "--rejoins-in-place must be in [0, 1000]" -- --on-peer-loss shrink --rejoins-in-place 1001
+check in_place_huge "the argument ('99999999999') for option '--rejoins-in-place' is invalid" \
+  -- --on-peer-loss shrink --rejoins-in-place 99999999999
 # Nothing live under the rendezvous: the joiner gives up with one line and exit 3 when the run is over.
 mkdir -p "$W/rdzv/shrink" && echo 1 > "$W/rdzv/shrink/shrink.done"
 rc=0
