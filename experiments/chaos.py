@@ -132,6 +132,8 @@ def run_one(a, model, steps, policy, mode, fault, seed):
     if mode == "rejoin":
         launch += ["--max-restarts", "100"]
         train += ["--on-peer-loss", "shrink"]
+        if a.heartbeat is not None:
+            train += ["--heartbeat", str(a.heartbeat)]
     elif mode == "restart":
         launch += ["--max-restarts", "100"]
         train += ["--checkpoint-every", str(a.checkpoint_every)]
@@ -245,6 +247,8 @@ def main():
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--netem", default="1gbit")
     ap.add_argument("--timeout", type=float, default=3)
+    ap.add_argument("--heartbeat", type=float, default=None,
+                    help="train --heartbeat S for the rejoin runs (default: the binary's, a tenth of --timeout, >= 1 s)")
     ap.add_argument("--every", type=float, default=20, help="seconds between faults")
     ap.add_argument("--partition-s", type=float, default=10)
     ap.add_argument("--checkpoint-every", type=int, default=100)
@@ -292,8 +296,8 @@ def main():
         else:
             r["goodput"] = None
     doc = {"study": "chaos", "set_up": {k: getattr(a, k) for k in (
-        "models", "data", "batch", "ranks", "netem", "timeout", "every", "partition_s", "checkpoint_every",
-        "seed")}, "runs": runs}
+        "models", "data", "batch", "ranks", "netem", "timeout", "heartbeat", "every", "partition_s",
+        "checkpoint_every", "seed")}, "runs": runs}
     write_results(a.results, provenance.stamp(doc, cmd, start))
 
 

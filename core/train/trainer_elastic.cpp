@@ -108,6 +108,7 @@ void Trainer::Impl::share_layer_steps(const char* what, bool take) {
 void Trainer::Impl::rebuild_world(const Membership& next, int new_rank, int new_world, int64_t position,
                                   RunRecorder& rec) {
   Shrink& S = *shrink;
+  const double t0 = now_s();
   *S.owner = S.make(new_rank, new_world, "dd-g" + std::to_string(next.generation));
   backend = S.owner->get();
   cfg.rank = new_rank;
@@ -115,12 +116,16 @@ void Trainer::Impl::rebuild_world(const Membership& next, int new_rank, int new_
   // This rank's state where it failed (unfinished collectives undone), averaged across the survivors on the host
   // (each attempt starts again from the kept copy), then put back on the model's device.
   std::vector<float> params = S.params, buffers = S.buffers, opt_state = S.opt_state;
+  const double t1 = now_s();
   if (!params.empty()) backend->allreduce(params.data(), params.size(), ReduceOp::Avg)->wait();
   if (!buffers.empty()) backend->allreduce(buffers.data(), buffers.size(), ReduceOp::Avg)->wait();
   // Survivors may have got to different points of different steps (one finished the step the others failed in):
-  // the optimizer's state and step counts become rank 0's, or ranks whose parameters are now equal would go on
-  // updating them differently (ddp never averages them again).
-  if (!opt_state.empty()) backend->broadcast(opt_state.data(), opt_state.size(), 0)->wait();
+  // the optimizer's step counts, and its state of the layers that were lock-step, become rank 0's, or ranks whose
+  // lock-step parameters are now equal would go on updating them differently (ddp never averages them again). A
+  // local layer's state stays each rank's own, as between its averages (and as an old member's at a rejoin).
+  const double t2 = now_s();
+  S.rebuild_state_layers = opt_state.empty() ? 0 : lockstep_state_from_rank0(opt_state);
+  const double t3 = now_s();
   ops::from_host(model->params(), params.data(), params.size());
   ops::from_host(model->buffers(), buffers.data(), buffers.size());
   ops::from_host(opt->state(), opt_state.data(), opt_state.size());
@@ -137,37 +142,8 @@ void Trainer::Impl::rebuild_world(const Membership& next, int new_rank, int new_
                                                  [&](const std::string& p) { return p == prints[0]; });
   engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), *dev, next.step, profile_carry,
                            same ? &carried : nullptr, S.undo);
-}
-
-// The shrink's /events line and progress message: who was lost, the new numbering, the times t (detect, agree,
-// rebuild, recover) and what was redone.
-void Trainer::Impl::report_shrink(const Membership& old, const Membership& next, const double* t, size_t undone,
-                                  int64_t position, RunRecorder& rec, Progress& progress) {
-  const int new_world = int(next.members.size());
-  std::vector<int> lost;
-  for (int id : old.members)
-    if (std::find(next.members.begin(), next.members.end(), id) == next.members.end()) lost.push_back(id);
-  std::string gone = join_ranks(lost);
-  if (!shrink->dropped_joiners.empty())
-    gone += (lost.empty() ? "" : " and ") + std::string("joining rank ") + join_ranks(shrink->dropped_joiners);
-  shrink->dropped_joiners.clear();
-  char times[160];
-  std::snprintf(times, sizeof(times), "detect %.2f s, agree %.2f s, rebuild %.2f s, recover %.2f s", t[0], t[1], t[2],
-                t[3]);
-  const std::string what =
-      std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
-      std::to_string(next.generation) + ": lost " + (gone.empty() ? std::string("rank none") : (lost.empty() ? "" : "rank ") + gone) +
-      "; ranks " + join_ranks(next.members) + " now 0.." + std::to_string(new_world - 1) + "): " + times +
-      "; step " + std::to_string(next.step) + " redone (what the failed step finished kept, " +
-      std::to_string(undone) + " floats of unfinished averages put back), parameters averaged over the " +
-      std::to_string(new_world) + " survivors; data continues at sample position " + std::to_string(position) +
-      ", global batch " + std::to_string(int64_t(old.members.size()) * cfg.batch) + " -> " +
-      std::to_string(int64_t(new_world) * cfg.batch);
-  if (auto* w = rec.metrics()) {
-    w->append_event(next.step, "shrink", what);
-    w->flush();
-  }
-  if (rank0()) progress.message("shrink: " + what);
+  const double parts[4] = {t1 - t0, t2 - t1, t3 - t2, now_s() - t3};
+  std::copy(parts, parts + 4, S.rebuild_parts);
 }
 
 int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
@@ -188,6 +164,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
                "(window %.0f s): %s\n", cfg.rank, S.start_rank, (long long)failed_step, timing.join_s, why.c_str());
   S.look = nullptr;  // a look for joiners in flight goes with the failed world (the check restarts below)
   unwatch_world();
+  S.lockstep = engine ? engine->probe.lockstep_layers() : std::vector<bool>();
   for (size_t attempt = 0;; ++attempt) {
     // The engine's collectives have failed and it refers to the backend: both go, which closes this rank's
     // sockets, so peers still blocked on them fail at once.
@@ -335,42 +312,6 @@ bool Trainer::Impl::grow_world(int64_t step, RunRecorder& rec, Progress& progres
   }
   report_rejoin(old, next, joiners, t0, position, rec, progress);
   return true;
-}
-
-// The rejoin's /events line and progress message: who joined, the new numbering, the admission's time and bytes,
-// and the time since the loss when the world is full again.
-void Trainer::Impl::report_rejoin(const Membership& old, const Membership& next, const std::vector<int>& joiners,
-                                  double t0, int64_t position, RunRecorder& rec, Progress& progress) {
-  const int64_t step = next.step;
-  Shrink& S = *shrink;
-  const int new_world = int(next.members.size());
-  const double t_full = now_s();
-  char times[256];
-  std::snprintf(times, sizeof(times), "admitted in %.2f s, of which %.3f s the state's transfer (%lld bytes in %lld "
-                "messages of at most %lld bytes)", t_full - t0, heal.seconds, (long long)heal.bytes,
-                (long long)heal.messages, (long long)heal.chunk_bytes);
-  std::string full;
-  if (new_world == S.start_world && S.fault_t >= 0) {
-    char f[160];
-    std::snprintf(f, sizeof(f), "; full world again %.2f s after the loss (from the start of step %lld, in which it "
-                  "was detected)", t_full - S.fault_t, (long long)S.fault_step);
-    full = f;
-    S.fault_t = -1;
-    S.fault_step = -1;
-  }
-  const std::string what =
-      std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
-      std::to_string(next.generation) + ": rank " + join_ranks(joiners) + " joined; ranks " + join_ranks(next.members) +
-      " now 0.." + std::to_string(new_world - 1) + "): " + times + "; parameters averaged over the " +
-      std::to_string(old.members.size()) + " members, then parameters and optimizer state layer by layer and buffers sent from rank 0 "
-      "(hashes equal on every rank)" + full + "; data continues at sample position " + std::to_string(position) +
-      ", global batch " + std::to_string(int64_t(old.members.size()) * cfg.batch) + " -> " +
-      std::to_string(int64_t(new_world) * cfg.batch);
-  if (auto* w = rec.metrics()) {
-    w->append_event(step, "rejoin", what);
-    w->flush();
-  }
-  if (rank0()) progress.message("rejoin: " + what);
 }
 
 void Trainer::Impl::end_elastic() {

@@ -172,4 +172,33 @@ void Trainer::Impl::transfer_state(bool joiner, int64_t chunk_bytes) {
                {&params, &buffers, &state}, opt->layer_steps());
 }
 
+int Trainer::Impl::lockstep_state_from_rank0(std::vector<float>& state) {
+  const int L = model->num_layers();
+  std::string mine(size_t(L), '1');
+  if (shrink->lockstep.size() == size_t(L))
+    for (int l = 0; l < L; ++l) mine[size_t(l)] = shrink->lockstep[size_t(l)] ? '1' : '0';
+  const std::vector<std::string> all = backend->allgather(mine);
+  const size_t P = model->params().size();
+  const size_t slots = P ? state.size() / P : 0;
+  std::vector<optim::LayerSlice> chosen;
+  for (int l = 0; l < L; ++l)
+    if (std::any_of(all.begin(), all.end(), [&](const std::string& x) { return x.size() != size_t(L) || x[size_t(l)] == '1'; }))
+      chosen.push_back(model->layer_slice(l));
+  std::vector<float> packed;
+  for (size_t k = 0; k < slots; ++k)
+    for (const auto& s : chosen)
+      packed.insert(packed.end(), state.begin() + ptrdiff_t(k * P + size_t(s.offset)),
+                    state.begin() + ptrdiff_t(k * P + size_t(s.offset + s.count)));
+  if (packed.empty()) return int(chosen.size());
+  backend->broadcast(packed.data(), packed.size(), 0)->wait();
+  size_t at = 0;
+  for (size_t k = 0; k < slots; ++k)
+    for (const auto& s : chosen) {
+      std::copy(packed.begin() + ptrdiff_t(at), packed.begin() + ptrdiff_t(at + size_t(s.count)),
+                state.begin() + ptrdiff_t(k * P + size_t(s.offset)));
+      at += size_t(s.count);
+    }
+  return int(chosen.size());
+}
+
 }  // namespace dd::train

@@ -86,12 +86,17 @@ struct Trainer::Impl {
     std::shared_ptr<sync::InPlaceUndo> undo = std::make_shared<sync::InPlaceUndo>();
     std::vector<float> params, buffers, opt_state;
     std::vector<int64_t> layer_steps;
+    std::vector<bool> lockstep;  // the failed step's lock-step layers on this rank (empty: not known)
     std::string fingerprint;  // this rank's configuration and profile (ElasticStart::fingerprint)
     // The first loss since the world was last full: when (this rank's clock, the start of the step it was detected
     // in) and in which step; -1 while the world is full. A rejoin that makes it full again reports the time since.
     double fault_t = -1;
     int64_t fault_step = -1;
     std::vector<int> dropped_joiners;  // joiners a loss during their admission left out (for the shrink's line)
+    // The last rebuild's parts, in seconds: the new backend's connect, the survivors' average of parameters and
+    // buffers, the optimizer state's broadcast, the new engine (for the shrink's line).
+    double rebuild_parts[4] = {0, 0, 0, 0};
+    int rebuild_state_layers = 0;  // the layers whose optimizer state the last rebuild took from rank 0
     // Heartbeats (core/train/liveness.h), watching the members of `world` while it is live; before `store` goes.
     std::unique_ptr<Liveness> liveness;
   };
@@ -133,6 +138,10 @@ struct Trainer::Impl {
   // at most chunk_bytes (rank 0's DREAMDDP_HEAL_CHUNK_BYTES), to the joiners alone (a group split from the world
   // when it has other members). Fills `heal` (on rank 0 and the joiners).
   void transfer_state(bool joiner, int64_t chunk_bytes);
+  // Collective, in a rebuilt world: the optimizer state `state` (this rank's, on the host) of the layers that were
+  // lock-step in the failed step on any survivor (every layer where one does not know) becomes rank 0's; the
+  // others keep their own. Returns how many layers that was.
+  int lockstep_state_from_rank0(std::vector<float>& state);
   // Every member of a new world, the joiner too: rank 0's step, data position, parameters, buffers and optimizer
   // state (taken by the joiner), a new sharder and engine, and a hash of the state that every rank compares.
   // Returns the step the world continues at.

@@ -52,6 +52,16 @@ echo "survivors done after $((SECONDS - t0)) s"
 cmp "$W/p0.bin" "$W/p1.bin" && cmp "$W/p0.bin" "$W/p3.bin" || { echo "survivors' parameters differ"; exit 1; }
 grep -E "^shrink: 4 -> 3 ranks \(generation 1: lost rank 2; ranks 0, 1, 3 now 0..2\): detect [0-9.]+ s, agree [0-9.]+ s, rebuild [0-9.]+ s, recover [0-9.]+ s; step [0-9]+ redone" "$LOG0" ||
   { echo "no shrink line on rank 0:"; cat "$LOG0"; exit 1; }
+# The optimizer state of the failed step's lock-step layers becomes rank 0's (every layer of ddp's, none of Local
+# SGD's between its averages); a local layer's stays each survivor's own.
+L=$(/usr/bin/python3 -c 'import h5py, sys; print(len(h5py.File(sys.argv[1], "r")["layers"]))' "$W/run/metrics.h5")
+n=$(sed -nE "s/.*optimizer state of ([0-9]+) lock-step layers from rank 0.*/\1/p" "$LOG0" | head -n 1)
+case $POLICY in
+  ddp) want=$L ;;
+  localsgd*) want=0 ;;
+  *) want=$n ;;
+esac
+[ -n "$n" ] && [ "$n" -eq "$want" ] || { echo "optimizer state of '$n' lock-step layers taken from rank 0, want $want of $L"; exit 1; }
 ev=$(events_of "$W/run/metrics.h5" shrink)
 [ "$(echo "$ev" | wc -l)" -eq 1 ] && echo "$ev" | grep -q "4 -> 3 ranks" ||
   { echo "events: $ev"; for f in "$W"/*.log; do echo "== $f"; grep -v "^step " "$f" | tail -n 8; done; exit 1; }

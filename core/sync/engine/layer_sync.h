@@ -50,6 +50,7 @@ class LayerSync final : public SyncEngine, public RunControl, public EngineState
   const std::vector<PolicyChange>& policy_changes() const override { return policy_.changes; }
   float lr_factor(int l) const override;
   StepCommStats step_stats() const override { return coll_.stats(); }
+  std::vector<bool> lockstep_layers() const override { return plan_.lockstep; }
   // RunControl, in layer_sync_averages.cpp:
   void finalize() override;
   void with_consensus(const std::function<void()>& fn) override;

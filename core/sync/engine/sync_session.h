@@ -63,6 +63,8 @@ class StepProbe {
   virtual float lr_factor(int layer) const = 0;
   // This step's communication so far (what end() returns).
   virtual StepCommStats step_stats() const = 0;
+  // Per layer: lock-step this step (identical on every rank, gradients averaged before the update).
+  virtual std::vector<bool> lockstep_layers() const = 0;
 };
 
 // A run's engine as its owner holds it: the step protocol and each part outside the step, by name (the training
