@@ -92,6 +92,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "sim_charge": render_
              "chaos_shrink": lambda r: render_chaos(r, "chaos_shrink.json"),
              "chaos_cells": lambda r: render_chaos(r, "chaos_cells.json"),
              "chaos_in_place": lambda r: render_chaos(r, "chaos_in_place.json"),
+             "chaos_heartbeat": lambda r: render_chaos(r, "chaos_heartbeat.json"),
              "chaos_cells_intel": lambda r: render_chaos(r, "chaos_cells.2026-12-06-intel.json"),
              "shrink_overhead_profile": lambda r: render_shrink_overhead(r, "shrink_overhead_profile.json"),
              "findings": render_findings, "history_index": render_history_index,

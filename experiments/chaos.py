@@ -16,8 +16,9 @@ spared because it writes metrics.h5):
   partition  the rank's link down for --partition-s seconds (ip link set down inside its network namespace)
 
 Goodput: samples that made it into the final model per second of wall time (launch to exit), over the fault-free
-run's. Under rejoin the samples of a step are its world size times the batch (from the shrink and rejoin events);
-under restart every step of the final lineage counts once with all ranks; under exit the samples up to the last
+run's (the median rate of --baselines such runs, spread over the sitting). Under rejoin the samples of a step are
+its world size times the batch (from the shrink and rejoin events); under restart every step of the final lineage
+counts once with all ranks; under exit the samples up to the last
 checkpoint. Needs root (network namespaces). Usage:
 
   /usr/bin/python3 experiments/chaos.py --out runs/chaos --results experiments/results/chaos.json
@@ -121,8 +122,8 @@ def samples_in_model(mode, evs, steps, world, batch, summary, out):
     return total * batch if summary else 0
 
 
-def run_one(a, model, steps, policy, mode, fault, seed):
-    out = os.path.join(a.out, "%s_%s_%s_%s" % (model, re.sub(r"[^a-z0-9]+", "_", policy), mode, fault))
+def run_one(a, model, steps, policy, mode, fault, seed, tag=""):
+    out = os.path.join(a.out, "%s_%s_%s_%s%s" % (model, re.sub(r"[^a-z0-9]+", "_", policy), mode, fault, tag))
     if os.path.exists(out):
         sys.exit("chaos: %s exists; pass another --out (an earlier study is never overwritten)" % out)
     train = ["train", "--model", model, "--data", a.data, "--batch", str(a.batch), "--steps", str(steps),
@@ -249,6 +250,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=3)
     ap.add_argument("--heartbeat", type=float, default=None,
                     help="train --heartbeat S for the rejoin runs (default: the binary's, a tenth of --timeout, >= 1 s)")
+    ap.add_argument("--baselines", type=int, default=1, metavar="N",
+                    help="fault-free runs per model and policy (the first before the faulted ones, the rest after); "
+                         "goodput is over their median rate")
     ap.add_argument("--every", type=float, default=20, help="seconds between faults")
     ap.add_argument("--partition-s", type=float, default=10)
     ap.add_argument("--checkpoint-every", type=int, default=100)
@@ -266,6 +270,8 @@ def main():
     start = provenance.start(REPO)
     cmd = "/usr/bin/python3 experiments/chaos.py " + " ".join(
         shlex.quote(x if not x.startswith("/") else provenance.rel_to_repo(x, REPO)) for x in sys.argv[1:])
+    if not 1 <= a.baselines <= 10:
+        ap.exit(2, "chaos: --baselines %d: expected 1..10\n" % a.baselines)
     if a.results and os.path.exists(a.results):
         ap.exit(2, "chaos: %s exists; move it to the history first\n" % a.results)
     if a.overhead:
@@ -275,29 +281,37 @@ def main():
     for m in a.models.split(","):
         name, _, n = m.partition("=")
         steps[name] = int(n or 1200)
+    # Per model and policy: the first fault-free run before the faulted ones, any more (--baselines) after them, so
+    # that the reference spans the sitting.
     plan = []
     for model in steps:
         for policy in policies_of(a):
             for mode in a.modes.split(","):
                 for fault in (["kill"] if mode == "none" else a.faults.split(",")):
-                    plan.append((model, policy, mode, fault))
-    plan += [tuple(x.split("/")) for x in a.extra.split(",") if x]
+                    plan.append((model, policy, mode, fault, ""))
+            if "none" in a.modes.split(","):
+                plan += [(model, policy, "none", "kill", "_%d" % b) for b in range(2, a.baselines + 1)]
+    plan += [tuple(x.split("/")) + ("",) for x in a.extra.split(",") if x]
     runs = []
-    for i, (model, policy, mode, fault) in enumerate(plan):
-        runs.append(run_one(a, model, steps[model], policy, mode, fault, a.seed + i))
+    for i, (model, policy, mode, fault, tag) in enumerate(plan):
+        runs.append(run_one(a, model, steps[model], policy, mode, fault, a.seed + i, tag))
     for r in runs:
         # Every run: the share of the requested samples in its final model. Goodput only for a run that finished
-        # every requested step: one that ended short has not earned a ratio of rates.
+        # every requested step (one that ended short has not earned a ratio of rates), over the median rate of the
+        # model and policy's finished fault-free runs.
         r["delivered"] = round(r["samples"] / float(r["steps"] * a.ranks * a.batch), 3)
-        ref = [x for x in runs if x["model"] == r["model"] and x["policy"] == r["policy"] and x["mode"] == "none"]
+        ref = [x["samples"] / x["wall_s"] for x in runs if x["model"] == r["model"] and x["policy"] == r["policy"]
+               and x["mode"] == "none" and x["rc"] == 0 and not x["timed_out"] and x["samples"] and x["wall_s"]]
         finished = r["rc"] == 0 and not r["timed_out"]
-        if finished and ref and ref[0]["samples"] and ref[0]["wall_s"]:
-            r["goodput"] = round((r["samples"] / r["wall_s"]) / (ref[0]["samples"] / ref[0]["wall_s"]), 3)
+        if finished and ref:
+            ref.sort()
+            mid = (ref[(len(ref) - 1) // 2] + ref[len(ref) // 2]) / 2
+            r["goodput"] = round((r["samples"] / r["wall_s"]) / mid, 3)
         else:
             r["goodput"] = None
     doc = {"study": "chaos", "set_up": {k: getattr(a, k) for k in (
         "models", "data", "batch", "ranks", "netem", "timeout", "heartbeat", "every", "partition_s",
-        "checkpoint_every", "seed")}, "runs": runs}
+        "checkpoint_every", "seed", "baselines")}, "runs": runs}
     write_results(a.results, provenance.stamp(doc, cmd, start))
 
 

@@ -42,12 +42,17 @@ def render_chaos(results, name="chaos.json"):
             "%s, %d steps" % (r["model"], r["steps"]), r["policy"], r["fault"] or "-", handling, len(r["faults"]),
             r["rc"], r["wall_s"], r["samples"], good, _f(r["accuracy"] * 100 if r["accuracy"] is not None else None, "%.2f%%"), per,
             _rejoins(adm, _full_again(r))))
-    out += ["", ("%s, %d ranks, batch %d per rank, `launch --netem %s`, `--timeout %g`; a fault every "
+    beat = ", `--heartbeat %g`" % u["heartbeat"] if u.get("heartbeat") is not None else ""
+    ref = ("fault-free run's" if u.get("baselines", 1) == 1 else
+           "median rate of the model and policy's %d fault-free runs (one before its faulted runs, the others after "
+           "them; each fault-free row shows its own rate over that median)" % u["baselines"])
+    out += ["", ("%s, %d ranks, batch %d per rank, `launch --netem %s`, `--timeout %g`%s; a fault every "
                  "%g s from the launch, on a rank drawn from 1..%d (seed %d); SIGSTOP for twice the timeout. "
                  "Goodput: samples in the final model per second of wall time (launch to exit), over the "
-                 "fault-free run's, for runs that finished every requested step; a run that ended short shows the "
-                 "share of the requested samples it delivered instead. %s") % (u["data"], u["ranks"], u["batch"], u["netem"],
-                                           u["timeout"], u["every"], u["ranks"] - 1, u["seed"], _prov(d)), ""]
+                 "%s, for runs that finished every requested step; a run that ended short shows the "
+                 "share of the requested samples it delivered instead. %s") % (
+                     u["data"], u["ranks"], u["batch"], u["netem"], u["timeout"], beat, u["every"], u["ranks"] - 1,
+                     u["seed"], ref, _prov(d)), ""]
     return "\n".join(out)
 
 
