@@ -232,6 +232,20 @@ def write_results(path, doc):
     print("chaos: wrote %s" % path)
 
 
+def plan_of(a, steps):
+    """The runs, in order: (model, policy, mode, fault, tag). Per model and policy the first fault-free run comes
+    before the faulted ones, any more (--baselines) after them, so that the reference spans the sitting."""
+    plan = []
+    for model in steps:
+        for policy in policies_of(a):
+            for mode in a.modes.split(","):
+                for fault in (["kill"] if mode == "none" else a.faults.split(",")):
+                    plan.append((model, policy, mode, fault, ""))
+            if "none" in a.modes.split(","):
+                plan += [(model, policy, "none", "kill", "_%d" % b) for b in range(2, a.baselines + 1)]
+    return plan + [tuple(x.split("/")) + ("",) for x in a.extra.split(",") if x]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "dreamddp"))
@@ -281,19 +295,8 @@ def main():
     for m in a.models.split(","):
         name, _, n = m.partition("=")
         steps[name] = int(n or 1200)
-    # Per model and policy: the first fault-free run before the faulted ones, any more (--baselines) after them, so
-    # that the reference spans the sitting.
-    plan = []
-    for model in steps:
-        for policy in policies_of(a):
-            for mode in a.modes.split(","):
-                for fault in (["kill"] if mode == "none" else a.faults.split(",")):
-                    plan.append((model, policy, mode, fault, ""))
-            if "none" in a.modes.split(","):
-                plan += [(model, policy, "none", "kill", "_%d" % b) for b in range(2, a.baselines + 1)]
-    plan += [tuple(x.split("/")) + ("",) for x in a.extra.split(",") if x]
     runs = []
-    for i, (model, policy, mode, fault, tag) in enumerate(plan):
+    for i, (model, policy, mode, fault, tag) in enumerate(plan_of(a, steps)):
         runs.append(run_one(a, model, steps[model], policy, mode, fault, a.seed + i, tag))
     for r in runs:
         # Every run: the share of the requested samples in its final model. Goodput only for a run that finished
