@@ -23,6 +23,9 @@
 #                                      layers take beyond it), turned into a WORLDx1 cluster with SimGrid's CM02
 #                                      model (no correction factors): link bandwidth 2(n-1)/n / per_byte, latency
 #                                      alpha / 2(n-1) per ring step (a ring all-reduce of S bytes then takes c(S))
+# Shared cores: a profile whose ranks outnumbered its machine's cores times its passes one rank at a time (its
+# meta.json says so); the simulation then runs every rank's compute on one machine of that many cores
+# (`simulate --shared-cores C,threads=T`), where ranks computing at once share them, as in the run.
 # With --bp run --step run every compute time comes from the run itself, so what is left between simulated and
 # measured is the model of synchronization and the network alone, not how far the machine's speed drifted
 # between the profile and the run.
@@ -193,6 +196,16 @@ for run in runs:
     args += ["--last-period", str(attr(a, "last_period", "scheduled"))]
     if policy.startswith("hier") or policy.startswith("threshold") or policy.startswith("hybrid"):
         args += ["--signals", "constant"]
+    # A profile timed one rank at a time (its meta.json: the ranks outnumbered the machine's cores): the
+    # simulation shares the cores again among the ranks computing at once. Not with the run's own backward, which
+    # already holds that sharing.
+    meta_path = os.path.join(comm_dir, "meta.json")
+    pmeta = json.load(open(meta_path)) if os.path.isfile(meta_path) else {}
+    machine = pmeta.get("machine") or {}
+    shared = ""
+    if machine.get("passes") == "one rank at a time" and bp_source != "run":
+        shared = f"{int(machine['cores'])},threads={int(pmeta.get('threads', threads))}"
+        args += ["--shared-cores", shared]
     def simulated(a):
         p = subprocess.run(a, capture_output=True, text=True)
         if p.returncode != 0:
@@ -207,7 +220,8 @@ for run in runs:
           f"{sim['step_ms']:>12.3f} {ratio:>8.3f} {sim0['step_ms']:>12.3f} {ratio0:>8.3f}")
     rows.append({"run": run, "policy": policy, "model": model, "world": world, "steps": nsteps, "batch": batch,
                  "measured_step_ms": meas, "simulated_step_ms": sim["step_ms"], "ratio": ratio,
-                 "contention": cont, "simulated_step_ms_no_contention": sim0["step_ms"],
+                 "contention": cont, "shared_cores": shared or None,
+                 "simulated_step_ms_no_contention": sim0["step_ms"],
                  "ratio_no_contention": ratio0,
                  "simulated_exposed_comm_fraction_no_contention": sim0["exposed_comm_fraction"],
                  "measured_exposed_comm_fraction": s.get("exposed_comm_fraction"),

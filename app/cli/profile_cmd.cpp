@@ -56,6 +56,11 @@ sync::CommFit write_meta_and_bytes(const train::TrainConfig& cfg, const Backend*
   meta["world"] = cfg.world;
   meta["backend"] = backend ? backend->name() : std::string("none");
   meta["steps"] = steps;
+  // How the ranks shared their machines' cores: with "one rank at a time", `simulate --shared-cores
+  // CORES,threads=T` shares them again (experiments/sim_validate.sh does).
+  meta["machine"] = {{"cores", p.shared.cores},
+                     {"ranks", p.shared.ranks},
+                     {"passes", p.shared.oversubscribed ? "one rank at a time" : "every rank at once"}};
   std::vector<int64_t> sizes;
   for (const auto& l : sync::layer_metas(model.layers())) bytes[l.name] = l.bytes, sizes.push_back(l.bytes);
   const sync::CommFit fit = sync::fit_comm(sizes, p.comm);
@@ -94,6 +99,10 @@ void print_profile(const train::TrainConfig& cfg, const Backend* backend, const 
     }
     std::printf("each rank's median pass (ms): %s; the times above are paced to the slowest\n", each.c_str());
   }
+  if (p.shared.oversubscribed)
+    std::printf("%d ranks x %d thread(s) on %d cores: passes timed one rank at a time (simulate --shared-cores "
+                "%d,threads=%d shares the cores again)\n",
+                p.shared.ranks, cfg.threads, p.shared.cores, p.shared.cores, cfg.threads);
 }
 
 }  // namespace
@@ -124,6 +133,7 @@ int cmd_profile(int argc, char** argv) {
   };
   sync::ProfileOptions po;
   po.steps = int(std::min<int64_t>(cfg.steps, 1000));
+  po.threads = cfg.threads;
   // The update a training step runs, timed: the anomaly guard's gradient check (unless --anomaly off), then the
   // optimizer.
   optim::Optimizer opt(train::optim_config(cfg), *model);

@@ -80,6 +80,9 @@ void add_simulate_options(po::options_description& desc, Repeated& r) {
       "overwrite", po::bool_switch(), "allow a non-empty --out")(
       "slow", po::value(&r.slow)->composing(), "RANK=FACTOR: that rank's compute takes FACTOR times as long "
       "(straggler; repeatable), e.g. --slow 3=1.5")(
+      "shared-cores", po::value<std::string>(), "C[,threads=T]: every rank computes on one machine of C cores, T "
+      "per rank (default 1), as ranks launched on one host with emulated links; ranks computing at once share "
+      "them (the profile's times must then be of one rank computing alone)")(
       "model", po::value<std::string>(), "layer sizes from this project's model (mlp, cnn, resnet20, gpt-mini); "
       "the profile must name its layers (e.g. one written by `dreamddp profile`)")(
       "bytes", po::value<std::string>(), "layer sizes from a JSON file layer -> bytes (default DIR/bytes.json)")(
@@ -111,6 +114,11 @@ sim::PlatformSpec read_platform(const po::variables_map& vm, const Repeated& r) 
   if (vm.count("cluster")) platform = sim::parse_cluster(vm["cluster"].as<std::string>());
   else platform.file = vm["platform"].as<std::string>();
   for (auto& s : r.slow) sim::parse_slow(s, platform);
+  if (vm.count("shared-cores")) {
+    if (!platform.file.empty())
+      throw UsageError("simulate: --shared-cores goes with --cluster (a platform file would need the machine in it)");
+    sim::parse_shared_cores(vm["shared-cores"].as<std::string>(), platform);
+  }
   return platform;
 }
 
@@ -200,7 +208,8 @@ std::unique_ptr<telemetry::MetricsWriter> open_writer(const po::variables_map& v
   std::map<std::string, std::string> attrs = {
       {"profile", a.profile}, {"policy", o.policy}, {"data", "simulated"}, {"sizes", layers.size_source},
       {"cluster", vm.count("cluster") ? vm["cluster"].as<std::string>() : ""}, {"platform", a.platform.file},
-      {"collectives", o.collectives}, {"out", a.out}};
+      {"collectives", o.collectives}, {"out", a.out},
+      {"shared_cores", vm.count("shared-cores") ? vm["shared-cores"].as<std::string>() : ""}};
   if (!a.src.model.empty()) attrs["model"] = a.src.model;
   std::string slows, sw;
   for (auto& s : r.slow) slows += (slows.empty() ? "" : ",") + s;

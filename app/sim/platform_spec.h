@@ -14,6 +14,10 @@ struct PlatformSpec {
   double lat_s = 0;         // one-way latency between two nodes (half on each uplink); intra-node latency is 0
   std::string file;         // a SimGrid XML platform instead (ranks = its hosts in name order)
   std::map<int, double> slow;  // rank -> factor on its compute times (1.5 = 50% slower)
+  // --shared-cores C[,threads=T]: every rank computes on one machine of C cores, T of them per rank while it
+  // computes (ranks launched on one host, their links emulated); 0: each rank has a processor of its own.
+  int shared_cores = 0;
+  int rank_threads = 1;
   int world() const { return nodes * per_node; }
 };
 
@@ -22,6 +26,9 @@ PlatformSpec parse_cluster(const std::string& spec);
 
 // "RANK=FACTOR" (--slow 3=1.5), added to `p`. Throws dd::UsageError.
 void parse_slow(const std::string& arg, PlatformSpec& p);
+
+// "C" or "C,threads=T" (--shared-cores), into `p`. Throws dd::UsageError naming the bad part.
+void parse_shared_cores(const std::string& arg, PlatformSpec& p);
 
 // "1Gbps" (bits/s: bps, kbps, Mbps, Gbps, Tbps, also tc's kbit/mbit/gbit), "300GBps" (bytes/s: Bps, kBps, MBps,
 // GBps, TBps) -> bytes per second. Throws dd::UsageError mentioning `what`.

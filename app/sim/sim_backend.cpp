@@ -46,17 +46,6 @@ struct Channel {
   bool stop = false;
 };
 
-struct RankIdle {
-  sg4::MutexPtr mu = sg4::Mutex::create();
-  sg4::ConditionVariablePtr cv = sg4::ConditionVariable::create();
-};
-
-void wait_comm_idle(SimNet& net, int rank, double until) {
-  auto& w = net.idle[size_t(rank)];
-  if (!w) w = std::make_shared<RankIdle>();
-  std::unique_lock<sg4::Mutex> lk(*w->mu);
-  while (net.comm_busy[size_t(rank)] > 0 && sg4::Engine::get_clock() < until) w->cv->wait_until(lk, until);
-}
 
 struct SimGroup {
   int id = 0;
@@ -239,8 +228,7 @@ void comm_actor(SimNet* net, std::shared_ptr<SimGroup> g, int pos) {
     if (err) c.errors[job.first] = err;
     c.end[size_t(job.first)] = sg4::Engine::get_clock();
     c.done = job.first + 1;
-    if (!j.data && --net->comm_busy[size_t(world)] == 0 && net->idle[size_t(world)])
-      net->idle[size_t(world)]->cv->notify_all();
+    if (!j.data && --net->comm_busy[size_t(world)] == 0) end_slowed_compute(*net, world);
     c.cv->notify_all();
   }
 }

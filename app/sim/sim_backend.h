@@ -19,7 +19,7 @@ class Host;
 namespace dd::sim {
 
 struct SimGroup;
-struct RankIdle;  // sim_backend.cpp: what a rank's compute waits on while its collectives run
+struct RankIdle;  // rank_compute.cpp: what a rank's compute waits on while its collectives run
 
 // A nominal host computes kRefSpeed flop/s; a profile second is kRefSpeed flops, so a host of speed s runs it in
 // kRefSpeed / s seconds (platform files: 1Gf is nominal); --slow R=F multiplies rank R's compute by F.
@@ -28,6 +28,10 @@ constexpr double kRefSpeed = 1e9;
 // What every simulated rank shares: the hosts, how collectives are simulated, counters.
 struct SimNet {
   std::vector<simgrid::s4u::Host*> hosts;  // by world rank
+  // --shared-cores: the one machine every rank computes on (null: each rank computes on its own host), and the
+  // cores one rank takes while it computes.
+  simgrid::s4u::Host* cpu = nullptr;
+  int rank_threads = 1;
   std::string collectives = "auto";        // ring | fused | auto (ring up to 32 members, fused beyond)
   int64_t flows = 0;                        // point-to-point transfers simulated
   // Per world rank: bulk collectives (on the arenas, or a compressed average's byte channel) queued or running on
@@ -58,6 +62,14 @@ struct SimNet {
 // Blocks the calling actor (rank `rank`'s compute) until none of that rank's collectives is queued or running, or
 // until simulated time `until`, whichever comes first.
 void wait_comm_idle(SimNet& net, int rank, double until);
+
+// Rank `rank`'s compute of `flops` on the shared machine (net.cpu), beside the other ranks computing there: while
+// the rank's bulk collectives run it does k times that work, and what is left when they end at the plain rate.
+void compute_on_shared_cores(SimNet& net, int rank, double flops, double k);
+
+// Called by the communication actor that ended rank `rank`'s last bulk collective: its compute runs at the plain
+// rate again (a slowed compute on shared cores is cancelled, what was left of it noted), and wait_comm_idle wakes.
+void end_slowed_compute(SimNet& net, int rank);
 
 class SimBackend : public Backend {
  public:

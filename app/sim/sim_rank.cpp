@@ -58,6 +58,7 @@ class ProfileCompute final : public train::StepCompute {
   void slowed_compute(double seconds) {
     double flops = seconds * slow_ * kRefSpeed;
     const double k = 1 + L_.contention.compute;
+    if (run_.net.cpu) return compute_on_shared_cores(run_.net, rank_, flops, k);
     if (k > 1 && run_.net.comm_busy[size_t(rank_)] > 0) {
       // Slowed while collectives run: this rank's compute actor is its host's only executor, so the slowed
       // part takes flops x k / speed; once they are done, what is left runs at full speed. (New collectives

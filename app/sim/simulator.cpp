@@ -47,6 +47,14 @@ void build_cluster(const PlatformSpec& p, std::vector<sg4::Host*>& hosts, std::v
     root->add_route(z->get_netpoint(), nullptr, gw, nullptr, {sg4::LinkInRoute(up, sg4::LinkInRoute::Direction::UP)},
                     true);
   }
+  if (p.shared_cores > 0) {
+    // --shared-cores: one more host, on no route, of that many cores at the nominal speed each. The ranks compute
+    // there (sim_rank.cpp): ranks computing at once share its cores, as processes on one machine do.
+    auto* m = sg4::create_star_zone("machine");
+    m->set_parent(root);
+    m->create_host("machine-cpu", kRefSpeed)->set_core_count(p.shared_cores)->seal();
+    m->seal();
+  }
   root->seal();
 }
 
@@ -157,7 +165,9 @@ void fill_run(SimRun& run, const SimLayers& layers, const PlatformSpec& platform
   run.arenas = sizes_only_arenas(layers, opt.opt_slots, run.net, &run.scratch);
   run.nodes = nodes;
   run.slow = platform.slow;
+  run.net.rank_threads = platform.rank_threads;
 }
+
 
 // A hier topology that does not cover the ranks is refused here, not inside an actor.
 void check_topology(const SimRun& run, const SimLayers& layers, const std::vector<std::string>& nodes, int n) {
@@ -225,6 +235,7 @@ SimResult simulate(const SimLayers& layers, const PlatformSpec& platform, const 
   res.world = n;
   res.hosts = nodes;
   fill_run(run, layers, platform, opt, hosts, nodes);
+  if (platform.shared_cores > 0) run.net.cpu = e.host_by_name("machine-cpu");
   run.metrics = metrics;
   run.progress = &progress;
   run.res = &res;

@@ -203,3 +203,33 @@ TEST(ProfileIo, SlowestScalePacesTheAgreedPartsToTheSlowestRank) {
   EXPECT_EQ(slowest_scale(parts, {}), 1.0);
   EXPECT_EQ(slowest_scale({0.0}, {1e-3}), 1.0);
 }
+
+// Which machine is crowded: ranks per machine from their ids, against the fewest cores any of them may use.
+TEST(CoreShare, OversubscribedWhenAMachinesRanksTimesThreadsExceedItsCores) {
+  const uint32_t one[4] = {7, 7, 7, 7};
+  const int two_cores[4] = {2, 2, 2, 2};
+  CoreShare s = core_share_of(one, two_cores, 4, 1);
+  EXPECT_TRUE(s.oversubscribed);
+  EXPECT_EQ(s.ranks, 4);
+  EXPECT_EQ(s.cores, 2);
+  // Two ranks of one thread on two cores fit; of two threads they do not.
+  EXPECT_FALSE(core_share_of(one, two_cores, 2, 1).oversubscribed);
+  EXPECT_TRUE(core_share_of(one, two_cores, 2, 2).oversubscribed);
+  // Four machines of one rank each: nothing shared, whatever the order of their ids.
+  const uint32_t four[4] = {9, 3, 5, 1};
+  s = core_share_of(four, two_cores, 4, 2);
+  EXPECT_FALSE(s.oversubscribed);
+  EXPECT_EQ(s.ranks, 1);
+  // One crowded machine among others is enough, and it is the one named.
+  const uint32_t mixed[4] = {1, 2, 2, 2};
+  const int cores[4] = {8, 2, 4, 2};
+  s = core_share_of(mixed, cores, 4, 1);
+  EXPECT_TRUE(s.oversubscribed);
+  EXPECT_EQ(s.ranks, 3);
+  EXPECT_EQ(s.cores, 2);
+}
+
+TEST(CoreShare, ThisMachineHasAnIdAndCores) {
+  EXPECT_EQ(machine_id(), machine_id());
+  EXPECT_GE(usable_cores(), 1);
+}

@@ -26,6 +26,21 @@ def case_paced(binary, tmp, _):
     # Printed to a microsecond; stored as the floats the ranks agreed on (relative 1e-6 per part).
     check(len(passes) == 2 and abs(total - max(passes)) <= 1e-3 + 1e-5 * total,
           f"forward + backward + update = the slowest rank's pass: {total:.4f} ms vs {passes}")
+    # meta.json says how the ranks shared the cores; where they outnumber them, passes are timed one at a time.
+    cores = len(os.sched_getaffinity(0))
+    for ranks in (2, 4):
+        dn = os.path.join(tmp, f"prof_share{ranks}")
+        rc, out, err = run(binary, ["launch", "-n", str(ranks), "--", "profile", "--model", "mlp", "--batch", "8",
+                                    "--steps", "3", "--threads", "1", "--out", dn])
+        if rc != 0:
+            raise SystemExit(f"{ranks}-rank profile failed: " + err)
+        machine = json.load(open(os.path.join(dn, "meta.json"))).get("machine", {})
+        crowded = ranks > cores
+        want = "one rank at a time" if crowded else "every rank at once"
+        check(machine.get("passes") == want and machine.get("ranks") == ranks and machine.get("cores") == cores,
+              f"{ranks} ranks on {cores} cores: meta.json machine {machine}, passes should be {want!r}")
+        check(("--shared-cores %d,threads=1" % cores in out) == crowded,
+              f"{ranks} ranks on {cores} cores: the line naming --shared-cores printed only when crowded: {out}")
 
 
 def case_contention(binary, tmp, _):
@@ -112,3 +127,51 @@ def case_contention_step(binary, tmp, _):
     check(tables[0].keys() == tables[1].keys() and "sync_events" in tables[0]
           and all(tables[0][k] == tables[1][k] for k in tables[0]),
           f"the same contended run twice: {sorted(tables[0])} identical to the bit")
+
+
+def case_shared_cores(binary, tmp, _):
+    """--shared-cores: ranks computing at once share one machine's cores. Two ranks of a 125 ms step (forward 10,
+    backward 10 + 100, update 5, almost nothing to send) on one core take 250 ms, on two cores 125 ms; one rank of
+    two threads alone on two cores takes 125 ms, two such ranks 250 ms. On two cores the known overlap of
+    case_contention_step gives its known step, so the slowed compute ends when the collective does. Bad values get
+    one line and exit 2."""
+    d = os.path.join(tmp, "prof")
+    write_profile(d, ["a", "b"], [0.1, 0.01], [1e-6, 0.02])
+    T = 20.0  # ms: layer b's all-reduce, hidden behind a's backward (see case_contention_step)
+
+    def step_ms(ranks, cores, k=0.0, m=0.0, out=None):
+        ov = os.path.join(d, "overlap.json")
+        if os.path.exists(ov):
+            os.remove(ov)
+        if k or m:
+            with open(ov, "w") as f:
+                json.dump({"compute_slowdown": k, "comm_slowdown": m}, f)
+        args = ["--profile", d, "--comm-bw", "1Gbps", "--cluster", f"{ranks}x1,intra=1000TBps,inter=1Gbps",
+                "--cfg", "network/model:CM02", "--cfg", "network/crosstraffic:0", "--policy", "ddp", "--steps", "6",
+                "--bucket-cap-mb", "0", "--first-bucket-mb", "0", "--anomaly", "off", "--forward-ms", "10",
+                "--update-ms", "5", "--shared-cores", cores]
+        return simulate(binary, args + (["--out", out] if out else []))["step_ms"]
+
+    for ranks, cores, want in ((2, "1", 250.0), (2, "2", 125.0), (1, "2,threads=2", 125.0),
+                               (2, "2,threads=2", 250.0), (4, "2", 250.0)):
+        got = step_ms(ranks, cores)
+        check(abs(got - want) <= 0.05, f"{ranks} rank(s) on --shared-cores {cores}: step {got:.4f} ms, known {want}")
+    for k, m in ((1.0, 0.0), (0.25, 0.5)):
+        want = 125.0 + T * (1 + m) * k / (1 + k)
+        got = step_ms(2, "2", k, m)
+        check(abs(got - want) <= 0.01,
+              f"on two shared cores, compute x{1 + k}, comm x{1 + m} over a {T:.0f} ms overlap: step {got:.4f} ms, "
+              f"known {want:.4f} ms")
+    outs = [os.path.join(tmp, f"rep{i}") for i in (1, 2)]
+    a, b = (step_ms(4, "2", 0.25, 0.5, o) for o in outs)
+    check(a == b, f"the same shared-core run twice: {a!r} and {b!r} ms/step")
+
+    base = ["simulate", "--profile", d, "--steps", "2"]
+    for extra, says in ((["--cluster", "2x1", "--shared-cores", "0"], "--shared-cores 0"),
+                        (["--cluster", "2x1", "--shared-cores", "2,threads=3"], "outnumber"),
+                        (["--cluster", "2x1", "--shared-cores", "2,thread=1"], "CORES,threads=T"),
+                        (["--platform", os.path.join(os.path.dirname(__file__), "two_hosts_one_link.xml"),
+                          "--shared-cores", "2"], "goes with --cluster")):
+        rc, out, err = run(binary, base + extra)
+        lines = err.strip().splitlines()
+        check(rc == 2 and len(lines) == 1 and says in err, f"{extra}: exit 2 and one line naming it: {rc} {err!r}")

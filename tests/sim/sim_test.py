@@ -11,6 +11,7 @@ sequence  per rank, the simulated collectives (step, layers, action, group, byte
 bad       bad platform specs, profiles and options: exit 2 with one error line, nothing on stdout
 speed     100 simulated steps of 64 ranks on the 125-layer GPT-2 profile take well under a minute
 contention_step  a known overlap and contention slowdown give the known step; the run is bitwise reproducible
+shared_cores     ranks computing at once share --shared-cores: known steps, the known overlap there, bad values
 transforms  the averages on copies (compress=, outer=, delay=) run on sizes alone: on the GPT-2 profile they cost at
           most 2x the peak memory and 3x the CPU time of the same run without them (ratios, measured in one test)
 """
@@ -23,7 +24,7 @@ import time
 
 import h5py
 
-from sim_contention_cases import case_contention, case_contention_step, case_paced
+from sim_contention_cases import case_contention, case_contention_step, case_paced, case_shared_cores
 from sim_util import FAILS, check, events, run, simulate, simulate_measured, write_profile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -298,7 +299,8 @@ def case_own_profile(binary, tmp, _):
 
 CASES = {"ring": case_ring, "model": case_model, "sequence": case_sequence, "agree": case_agree, "bad": case_bad,
          "speed": case_speed, "transforms": case_transforms, "own_profile": case_own_profile, "paced": case_paced,
-         "contention": case_contention, "contention_step": case_contention_step}
+         "contention": case_contention, "contention_step": case_contention_step,
+         "shared_cores": case_shared_cores}
 
 
 def main():

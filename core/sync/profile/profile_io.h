@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/sync/profile/core_share.h"
 #include "core/sync/types/contention.h"
 
 namespace dd::sync {
@@ -23,6 +24,9 @@ struct LayerProfile {
   // measure_profile only (not stored): each rank's median whole pass, in rank order; the times above are paced
   // to the slowest of them.
   std::vector<double> rank_pass_s;
+  // measure_profile only (meta.json keeps it): how the ranks shared their machines' cores; when some machine was
+  // oversubscribed, its passes were timed one rank at a time.
+  CoreShare shared;
   // The layers whose backward time bp.json gives as NaN (the artifact writes it for modules without parameters,
   // e.g. rotary embeddings): read as 0 s, named by bp_nan_note().
   std::vector<std::string> bp_nan;

@@ -166,14 +166,25 @@ LayerProfile measure_profile(models::Model& m, const std::function<models::Input
   ReadyClock clock;
   clock.t.assign(m.num_layers(), 0);
   const Pass pass{m, batch, update, clock};
-  // Every timed pass runs while every rank computes, as in training between two syncs: where ranks share cores,
-  // that sharing is part of a pass's time (busy_until_all).
   const bool ranks = b && b->size() > 1;
+  const CoreShare share = ranks ? core_share(*b, o.threads) : CoreShare{usable_cores(), 1, false};
   pass(0);  // warm-up: first-touch allocations, primitive creation
-  if (ranks) busy_until_all(*b, o.steps, pass, 1);
-  const PassTimes times = time_passes(pass, o.steps, opt);
-  if (ranks) busy_until_all(*b, o.steps, pass, o.steps + 1);
+  PassTimes times;
+  if (share.oversubscribed) {
+    // One rank at a time, the others waiting in the barrier: each pass is this rank's alone.
+    for (int r = 0; r < b->size(); ++r) {
+      b->barrier();
+      if (r == b->rank()) times = time_passes(pass, o.steps, opt);
+    }
+    b->barrier();
+  } else {
+    // Every timed pass runs while every rank computes, as in training between two syncs (busy_until_all).
+    if (ranks) busy_until_all(*b, o.steps, pass, 1);
+    times = time_passes(pass, o.steps, opt);
+    if (ranks) busy_until_all(*b, o.steps, pass, o.steps + 1);
+  }
   LayerProfile p = scaled_medians(m, times, opt);
+  p.shared = share;
   if (ranks) {
     measure_comm(m, *b, o.comm_reps, p);
     agree_across_ranks(*b, opt, p);

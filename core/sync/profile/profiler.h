@@ -16,6 +16,7 @@ namespace dd::sync {
 struct ProfileOptions {
   int steps = 10;      // timed forward+backward passes (after one warm-up)
   int comm_reps = 5;   // all-reduces per layer; the median counts
+  int threads = 1;     // each rank's compute threads (whether the ranks on a machine outnumber its cores)
 };
 
 // `batch` supplies the model input of step i. With a backend, every rank must call this (collective); all ranks
@@ -23,6 +24,8 @@ struct ProfileOptions {
 // layer, which must leave its gradient zeroed), every pass also updates every layer, last first, and the profile
 // holds forward_s and update_s; without one gradients are zeroed and those two stay unmeasured.
 //
+// Where the ranks on one machine run more threads than it has cores (core_share.h), the passes are timed one rank
+// at a time, the others waiting, and the profile says so (LayerProfile::shared): a simulation shares the cores.
 // Each time is a median over the passes, and so is each layer's backward. Where ranks outnumber cores, the
 // scheduler takes a rank off its core for a slice somewhere in nearly every pass, but rarely inside one short
 // layer: the sum of per-layer medians then misses that share. The times are therefore scaled together so that
