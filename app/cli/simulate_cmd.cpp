@@ -271,6 +271,11 @@ int cmd_simulate(int argc, char** argv) {
   a.src = read_size_source(vm);
   a.profile = vm["profile"].as<std::string>();
   const auto layers = sim::load_layers(a.profile, a.src);
+  const std::string alone = sim::shared_cores_of_profile(a.profile);
+  if (!alone.empty() && a.platform.shared_cores == 0)
+    std::fprintf(stderr, "simulate: note: %s timed each rank computing alone on a machine its ranks shared; "
+                         "--shared-cores %s shares the cores again, as the profiled ranks did\n",
+                 a.profile.c_str(), alone.c_str());
   a.o.forward_s = non_negative_ms(vm, "forward-ms", layers.forward_s);
   a.o.update_s = non_negative_ms(vm, "update-ms", layers.update_s);
   a.out = vm.count("out") ? vm["out"].as<std::string>() : "";

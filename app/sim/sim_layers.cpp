@@ -36,6 +36,19 @@ std::string profiled_model(const std::string& dir) {
   return j["model"].get<std::string>();
 }
 
+std::string shared_cores_of_profile(const std::string& dir) {
+  const auto path = std::filesystem::path(dir) / "meta.json";
+  if (!std::filesystem::exists(path)) return "";
+  std::ifstream f(path);
+  const auto j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("machine") || !j["machine"].is_object()) return "";
+  const auto& m = j["machine"];
+  if (m.value("passes", std::string()) != "one rank at a time" || !m.contains("cores") || !m["cores"].is_number_integer())
+    return "";
+  const int threads = j.contains("threads") && j["threads"].is_number_integer() ? j["threads"].get<int>() : 1;
+  return std::to_string(m["cores"].get<int>()) + ",threads=" + std::to_string(threads);
+}
+
 SimLayers load_layers(const std::string& dir, const LayerSizeSource& given_src) {
   LayerSizeSource src = given_src;
   // A profile written by `dreamddp profile` names its model: its exact layout, unless another source is given.

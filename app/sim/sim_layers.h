@@ -34,4 +34,8 @@ struct LayerSizeSource {
 // Throws dd::UsageError naming the file or the layer that is missing or bad.
 SimLayers load_layers(const std::string& profile_dir, const LayerSizeSource& src);
 
+// "C,threads=T" when DIR/meta.json says its passes were timed one rank at a time on a machine of C cores (the
+// --shared-cores that shares them again), else "".
+std::string shared_cores_of_profile(const std::string& profile_dir);
+
 }  // namespace dd::sim

@@ -10,7 +10,9 @@ from sim_util import check, run, simulate, write_profile
 
 def case_paced(binary, tmp, _):
     """A profile of 2 ranks is paced to the slower one: every sync waits for it. The agreed forward, backward and
-    update add up to the slowest rank's median pass, which the profile prints with every rank's."""
+    update add up to the slowest rank's median pass, which the profile prints with every rank's. Where the ranks
+    outnumber the cores, meta.json says the passes were timed one rank at a time, and simulate names the
+    --shared-cores that shares them again."""
     d = os.path.join(tmp, "prof2r")
     rc, out, err = run(binary, ["launch", "-n", "2", "--", "profile", "--model", "mlp", "--batch", "16", "--steps",
                                 "5", "--threads", "1", "--out", d])
@@ -41,6 +43,13 @@ def case_paced(binary, tmp, _):
               f"{ranks} ranks on {cores} cores: meta.json machine {machine}, passes should be {want!r}")
         check(("--shared-cores %d,threads=1" % cores in out) == crowded,
               f"{ranks} ranks on {cores} cores: the line naming --shared-cores printed only when crowded: {out}")
+        # simulate from it: a note names --shared-cores when it is not given, none when it is.
+        sim = ["simulate", "--profile", dn, "--cluster", f"{ranks}x1", "--steps", "2"]
+        rc1, _, err1 = run(binary, sim)
+        rc2, _, err2 = run(binary, sim + ["--shared-cores", f"{cores},threads=1"])
+        check(rc1 == 0 and rc2 == 0 and ("--shared-cores %d,threads=1" % cores in err1) == crowded
+              and "--shared-cores" not in err2,
+              f"{ranks} ranks on {cores} cores: simulate's note on --shared-cores: {err1!r} / {err2!r}")
 
 
 def case_contention(binary, tmp, _):
