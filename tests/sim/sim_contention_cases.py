@@ -92,6 +92,21 @@ def case_contention(binary, tmp, _):
           f"comm_slowdown 1 doubles an all-reduce that overlaps compute throughout: {slowed:.3f} vs {plain:.3f} ms")
 
 
+def _known_overlap_args(d, ranks, k, m):
+    """The set-up of case_contention_step on `ranks` ranks: profile `d` with overlap.json (k, m), or none when
+    both are 0, and simulate's arguments."""
+    ov = os.path.join(d, "overlap.json")
+    if os.path.exists(ov):
+        os.remove(ov)
+    if k or m:
+        with open(ov, "w") as f:
+            json.dump({"compute_slowdown": k, "comm_slowdown": m}, f)
+    return ["--profile", d, "--comm-bw", "1Gbps", "--cluster", f"{ranks}x1,intra=1000TBps,inter=1Gbps",
+            "--cfg", "network/model:CM02", "--cfg", "network/crosstraffic:0", "--policy", "ddp", "--steps", "6",
+            "--bucket-cap-mb", "0", "--first-bucket-mb", "0", "--anomaly", "off", "--forward-ms", "10",
+            "--update-ms", "5"]
+
+
 def case_contention_step(binary, tmp, _):
     """A known overlap and slowdown give the known simulated step, and the simulation is bitwise reproducible.
     ddp on 2 ranks, one bucket per layer, CM02 without latency: layer "b" (backward first, 10 ms) is all-reduced
@@ -102,19 +117,8 @@ def case_contention_step(binary, tmp, _):
     d = os.path.join(tmp, "prof")
     write_profile(d, ["a", "b"], [0.1, 0.01], [1e-6, 0.02])
     T = 20.0  # ms
-    common = ["--profile", d, "--comm-bw", "1Gbps", "--cluster", "2x1,intra=1000TBps,inter=1Gbps",
-              "--cfg", "network/model:CM02", "--cfg", "network/crosstraffic:0", "--policy", "ddp", "--steps", "6",
-              "--bucket-cap-mb", "0", "--first-bucket-mb", "0", "--anomaly", "off", "--forward-ms", "10",
-              "--update-ms", "5"]
-
     def step_ms(k, m, out=None):
-        ov = os.path.join(d, "overlap.json")
-        if os.path.exists(ov):
-            os.remove(ov)
-        if k or m:
-            with open(ov, "w") as f:
-                json.dump({"compute_slowdown": k, "comm_slowdown": m}, f)
-        return simulate(binary, common + (["--out", out] if out else []))["step_ms"]
+        return simulate(binary, _known_overlap_args(d, 2, k, m) + (["--out", out] if out else []))["step_ms"]
 
     plain = step_ms(0.0, 0.0)
     # forward 10 + backward 10 + 100 + update 5, "a"'s all-reduce of 4 bytes ~0, b's hidden behind "a"
@@ -149,16 +153,7 @@ def case_shared_cores(binary, tmp, _):
     T = 20.0  # ms: layer b's all-reduce, hidden behind a's backward (see case_contention_step)
 
     def step_ms(ranks, cores, k=0.0, m=0.0, out=None):
-        ov = os.path.join(d, "overlap.json")
-        if os.path.exists(ov):
-            os.remove(ov)
-        if k or m:
-            with open(ov, "w") as f:
-                json.dump({"compute_slowdown": k, "comm_slowdown": m}, f)
-        args = ["--profile", d, "--comm-bw", "1Gbps", "--cluster", f"{ranks}x1,intra=1000TBps,inter=1Gbps",
-                "--cfg", "network/model:CM02", "--cfg", "network/crosstraffic:0", "--policy", "ddp", "--steps", "6",
-                "--bucket-cap-mb", "0", "--first-bucket-mb", "0", "--anomaly", "off", "--forward-ms", "10",
-                "--update-ms", "5", "--shared-cores", cores]
+        args = _known_overlap_args(d, ranks, k, m) + ["--shared-cores", cores]
         return simulate(binary, args + (["--out", out] if out else []))["step_ms"]
 
     for ranks, cores, want in ((2, "1", 250.0), (2, "2", 125.0), (1, "2,threads=2", 125.0),
