@@ -30,6 +30,7 @@ import random
 import re
 import shlex
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -307,9 +308,7 @@ def main():
                and x["mode"] == "none" and x["rc"] == 0 and not x["timed_out"] and x["samples"] and x["wall_s"]]
         finished = r["rc"] == 0 and not r["timed_out"]
         if finished and ref:
-            ref.sort()
-            mid = (ref[(len(ref) - 1) // 2] + ref[len(ref) // 2]) / 2
-            r["goodput"] = round((r["samples"] / r["wall_s"]) / mid, 3)
+            r["goodput"] = round((r["samples"] / r["wall_s"]) / statistics.median(ref), 3)
         else:
             r["goodput"] = None
     doc = {"study": "chaos", "set_up": {k: getattr(a, k) for k in (

@@ -105,8 +105,8 @@ void Trainer::Impl::share_layer_steps(const char* what, bool take) {
 
 // A new world of the agreed members: its backend, this rank's state where it failed (unfinished collectives
 // undone) averaged across the survivors, a new sharder and engine. Throws PeerLost when another member is lost.
-void Trainer::Impl::rebuild_world(const Membership& next, int new_rank, int new_world, int64_t position,
-                                  RunRecorder& rec) {
+Trainer::Impl::RebuildTimes Trainer::Impl::rebuild_world(const Membership& next, int new_rank, int new_world,
+                                                         int64_t position, RunRecorder& rec) {
   Shrink& S = *shrink;
   const double t0 = now_s();
   *S.owner = S.make(new_rank, new_world, "dd-g" + std::to_string(next.generation));
@@ -124,7 +124,8 @@ void Trainer::Impl::rebuild_world(const Membership& next, int new_rank, int new_
   // lock-step parameters are now equal would go on updating them differently (ddp never averages them again). A
   // local layer's state stays each rank's own, as between its averages (and as an old member's at a rejoin).
   const double t2 = now_s();
-  S.rebuild_state_layers = opt_state.empty() ? 0 : lockstep_state_from_rank0(opt_state);
+  RebuildTimes r;
+  r.state_layers = opt_state.empty() ? 0 : lockstep_state_from_rank0(opt_state);
   const double t3 = now_s();
   ops::from_host(model->params(), params.data(), params.size());
   ops::from_host(model->buffers(), buffers.data(), buffers.size());
@@ -142,8 +143,8 @@ void Trainer::Impl::rebuild_world(const Membership& next, int new_rank, int new_
                                                  [&](const std::string& p) { return p == prints[0]; });
   engine = make_engine_for(cfg, *model, *opt, *backend, rec.metrics(), *dev, next.step, profile_carry,
                            same ? &carried : nullptr, S.undo);
-  const double parts[4] = {t1 - t0, t2 - t1, t3 - t2, now_s() - t3};
-  std::copy(parts, parts + 4, S.rebuild_parts);
+  r.connect = t1 - t0, r.average = t2 - t1, r.state = t3 - t2, r.engine = now_s() - t3;
+  return r;
 }
 
 int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
@@ -191,8 +192,9 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
     const int new_rank = int(std::find(next.members.begin(), next.members.end(), S.start_rank) - next.members.begin());
     const int new_world = int(next.members.size());
     const int64_t position = sharder->position_of(next.step);
+    RebuildTimes rebuilt;
     try {
-      rebuild_world(next, new_rank, new_world, position, rec);
+      rebuilt = rebuild_world(next, new_rank, new_world, position, rec);
     } catch (const QuorumLost&) {
       throw;
     } catch (const PeerLost& e) {
@@ -206,7 +208,7 @@ int64_t Trainer::Impl::shrink_world(int64_t failed_step, double t_step, const st
     if (S.fault_t < 0) S.fault_t = t_step, S.fault_step = failed_step;  // the world was full until this loss
     S.join_check.restart_at(next.step);  // survivors that did and did not pass a check step before the loss agree
     const double times[4] = {t_detect - t_step, t_agreed - t_detect, t_done - t_agreed, t_done - t_detect};
-    report_shrink(old, next, times, undone, position, rec, progress);
+    report_shrink(old, next, times, rebuilt, undone, position, rec, progress);
     return next.step;
   }
 }

@@ -9,9 +9,10 @@
 namespace dd::train {
 
 // The shrink's /events line and progress message: who was lost, the new numbering, the times t (detect, agree,
-// rebuild, recover) and what was redone.
-void Trainer::Impl::report_shrink(const Membership& old, const Membership& next, const double* t, size_t undone,
-                                  int64_t position, RunRecorder& rec, Progress& progress) {
+// rebuild, recover) with the rebuild's parts, and what was redone.
+void Trainer::Impl::report_shrink(const Membership& old, const Membership& next, const double* t,
+                                  const RebuildTimes& r, size_t undone, int64_t position, RunRecorder& rec,
+                                  Progress& progress) {
   const int new_world = int(next.members.size());
   std::vector<int> lost;
   for (int id : old.members)
@@ -23,9 +24,8 @@ void Trainer::Impl::report_shrink(const Membership& old, const Membership& next,
   char times[160], parts[160];
   std::snprintf(times, sizeof(times), "detect %.2f s, agree %.2f s, rebuild %.2f s, recover %.2f s", t[0], t[1], t[2],
                 t[3]);
-  const double* p = shrink->rebuild_parts;
   std::snprintf(parts, sizeof(parts), " (rebuild: connect %.2f s, average %.2f s, optimizer state of %d lock-step "
-                "layers from rank 0 %.2f s, engine %.2f s)", p[0], p[1], shrink->rebuild_state_layers, p[2], p[3]);
+                "layers from rank 0 %.2f s, engine %.2f s)", r.connect, r.average, r.state_layers, r.state, r.engine);
   const std::string what =
       std::to_string(old.members.size()) + " -> " + std::to_string(new_world) + " ranks (generation " +
       std::to_string(next.generation) + ": lost " + (gone.empty() ? std::string("rank none") : (lost.empty() ? "" : "rank ") + gone) +

@@ -93,10 +93,6 @@ struct Trainer::Impl {
     double fault_t = -1;
     int64_t fault_step = -1;
     std::vector<int> dropped_joiners;  // joiners a loss during their admission left out (for the shrink's line)
-    // The last rebuild's parts, in seconds: the new backend's connect, the survivors' average of parameters and
-    // buffers, the optimizer state's broadcast, the new engine (for the shrink's line).
-    double rebuild_parts[4] = {0, 0, 0, 0};
-    int rebuild_state_layers = 0;  // the layers whose optimizer state the last rebuild took from rank 0
     // Heartbeats (core/train/liveness.h), watching the members of `world` while it is live; before `store` goes.
     std::unique_ptr<Liveness> liveness;
   };
@@ -117,11 +113,17 @@ struct Trainer::Impl {
   // After a lost peer in `failed_step` (begun at t_step): agree, rebuild, restore; returns the step to continue at.
   int64_t shrink_world(int64_t failed_step, double t_step, const std::string& why, RunRecorder& rec,
                        Progress& progress);
-  void rebuild_world(const Membership& next, int new_rank, int new_world, int64_t position, RunRecorder& rec);
+  // What one rebuild took, for the shrink's line: seconds for the new backend's connect, the survivors' average
+  // of parameters and buffers, the lock-step layers' optimizer state from rank 0 (how many layers), the new engine.
+  struct RebuildTimes {
+    double connect = 0, average = 0, state = 0, engine = 0;
+    int state_layers = 0;
+  };
+  RebuildTimes rebuild_world(const Membership& next, int new_rank, int new_world, int64_t position, RunRecorder& rec);
   void report_rejoin(const Membership& old, const Membership& next, const std::vector<int>& joiners, double t0,
                      int64_t position, RunRecorder& rec, Progress& progress);
-  void report_shrink(const Membership& old, const Membership& next, const double* t, size_t undone, int64_t position,
-                     RunRecorder& rec, Progress& progress);
+  void report_shrink(const Membership& old, const Membership& next, const double* t, const RebuildTimes& rebuild,
+                     size_t undone, int64_t position, RunRecorder& rec, Progress& progress);
   // Collective: rank 0's per-layer optimizer step counts, taken by this rank when `take`; a rank with another
   // number of layers throws, naming `what`.
   void share_layer_steps(const char* what, bool take);
