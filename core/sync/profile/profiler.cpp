@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "backends/backend.h"
 #include "base/clock.h"
@@ -57,6 +59,15 @@ void busy_until_all(Backend& b, int steps, const Pass& pass, int first) {
   float flag = 1;
   auto w = b.allreduce(&flag, 1, ReduceOp::Sum);
   for (int i = 0; i < 4 * steps && !w->test(); ++i) pass(first + i);
+  w->wait();
+}
+
+// Until every rank has called this: an all-reduce that every rank posts, waited for in naps of a millisecond, so
+// that a rank waiting here leaves the cores to the one timing its passes (a backend's own wait may spin).
+void rest_until_all(Backend& b) {
+  float flag = 1;
+  auto w = b.allreduce(&flag, 1, ReduceOp::Sum);
+  while (!w->test()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   w->wait();
 }
 
@@ -171,12 +182,12 @@ LayerProfile measure_profile(models::Model& m, const std::function<models::Input
   pass(0);  // warm-up: first-touch allocations, primitive creation
   PassTimes times;
   if (share.oversubscribed) {
-    // One rank at a time, the others waiting in the barrier: each pass is this rank's alone.
+    // One rank at a time, the others resting (every one past its warm-up first): each pass is this rank's alone.
+    rest_until_all(*b);
     for (int r = 0; r < b->size(); ++r) {
-      b->barrier();
       if (r == b->rank()) times = time_passes(pass, o.steps, opt);
+      rest_until_all(*b);
     }
-    b->barrier();
   } else {
     // Every timed pass runs while every rank computes, as in training between two syncs (busy_until_all).
     if (ranks) busy_until_all(*b, o.steps, pass, 1);
