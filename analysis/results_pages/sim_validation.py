@@ -40,13 +40,35 @@ def render_sim_validation(results):
         out.append("| %s | %s |" % (cell, " | ".join(" / ".join("%.2f" % x for x in by[n]) if n in by else "-"
                                                      for n in names)))
     inside = sum(1 for x in ratios if abs(x - 1) <= 0.10)
+    med = _median_summary(docs, short)
     out += ["", "Simulated / measured step time, one entry per measured run (%d runs in %d files, %.2f–%.2fx; within "
-                "10%% in %d). `experiments/sim_validate.sh --profile CELL/profile --json "
+                "10%% in %d). The median run of each cell and policy: within 10%% of its simulation in %d of %d, "
+                "within 5%% in %d; in %d of those %d pairs the policy's own runs lie more than 5%% apart. "
+                "`experiments/sim_validate.sh --profile CELL/profile --json "
                 "experiments/results/simulate_validation_CELL.json RUN...` on the cell's own profile; a file's "
                 "runs and simulator are of one day." % (
-                    len(ratios), len(docs), min(ratios), max(ratios), inside), ""]
+                    len(ratios), len(docs), min(ratios), max(ratios), inside, med[0], med[2], med[1], med[3],
+                    med[2]), ""]
     out += ["* " + p for p in provs] + [""]
     return "\n".join(out)
+
+
+def _median_summary(docs, short):
+    """Over every cell and policy (docs: (cell, rows)): (median runs within 10%, within 5%, pairs, pairs whose
+    runs' measured step times lie more than 5% apart: max - min over their mean)."""
+    w10 = w5 = pairs = spread = 0
+    for _, rows in docs:
+        by = {}
+        for r in rows:
+            by.setdefault(short(r["policy"]), []).append(r)
+        for runs in by.values():
+            ratio = _median_run(runs)[2]
+            ms = [r["measured_step_ms"] for r in runs]
+            pairs += 1
+            w10 += abs(ratio - 1) <= 0.10
+            w5 += abs(ratio - 1) <= 0.05
+            spread += (max(ms) - min(ms)) / (sum(ms) / len(ms)) > 0.05
+    return w10, w5, pairs, spread
 
 
 def render_sim_charge(results):
