@@ -47,6 +47,10 @@ else
   wait_stopped $(ranks_of "${PIDS[0]}") || { dump_logs; exit 1; }
   killed=$(rank_pid "${PIDS[0]}" 2) || { echo "no rank 2 under the launcher"; exit 1; }
   kill -9 "$killed"
+  # The survivors stay stopped until the started-again rank 2 has asked to join: on a loaded machine they could
+  # otherwise end the run before it asks, and it would rightly find the run over (exit 3, no parameters).
+  for _ in $(seq 1 1200); do grep -q "^train: rank 2 asks to join the live run" "$W/launch.log" && break; sleep 0.05; done
+  grep -q "^train: rank 2 asks to join the live run" "$W/launch.log" || { echo "rank 2 never asked to join:"; cat "$W/launch.log"; exit 1; }
   # shellcheck disable=SC2046
   kill -CONT $(ranks_of "${PIDS[0]}" | grep -vx "$killed")
   status_of 0
