@@ -271,7 +271,7 @@ int cmd_simulate(int argc, char** argv) {
   a.src = read_size_source(vm);
   a.profile = vm["profile"].as<std::string>();
   const auto layers = sim::load_layers(a.profile, a.src);
-  const std::string alone = sim::shared_cores_of_profile(a.profile);
+  const std::string alone = sim::read_profile_meta(a.profile).shared_cores;
   if (!alone.empty() && a.platform.shared_cores == 0)
     std::fprintf(stderr, "simulate: note: %s timed each rank computing alone on a machine its ranks shared; "
                          "--shared-cores %s shares the cores again, as the profiled ranks did\n",

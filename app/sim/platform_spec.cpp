@@ -24,13 +24,13 @@ bool split_number(const std::string& v, double& x, std::string& unit) {
   return true;
 }
 
-int positive_int(const std::string& s, const std::string& what) {
+int positive_int(const std::string& s, const std::string& what, long most = 65536) {
   char* end = nullptr;
   errno = 0;
   const std::string t = s;
   long v = std::strtol(t.c_str(), &end, 10);
-  if (t.empty() || !end || *end || errno == ERANGE || v < 1 || v > 65536)
-    throw UsageError(what + ": '" + s + "' is not an integer in [1, 65536]");
+  if (t.empty() || !end || *end || errno == ERANGE || v < 1 || v > most)
+    throw UsageError(what + ": '" + s + "' is not an integer in [1, " + std::to_string(most) + "]");
   return int(v);
 }
 
@@ -115,26 +115,15 @@ void parse_slow(const std::string& arg, PlatformSpec& p) {
   p.slow[int(rank)] = factor;
 }
 
-namespace {
-int small_count(const std::string& v, const std::string& what, const std::string& name) {
-  char* end = nullptr;
-  errno = 0;
-  const long n = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || !end || *end || errno == ERANGE || n < 1 || n > 4096)
-    throw UsageError(what + ": " + name + " '" + v + "' is not a whole number from 1 to 4096");
-  return int(n);
-}
-}  // namespace
-
 void parse_shared_cores(const std::string& arg, PlatformSpec& p) {
   const std::string what = "--shared-cores " + arg;
   const size_t comma = arg.find(',');
-  p.shared_cores = small_count(arg.substr(0, comma), what, "CORES");
+  p.shared_cores = positive_int(arg.substr(0, comma), what + ": CORES", 4096);
   p.rank_threads = 1;
   if (comma == std::string::npos) return;
   const std::string rest = arg.substr(comma + 1);
   if (rest.rfind("threads=", 0) != 0) throw UsageError(what + ": expected CORES or CORES,threads=T, e.g. 2,threads=1");
-  p.rank_threads = small_count(rest.substr(8), what, "threads");
+  p.rank_threads = positive_int(rest.substr(8), what + ": threads", 4096);
   if (p.rank_threads > p.shared_cores)
     throw UsageError(what + ": a rank's threads cannot outnumber the machine's cores");
 }

@@ -25,34 +25,33 @@ void add(SimLayers& s, const std::string& name, const std::string& kind, int64_t
 
 }  // namespace
 
-// The model a `dreamddp profile` directory was measured on (DIR/meta.json "model"), or "" when it names none.
-std::string profiled_model(const std::string& dir) {
+ProfileMeta read_profile_meta(const std::string& dir) {
+  ProfileMeta out;
   const auto path = std::filesystem::path(dir) / "meta.json";
-  if (!std::filesystem::exists(path)) return "";
+  if (!std::filesystem::exists(path)) return out;
   std::ifstream f(path);
   const auto j = nlohmann::json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("model") || !j["model"].is_string())
-    throw UsageError("profile " + dir + ": meta.json is not a JSON object with a \"model\" string");
-  return j["model"].get<std::string>();
-}
-
-std::string shared_cores_of_profile(const std::string& dir) {
-  const auto path = std::filesystem::path(dir) / "meta.json";
-  if (!std::filesystem::exists(path)) return "";
-  std::ifstream f(path);
-  const auto j = nlohmann::json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("machine") || !j["machine"].is_object()) return "";
+  out.found = true;
+  if (j.is_discarded() || !j.is_object() || !j.contains("model") || !j["model"].is_string()) return out;
+  out.model = j["model"].get<std::string>();
+  if (!j.contains("machine") || !j["machine"].is_object()) return out;
   const auto& m = j["machine"];
   if (m.value("passes", std::string()) != "one rank at a time" || !m.contains("cores") || !m["cores"].is_number_integer())
-    return "";
+    return out;
   const int threads = j.contains("threads") && j["threads"].is_number_integer() ? j["threads"].get<int>() : 1;
-  return std::to_string(m["cores"].get<int>()) + ",threads=" + std::to_string(threads);
+  out.shared_cores = std::to_string(m["cores"].get<int>()) + ",threads=" + std::to_string(threads);
+  return out;
 }
 
 SimLayers load_layers(const std::string& dir, const LayerSizeSource& given_src) {
   LayerSizeSource src = given_src;
   // A profile written by `dreamddp profile` names its model: its exact layout, unless another source is given.
-  if (src.model.empty() && src.bytes.empty() && !(src.comm_Bps > 0)) src.model = profiled_model(dir);
+  if (src.model.empty() && src.bytes.empty() && !(src.comm_Bps > 0)) {
+    const ProfileMeta meta = read_profile_meta(dir);
+    if (meta.found && meta.model.empty())
+      throw UsageError("profile " + dir + ": meta.json is not a JSON object with a \"model\" string");
+    src.model = meta.model;
+  }
   const auto prof = sync::read_profile(dir);
   if (!prof.bp_nan.empty()) std::fprintf(stderr, "%s\n", sync::bp_nan_note(prof, dir).c_str());
   if (prof.names.empty()) throw UsageError("profile " + dir + ": bp.json has no layers");

@@ -34,8 +34,14 @@ struct LayerSizeSource {
 // Throws dd::UsageError naming the file or the layer that is missing or bad.
 SimLayers load_layers(const std::string& profile_dir, const LayerSizeSource& src);
 
-// "C,threads=T" when DIR/meta.json says its passes were timed one rank at a time on a machine of C cores (the
-// --shared-cores that shares them again), else "".
-std::string shared_cores_of_profile(const std::string& profile_dir);
+// What a `dreamddp profile` directory's meta.json says: found is false without one, model "" when it names none
+// (or is not JSON). shared_cores: "C,threads=T" when its passes were timed one rank at a time on a machine of
+// C cores (the --shared-cores that shares them again), else "".
+struct ProfileMeta {
+  bool found = false;
+  std::string model;
+  std::string shared_cores;
+};
+ProfileMeta read_profile_meta(const std::string& profile_dir);
 
 }  // namespace dd::sim

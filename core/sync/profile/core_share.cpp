@@ -37,9 +37,9 @@ int usable_cores() {
 CoreShare core_share_of(const uint32_t* ids, const int* cores, int world, int threads) {
   std::map<uint32_t, std::pair<int, int>> machines;  // id -> (ranks, fewest cores any of them may use)
   for (int r = 0; r < world; ++r) {
-    auto [it, fresh] = machines.emplace(ids[r], std::make_pair(0, cores[r]));
-    it->second.first += 1;
-    it->second.second = std::min(it->second.second, cores[r]);
+    auto& m = machines.try_emplace(ids[r], 0, cores[r]).first->second;
+    m.first += 1;
+    m.second = std::min(m.second, cores[r]);
   }
   CoreShare s;
   for (const auto& [id, m] : machines) {
