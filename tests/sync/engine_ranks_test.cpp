@@ -398,6 +398,46 @@ TEST(LayerSync, LastPeriodLeavesItsAveragesToTheClosingAverage) {
   EXPECT_NE(end[0], end[size_t(world)]);  // the last period's layers trained on from other points
 }
 
+// Under an outer step the last period's closing sync is that step (closing_period.h, LayerSync::closing_merge): a
+// one-period plsgd run whose layers all stayed local ends bitwise where Local SGD's outer step of the same period
+// ends (a plain closing average would not: the outer step moves 1.33 times the average's way from the anchor), and a
+// delayed, compressed run sends nothing in its last period and still ends equal on every rank.
+TEST(LayerSync, LastPeriodUnderAnOuterStepClosesOnThatStep) {
+  ops::set_threads(1);
+  const int world = 2;
+  auto proto = models::make_model("mlp", 0);
+  GlobalBatch data(*proto, world * 4 * 6, 1);
+  auto train = [&](const std::string& policy, int steps, int64_t last_step, std::vector<std::vector<float>>& end,
+                   std::vector<int64_t>* bytes) {
+    end.assign(world, {});
+    run_ranks(world, [&](int r, Backend& be) {
+      auto m = models::make_model("mlp", 0);
+      optim::Optimizer opt({}, *m);
+      auto o = engine_options(policy);
+      o.last_step = last_step;
+      auto e = sync::make_layer_sync(o, *m, opt, be);
+      for (int s = 0; s < steps; ++s) {
+        engine_step(*m, opt, e->step, data.slice((s * world + r) * 4, 4), s, 0.05f);
+        if (bytes && r == 0) bytes->push_back(e->probe.step_stats().bytes);
+      }
+      e->control.finalize();
+      end[size_t(r)] = snapshot(*m);
+    });
+  };
+  std::vector<std::vector<float>> layerwise, periodic, scheduled;
+  train("plsgd:h=4,outer=nesterov", 4, 3, layerwise, nullptr);
+  train("localsgd:k=4,outer=nesterov", 4, 3, periodic, nullptr);
+  train("plsgd:h=4,outer=nesterov", 4, -1, scheduled, nullptr);
+  EXPECT_EQ(layerwise[0], layerwise[1]);
+  EXPECT_EQ(layerwise[0], periodic[0]);
+  EXPECT_NE(layerwise[0], scheduled[0]);
+  std::vector<int64_t> bytes;
+  train("plsgd:h=2,delay=1,outer=nesterov,compress=int8", 6, 5, layerwise, &bytes);
+  EXPECT_EQ(layerwise[0], layerwise[1]);
+  for (int s = 0; s < 4; ++s) EXPECT_GT(bytes[size_t(s)], 0) << "step " << s;
+  for (int s = 4; s < 6; ++s) EXPECT_EQ(bytes[size_t(s)], 0) << "step " << s << " of the last period sent parameters";
+}
+
 // Per-layer immediate update (each layer updated as soon as its sync is done) gives the same model, bit for bit,
 // as waiting for everything and then updating.
 TEST(LayerSync, ImmediateUpdateMatchesDeferredUpdate) {

@@ -85,9 +85,15 @@ void LayerSync::enter_lockstep(const std::vector<bool>& entering) {
 
 // The last period's averages are left to the closing average (closing_period.h), except in steps observed for a
 // profile (their averages are what it measures).
-bool LayerSync::closing_at(int64_t step) const {
+bool LayerSync::in_closing_period(int64_t step) const {
   const int64_t c = closing_period_start(*policy_.policy, o_.last_step);
-  if (c < 0 || step < c || policy_.policy->observing(step)) return false;
+  return c >= 0 && step >= c && !policy_.policy->observing(step);
+}
+
+// in_closing_period, with the line that says so at the period's first step.
+bool LayerSync::closing_at(int64_t step) const {
+  if (!in_closing_period(step)) return false;
+  const int64_t c = closing_period_start(*policy_.policy, o_.last_step);
   if (o_.verbose && b_.rank() == 0 && (step == c || step == o_.first_step))
     std::fprintf(stderr, "sync: steps %lld-%lld, the last period: its layers stay local and the closing average "
                  "syncs them\n", (long long)step, (long long)o_.last_step);

@@ -66,6 +66,7 @@ class LayerSync final : public SyncEngine, public RunControl, public EngineState
   void after_update();
   void enter_lockstep(const std::vector<bool>& entering);
   void plan_launches();
+  bool in_closing_period(int64_t step) const;
   bool closing_at(int64_t step) const;
   void end_of_backward(double t1);
   void launch(const Bucket& bk);
@@ -77,6 +78,9 @@ class LayerSync final : public SyncEngine, public RunControl, public EngineState
   std::optional<LayerUpdate> next() override;  // ReadyLayers: the update cursor (Launches::cursor)
   // layer_sync_averages.cpp
   void periodic_average();
+  std::vector<CopyAverage> launch_local_copies(int64_t merge_step);
+  void apply_copies(std::vector<CopyAverage>& sent, bool log);
+  void closing_merge();
   void merge_delayed(bool all);
   void average_all(bool count_stats, bool log = false);
   void average_differing();

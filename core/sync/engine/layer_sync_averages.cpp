@@ -14,20 +14,44 @@ namespace dd::sync {
 // localsgd with delay= or a transform: the whole-model average after the update of this step, on copies; blocking
 // and applied at once (delay=0) or merged at the start of step + delay.
 void LayerSync::periodic_average() {
-  std::vector<CopyAverage> sent;
-  for (auto& bk : plan_average(plan_.local_layers(), layers_.ranges, o_.bucket_cap_bytes))
-    sent.push_back(copies_.launch(b_, bk, step_, step_ + policy_.merge.delay, launches_.t_bwd, -1));
+  std::vector<CopyAverage> sent = launch_local_copies(step_ + policy_.merge.delay);
   if (policy_.merge.delay > 0) {
     for (auto& d : sent) copies_.defer(std::move(d));
     return;
   }
+  apply_copies(sent, /*log=*/true);
+}
+
+// The averages on copies of every layer that is not lock-step, in buckets, merged at `merge_step`.
+std::vector<CopyAverage> LayerSync::launch_local_copies(int64_t merge_step) {
+  std::vector<CopyAverage> sent;
+  for (auto& bk : plan_average(plan_.local_layers(), layers_.ranges, o_.bucket_cap_bytes))
+    sent.push_back(copies_.launch(b_, bk, step_, merge_step, launches_.t_bwd, -1));
+  return sent;
+}
+
+// Waits for averages on copies launched for this step and makes them the layers' values.
+void LayerSync::apply_copies(std::vector<CopyAverage>& sent, bool log) {
   for (auto& d : sent) {
     for (auto& w : d.works) w->wait();
     copies_.apply(d, /*in_step=*/true);
+    if (!log) continue;
     InFlight f{d.bucket, {}, d.launch_s, d.bytes};
     f.works = d.works;
     log_sync_event(f, now_s(), step_, launches_.t_bwd);
   }
+}
+
+// The run ended in a last period whose layers stayed local (closing_period.h) under a transformed merge (an outer
+// step, compression): their sync is that merge, of every local layer at once, as Local SGD's last period ends on
+// its outer step. It leaves them equal on every rank, and the closing average then finds nothing to send. Not a
+// step: not logged, and its bytes are not counted (as the closing average's).
+void LayerSync::closing_merge() {
+  if (!policy_.merge.transforms() || !in_closing_period(step_)) return;
+  const int64_t bytes0 = coll_.stats().bytes;
+  std::vector<CopyAverage> sent = launch_local_copies(step_);
+  apply_copies(sent, /*log=*/false);
+  coll_.stats().bytes = bytes0;
 }
 
 // Merges the delayed averages due by this step (all of them when `all`: before a switch, a fallback, a lock-step
@@ -138,6 +162,7 @@ bool LayerSync::start_equal_everywhere() {
 void LayerSync::finalize() {
   apply_agreed_votes(/*all=*/true);
   merge_delayed(/*all=*/true);
+  closing_merge();
   average_differing();
 }
 
