@@ -13,7 +13,6 @@ one thread per rank, synthetic data, loopback. An existing --out is moved aside 
 import argparse
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time

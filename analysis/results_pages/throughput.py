@@ -59,7 +59,6 @@ def render_beyond_throughput(results, name="beyond_throughput.json"):
     d = _load(results, name)
     if not d:
         return _absent('throughput with the merge keys', 'run `experiments/regime_map.sh --configs ...`')
-    H = d["H"]
     names = []
     for c in d["cells"]:
         for r in c["rows"]:

@@ -32,12 +32,11 @@ def render_torchft(results, name="torchft.json"):
         run_s.setdefault((x["network"], x["system"], x["method"]), []).append(x["run_s"])
     val = {(r["network"], r["system"], r["method"]): r for r in rows}
     for r in rows:
-        twin, ratio, e2e = "", "-", "-"
+        ratio, e2e = "-", "-"
         if r["system"] == "dreamddp":
             t = val.get((r["network"], "torchft", _torchft_twin(r["method"])))
-            if t and t.get("peer_ok", True):
-                twin, ratio = t["method"], "%.2fx %s" % (r["samples_per_s"] / t["samples_per_s"], t["method"])
             if t and t.get("peer_ok", True):  # the peer rules withhold both ratios alike
+                ratio = "%.2fx %s" % (r["samples_per_s"] / t["samples_per_s"], t["method"])
                 e = _torchft_e2e(run_s, r, t)
                 e2e = "%.2fx %s" % (e, t["method"]) if e else "-"
         method = r["method"] if r["system"] == "dreamddp" else "`%s`" % r["class"]
