@@ -100,6 +100,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "sim_charge": render_
              "torchft_faults": render_torchft_faults,
              "torchft_merge_keys": lambda r: render_torchft(r, "torchft_merge_keys.json"),
              "torchft_last_period": lambda r: render_torchft(r, "torchft_last_period.json"),
+             "torchft_closing_merge": lambda r: render_torchft(r, "torchft_closing_merge.json"),
              "torchft_before_end_averages": lambda r: render_torchft(r, "torchft.2026-12-05.json"),
              "torchft_faults_heal": lambda r: render_torchft_faults(r, "torchft_faults_heal.json"),
              "torchft_faults_cells": lambda r: render_torchft_faults(r, "torchft_faults_cells.json"),

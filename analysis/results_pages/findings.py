@@ -4,7 +4,8 @@ import textwrap
 from .common import _load, _rel
 from .findings_cells import E2E_NOTE, PAPER_SPEEDUP, _absent_line, _best_e2e, _vs_e2e, _where
 from .findings_runs import (_finding_delay, _finding_elastic, _finding_gpu, _finding_step_time, _finding_ties,
-    _finding_torchft, _finding_wins)
+    _finding_wins)
+from .findings_torchft import _finding_torchft
 from .regime_map import _goal
 from .sim_validation import _SUPERSEDED
 from .simulator import _sim_rows_by
