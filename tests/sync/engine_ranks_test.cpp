@@ -361,6 +361,29 @@ TEST(LayerSync, FinalAverageLeavesEqualLayersAlone) {
     ASSERT_NEAR(after[0][size_t(i)], start[size_t(i)] + 0.01f, 1e-5f) << i;
 }
 
+namespace {
+// Trains `world` ranks of the mlp under `policy` for `steps` steps (run's last step `last_step`, -1: not known), then
+// finalizes; each rank's parameters at the end into `end`, and each step's bytes of each rank into `bytes`.
+void train_last_period(const std::string& policy, int world, int steps, int64_t last_step, GlobalBatch& data,
+                       std::vector<std::vector<float>>& end, std::vector<std::vector<int64_t>>& bytes) {
+  end.assign(size_t(world), {});
+  bytes.assign(size_t(world), {});
+  run_ranks(world, [&](int r, Backend& be) {
+    auto m = models::make_model("mlp", 0);
+    optim::Optimizer opt({}, *m);
+    auto o = engine_options(policy);
+    o.last_step = last_step;
+    auto e = sync::make_layer_sync(o, *m, opt, be);
+    for (int s = 0; s < steps; ++s) {
+      engine_step(*m, opt, e->step, data.slice((s * world + r) * 4, 4), s, 0.05f);
+      bytes[size_t(r)].push_back(e->probe.step_stats().bytes);
+    }
+    e->control.finalize();
+    end[size_t(r)] = snapshot(*m);
+  });
+}
+}  // namespace
+
 // The last period (closing_period.h): with the run's last step known, plsgd's layers stay local through its last
 // period and the closing average syncs them, so those steps send nothing and the ranks still end bitwise equal;
 // with it unknown (--last-period scheduled) the plan's averages are made there too.
@@ -369,25 +392,13 @@ TEST(LayerSync, LastPeriodLeavesItsAveragesToTheClosingAverage) {
   const int world = 2, steps = 6;
   auto proto = models::make_model("mlp", 0);
   GlobalBatch data(*proto, world * 4 * steps, 1);
-  std::vector<std::vector<float>> end(2 * world);
-  std::vector<std::vector<int64_t>> bytes(2 * world);
+  std::vector<std::vector<float>> end[2];
+  std::vector<std::vector<int64_t>> bytes[2];
   for (int local = 0; local < 2; ++local)
-    run_ranks(world, [&](int r, Backend& be) {
-      auto m = models::make_model("mlp", 0);
-      optim::Optimizer opt({}, *m);
-      auto o = engine_options("plsgd:h=2");
-      o.last_step = local ? steps - 1 : -1;
-      auto e = sync::make_layer_sync(o, *m, opt, be);
-      for (int s = 0; s < steps; ++s) {
-        engine_step(*m, opt, e->step, data.slice((s * world + r) * 4, 4), s, 0.05f);
-        bytes[size_t(local * world + r)].push_back(e->probe.step_stats().bytes);
-      }
-      e->control.finalize();
-      end[size_t(local * world + r)] = snapshot(*m);
-    });
+    train_last_period("plsgd:h=2", world, steps, local ? steps - 1 : -1, data, end[local], bytes[local]);
   for (int local = 0; local < 2; ++local) {
-    EXPECT_EQ(end[size_t(local * world)], end[size_t(local * world + 1)]) << "last period local: " << local;
-    const auto& b = bytes[size_t(local * world)];
+    EXPECT_EQ(end[local][0], end[local][1]) << "last period local: " << local;
+    const auto& b = bytes[local][0];
     for (int s = 0; s < steps - 2; ++s) EXPECT_GT(b[size_t(s)], 0) << "step " << s << ", local " << local;
     for (int s = steps - 2; s < steps; ++s)
       if (local)
@@ -395,7 +406,7 @@ TEST(LayerSync, LastPeriodLeavesItsAveragesToTheClosingAverage) {
       else
         EXPECT_GT(b[size_t(s)], 0) << "step " << s << " of the last period, as planned";
   }
-  EXPECT_NE(end[0], end[size_t(world)]);  // the last period's layers trained on from other points
+  EXPECT_NE(end[0][0], end[1][0]);  // the last period's layers trained on from other points
 }
 
 // Under an outer step the last period's closing sync is that step (closing_period.h, LayerSync::closing_merge): a
@@ -407,35 +418,18 @@ TEST(LayerSync, LastPeriodUnderAnOuterStepClosesOnThatStep) {
   const int world = 2;
   auto proto = models::make_model("mlp", 0);
   GlobalBatch data(*proto, world * 4 * 6, 1);
-  auto train = [&](const std::string& policy, int steps, int64_t last_step, std::vector<std::vector<float>>& end,
-                   std::vector<int64_t>* bytes) {
-    end.assign(world, {});
-    run_ranks(world, [&](int r, Backend& be) {
-      auto m = models::make_model("mlp", 0);
-      optim::Optimizer opt({}, *m);
-      auto o = engine_options(policy);
-      o.last_step = last_step;
-      auto e = sync::make_layer_sync(o, *m, opt, be);
-      for (int s = 0; s < steps; ++s) {
-        engine_step(*m, opt, e->step, data.slice((s * world + r) * 4, 4), s, 0.05f);
-        if (bytes && r == 0) bytes->push_back(e->probe.step_stats().bytes);
-      }
-      e->control.finalize();
-      end[size_t(r)] = snapshot(*m);
-    });
-  };
   std::vector<std::vector<float>> layerwise, periodic, scheduled;
-  train("plsgd:h=4,outer=nesterov", 4, 3, layerwise, nullptr);
-  train("localsgd:k=4,outer=nesterov", 4, 3, periodic, nullptr);
-  train("plsgd:h=4,outer=nesterov", 4, -1, scheduled, nullptr);
+  std::vector<std::vector<int64_t>> bytes;
+  train_last_period("plsgd:h=4,outer=nesterov", world, 4, 3, data, layerwise, bytes);
+  train_last_period("localsgd:k=4,outer=nesterov", world, 4, 3, data, periodic, bytes);
+  train_last_period("plsgd:h=4,outer=nesterov", world, 4, -1, data, scheduled, bytes);
   EXPECT_EQ(layerwise[0], layerwise[1]);
   EXPECT_EQ(layerwise[0], periodic[0]);
   EXPECT_NE(layerwise[0], scheduled[0]);
-  std::vector<int64_t> bytes;
-  train("plsgd:h=2,delay=1,outer=nesterov,compress=int8", 6, 5, layerwise, &bytes);
+  train_last_period("plsgd:h=2,delay=1,outer=nesterov,compress=int8", world, 6, 5, data, layerwise, bytes);
   EXPECT_EQ(layerwise[0], layerwise[1]);
-  for (int s = 0; s < 4; ++s) EXPECT_GT(bytes[size_t(s)], 0) << "step " << s;
-  for (int s = 4; s < 6; ++s) EXPECT_EQ(bytes[size_t(s)], 0) << "step " << s << " of the last period sent parameters";
+  for (int s = 0; s < 4; ++s) EXPECT_GT(bytes[0][size_t(s)], 0) << "step " << s;
+  for (int s = 4; s < 6; ++s) EXPECT_EQ(bytes[0][size_t(s)], 0) << "step " << s << " of the last period sent parameters";
 }
 
 // Per-layer immediate update (each layer updated as soon as its sync is done) gives the same model, bit for bit,
