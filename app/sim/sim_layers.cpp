@@ -36,8 +36,8 @@ ProfileMeta read_profile_meta(const std::string& dir) {
   out.model = j["model"].get<std::string>();
   if (!j.contains("machine") || !j["machine"].is_object()) return out;
   const auto& m = j["machine"];
-  if (m.value("passes", std::string()) != "one rank at a time" || !m.contains("cores") || !m["cores"].is_number_integer())
-    return out;
+  const bool alone = m.value("passes", std::string()) == "one rank at a time";
+  if (!alone || !m.contains("cores") || !m["cores"].is_number_integer()) return out;
   const int threads = j.contains("threads") && j["threads"].is_number_integer() ? j["threads"].get<int>() : 1;
   out.shared_cores = std::to_string(m["cores"].get<int>()) + ",threads=" + std::to_string(threads);
   return out;

@@ -429,7 +429,8 @@ TEST(LayerSync, LastPeriodUnderAnOuterStepClosesOnThatStep) {
   train_last_period("plsgd:h=2,delay=1,outer=nesterov,compress=int8", world, 6, 5, data, layerwise, bytes);
   EXPECT_EQ(layerwise[0], layerwise[1]);
   for (int s = 0; s < 4; ++s) EXPECT_GT(bytes[0][size_t(s)], 0) << "step " << s;
-  for (int s = 4; s < 6; ++s) EXPECT_EQ(bytes[0][size_t(s)], 0) << "step " << s << " of the last period sent parameters";
+  for (int s = 4; s < 6; ++s)
+    EXPECT_EQ(bytes[0][size_t(s)], 0) << "step " << s << " of the last period sent parameters";
 }
 
 // Per-layer immediate update (each layer updated as soon as its sync is done) gives the same model, bit for bit,

@@ -94,9 +94,15 @@ bool LayerSync::in_closing_period(int64_t step) const {
 bool LayerSync::closing_at(int64_t step) const {
   if (!in_closing_period(step)) return false;
   const int64_t c = closing_period_start(*policy_.policy, o_.last_step);
-  if (o_.verbose && b_.rank() == 0 && (step == c || step == o_.first_step))
-    std::fprintf(stderr, "sync: steps %lld-%lld, the last period: its layers stay local and the closing average "
-                 "syncs them\n", (long long)step, (long long)o_.last_step);
+  if (o_.verbose && b_.rank() == 0 && (step == c || step == o_.first_step)) {
+    const MergeSpec& m = policy_.merge;
+    const char* closing = m.nesterov                 ? "one outer step of every layer after the last step syncs them"
+                          : m.compress != Codec::None ? "one compressed average of every layer after the last step "
+                                                        "syncs them"
+                                                      : "the closing average syncs them";
+    std::fprintf(stderr, "sync: steps %lld-%lld, the last period: its layers stay local and %s\n", (long long)step,
+                 (long long)o_.last_step, closing);
+  }
   return true;
 }
 
