@@ -66,6 +66,35 @@ TEST(Gemm, LargeTransposedAMatchesDoubleSum) {
   }
 }
 
+// A transposed-A product whose B rows lie a multiple of 1 KiB apart, over many rows (core/ops/gemm.cpp copies B to
+// longer rows on AVX2 kernels): the same sums as a double-precision reference, and B's values past its N columns
+// (NaN here) never read; once with an A large enough to be transposed first as well.
+TEST(Gemm, TransposedAWithPowerOfTwoStridedBMatchesDoubleSum) {
+  struct Case { int64_t M, N, K, ldb; };
+  for (const Case c : {Case{37, 250, 300, 512}, Case{1024, 8, 1024, 256}}) {
+    SCOPED_TRACE("M=" + std::to_string(c.M) + " ldb=" + std::to_string(c.ldb));
+    const int64_t lda = c.M + 1, ldc = c.N + 2;
+    auto A = randn(c.K * lda, 31), B = randn(c.K * c.ldb, 32), C = randn(c.M * ldc, 33);
+    for (int64_t k = 0; k < c.K; ++k)
+      for (int64_t j = c.N; j < c.ldb; ++j) B[k * c.ldb + j] = std::nanf("");
+    const auto C0 = C;
+    const float alpha = 0.5f, beta = 1.f;
+    gemm(true, false, c.M, c.N, c.K, alpha, A.data(), lda, B.data(), c.ldb, beta, C.data(), ldc);
+    const double u = std::ldexp(1.0, -24);
+    for (int64_t i = 0; i < c.M; ++i)
+      for (int64_t j = 0; j < c.N; ++j) {
+        double s = 0, abs_sum = 0;
+        for (int64_t k = 0; k < c.K; ++k) {
+          const double p = double(A[k * lda + i]) * B[k * c.ldb + j];
+          s += p, abs_sum += std::fabs(p);
+        }
+        const double ref = alpha * s + beta * double(C0[i * ldc + j]);
+        const double bound = double(c.K + 2) * u * std::fabs(alpha) * abs_sum + u * std::fabs(beta * C0[i * ldc + j]);
+        ASSERT_LE(std::fabs(C[i * ldc + j] - ref), bound) << "at " << i << "," << j;
+      }
+  }
+}
+
 TEST(Gemm, BetaZeroIgnoresGarbageInC) {
   auto A = randn(4 * 3, 4), B = randn(3 * 2, 5);
   std::vector<float> C(4 * 2, std::nanf(""));
