@@ -58,6 +58,7 @@ RENDERERS = {"simulate_validation": render_sim_validation, "sim_charge": render_
                                                                  "bench_step_t2_avx2.json")),
              "bench_step_stem": render_bench_step_stem, "bench_step_gpt2_init": render_bench_step_ab,
              "bench_step_ab_avx2_gptmini": lambda r: render_bench_step_ab(r, "bench_step_ab_avx2_gptmini.json"),
+             "bench_step_ab_avx2_padb": lambda r: render_bench_step_ab(r, "bench_step_ab_avx2_padb.json"),
              "regime_map": render_regime, "demo": render_demo,
              "regime_map_20261201": lambda r: render_regime(r, "regime_map.2026-12-01.json"),
              "regime_map_e2e": lambda r: render_regime(r, "regime_map_e2e.json"),

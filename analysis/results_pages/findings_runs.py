@@ -237,6 +237,11 @@ def _short_cpu(d):
     return cpu + (" (AVX2 only)" if flags and "avx2" in flags and "avx512f" not in flags else "")
 
 
+# The step-time A/B studies (experiments/bench_step_ab.sh), oldest first, and the change each measured.
+STEP_TIME_AB = (("bench_step_ab_avx2_gptmini.json", "copying a large transposed A into row order before its GEMM"),
+                ("bench_step_ab_avx2_padb.json", "copying B to longer rows before a transposed-A product"))
+
+
 def _finding_step_time(results):
     docs = [d for d in (_load(results, n) for n in ("bench_step_t1.json", "bench_step_t2.json",
                                                     "bench_step_t1_intel.json", "bench_step_t2_intel.json",
@@ -274,11 +279,12 @@ def _finding_step_time(results):
                 peer.get("torch", "?").split("+")[0], (peer.get("blas") or "?").split(",")[-1].split(" (")[0].strip(),
                 "; ".join(parts)))
     text += (" Slower than PyTorch: %s." % ", ".join(slower)) if slower else " Slower than PyTorch in none of them."
-    ab = _load(results, "bench_step_ab_avx2_gptmini.json")
-    rows = [r for r in (ab or {}).get("summary", []) if r["before"].get("ratio") and r["after"].get("ratio")]
-    if rows:
-        text += " On the %s, after copying a large transposed A into row order before its GEMM, in one sitting " \
-                "against the code before: %s." % (_short_cpu(ab), "; ".join(
+    for name, what in STEP_TIME_AB:
+        ab = _load(results, name)
+        rows = [r for r in (ab or {}).get("summary", []) if r["before"].get("ratio") and r["after"].get("ratio")]
+        if rows:
+            text += " On the %s, after %s, in one sitting against the code before: %s." % (
+                _short_cpu(ab), what, "; ".join(
                     "%s %.2fx PyTorch (before %.2fx; our step %.2fx of before)" % (
                         r["model"], r["after"]["ratio"], r["before"]["ratio"], r["ours_after_over_before"])
                     for r in rows))
